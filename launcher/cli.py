@@ -1,0 +1,100 @@
+"""`python -m launcher [recipe=NAME] [key=value ...]`: compose, validate, plan, submit."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from launcher.errors import UserError
+
+USAGE = """usage: python -m launcher [recipe=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [--cfg]
+
+Compose a recipe from recipes/ (Hydra), validate it, plan it and submit it.
+  recipe=qwen3_dflash          pick a recipe (default: smoke, the tiny CPU model)
+  cluster=gb300                any group: model, draft, parallel, cluster, sweep
+  sweep.concurrencies=[1,8,32] any field
+  dry_run=true                 print the plan and the sbatch scripts; submit nothing
+  wait=true                    follow the jobs until they end (default on the local executor)
+  output_dir=PATH              results go to PATH/<recipe>/<server_id>/
+  --cfg                        print the composed recipe and exit
+"""
+
+
+def _err(line: str) -> None:
+    print(f"error: {line}", file=sys.stderr)
+
+
+def print_plan(cfg, plan) -> None:
+    from launcher.sbatch import describe_commands, render_sbatch
+    from launcher.submit import submitit_folder
+
+    out = sys.stdout
+    out.write(f"recipe {plan.recipe}: {len(plan.jobs)} job(s), {plan.num_points} client point(s); "
+              f"cluster {cfg.cluster.name} ({cfg.cluster.executor})\n")
+    out.write(f"results: {plan.results_dir}\n")
+    for job in plan.jobs:
+        out.write(f"\njob {job.server_id}  ->  {job.job_dir}\n")
+        for p in job.points:
+            out.write(f"  point {p.id:<28} T={p.temperature:g} C={p.concurrency} dataset={p.dataset}\n")
+    if cfg.cluster.executor == "slurm":
+        out.write("\n# ---- sbatch script (submitit) ----\n")
+        out.write(render_sbatch(cfg.cluster, plan.jobs, submitit_folder(plan), f"specdec-{cfg.name}"))
+        out.write("\n")
+    else:
+        out.write("\n# ---- local executor commands ----\n")
+        for job in plan.jobs:
+            out.write("\n".join(describe_commands(job)) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    show_cfg = "--cfg" in argv
+    overrides = [a for a in argv if a != "--cfg"]
+    bad = [a for a in overrides if a.startswith("-")]
+    if bad:
+        _err(f"{bad[0]}: unknown option (fix: use key=value overrides; see --help)")
+        return 2
+    try:
+        from launcher.config.compose import compose_recipe
+        from launcher.config.validate import validate
+        from launcher.plan import make_plan
+
+        cfg = compose_recipe(overrides)
+        if show_cfg:
+            from omegaconf import OmegaConf
+            print(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+            return 0
+        errors = validate(cfg)
+        if errors:
+            for e in errors:
+                _err(e.line())
+            return 2
+        plan = make_plan(cfg)
+    except UserError as e:
+        _err(e.line())
+        return e.exit_code
+
+    if cfg.dry_run:
+        print_plan(cfg, plan)
+        return 0
+
+    from launcher.submit import follow, submit
+
+    try:
+        subs = submit(cfg, plan)
+    except Exception as e:  # noqa: BLE001 - sbatch/executor errors: one line, not a traceback
+        _err(f"submission failed: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
+        return 1
+    print(f"submitted {len(subs)} job(s) to {cfg.cluster.name} ({cfg.cluster.executor}); results: {plan.results_dir}")
+    for s in subs:
+        print(f"  job {s.job_id}  {s.job.server_id}\n    log: {s.log_path()}\n    results: {s.job.job_dir}")
+    wait = cfg.wait if cfg.wait is not None else cfg.cluster.executor == "local"
+    if not wait:
+        print("follow with: squeue --me; results appear as each point completes" if cfg.cluster.executor == "slurm"
+              else "jobs run in the background")
+        return 0
+    ok = follow(subs)
+    print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
+    return 0 if ok else 1

@@ -1,0 +1,1 @@
+"""Recipe schema (dataclasses), composition (Hydra) and validation."""

@@ -1,0 +1,121 @@
+"""Compose a recipe from the YAML tree in recipes/ with Hydra, onto the schema.
+
+Errors from Hydra/OmegaConf are turned into one-line ConfigErrors that name the
+field and the fix.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from launcher.config.schema import LauncherConfig
+from launcher.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GROUPS = ("recipe", "model", "draft", "parallel", "cluster", "sweep")
+
+
+def recipes_dir() -> Path:
+    return Path(os.environ.get("SPECDEC_RECIPES_DIR", REPO_ROOT / "recipes")).resolve()
+
+
+def specdec_home() -> str:
+    """Where the heavy tool venvs and the tiny models live (see common/setup/install.sh)."""
+    return os.environ.get("SPECDEC_HOME") or str(Path.home() / ".cache" / "specdec-launcher")
+
+
+def _register() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="launcher_schema", node=LauncherConfig)
+    if not OmegaConf.has_resolver("specdec_home"):
+        OmegaConf.register_new_resolver("specdec_home", specdec_home)
+    if not OmegaConf.has_resolver("repo_root"):
+        OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
+
+
+def available(group: str) -> list[str]:
+    d = recipes_dir() / group
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+def compose_recipe(overrides: list[str]) -> LauncherConfig:
+    """Compose recipes/config.yaml with the overrides; return the typed, resolved config."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    _register()
+    try:
+        with initialize_config_dir(config_dir=str(recipes_dir()), version_base=None, job_name="launcher"):
+            cfg = compose(config_name="config", overrides=list(overrides))
+        # Re-merge onto the bare schema: keys added with `+key=...` are rejected too.
+        cfg = OmegaConf.merge(OmegaConf.structured(LauncherConfig), cfg)
+        obj = OmegaConf.to_object(cfg)
+    except (HydraException, OmegaConfBaseException) as e:
+        raise translate_error(e) from None
+    assert isinstance(obj, LauncherConfig)
+    return obj
+
+
+def _omegaconf_cause(e: BaseException) -> OmegaConfBaseException | None:
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OmegaConfBaseException):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def translate_error(e: BaseException) -> ConfigError:
+    """Turn a Hydra/OmegaConf composition error into a one-line ConfigError."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    m = re.search(r"Could not find '([^/']+)/([^']+)'", text) or re.search(
+        r"In '[^']*': Could not find '([^/']+)/([^']+)'", text)
+    if m:
+        group, choice = m.group(1), m.group(2)
+        opts = ", ".join(available(group)) or "(none)"
+        return ConfigError(group, f"unknown {group} '{choice}'", f"choose one of: {opts}")
+    m = re.search(r"Could not override '([^']+)'", text)
+    if m and "No match in the defaults list" not in text:
+        key = m.group(1)
+        cause = _omegaconf_cause(e)
+        if cause is not None and "not in struct" not in str(cause) and "Key '" not in str(cause):
+            return _from_omegaconf(cause, key)
+        return ConfigError(key, "unknown key", f"check the spelling; `python -m launcher --cfg` lists the valid keys")
+    m = re.search(r"Could not (?:override|append to|delete).*'([^']+)'", text)
+    if m:
+        key = m.group(1)
+        return ConfigError(key, "unknown config group or key", f"groups are: {', '.join(GROUPS)}")
+    if "Error parsing override" in text or type(e).__name__ == "OverrideParseException":
+        return ConfigError("override", first, "write overrides as key=value, lists as key=[1,8,32]")
+    cause = _omegaconf_cause(e)
+    if cause is not None:
+        return _from_omegaconf(cause, None)
+    return ConfigError("recipe", first, None)
+
+
+def _from_omegaconf(cause: OmegaConfBaseException, key: str | None) -> ConfigError:
+    full_key = getattr(cause, "full_key", None) or key or "recipe"
+    msg = getattr(cause, "msg", None) or str(cause)
+    msg = msg.strip().splitlines()[0]
+    if "Missing mandatory value" in msg:
+        return ConfigError(full_key, "is required but not set", f"set it, e.g. {full_key}=...")
+    m = re.search(r"Key '([^']+)' not in '([^']+)'", msg)
+    if m:
+        parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
+        field = f"{parent}.{m.group(1)}" if parent and not full_key.endswith(m.group(1)) else full_key
+        return ConfigError(field, "unknown key", f"it is not a field of {m.group(2)}; check the spelling")
+    m = re.search(r"Value '([^']*)' (?:of type '[^']+' )?could not be converted to (\w+)", msg)
+    if m:
+        kind = m.group(2).lower()
+        article = "an" if kind[0] in "aeiou" else "a"
+        return ConfigError(full_key, f"'{m.group(1)}' is not {article} {kind}", f"give {full_key} {article} {kind} value")
+    if "is not a ListConfig" in msg:
+        return ConfigError(full_key, "expects a list", f"write a list, e.g. {full_key}=[...]")
+    return ConfigError(full_key, msg, None)

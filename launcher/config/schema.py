@@ -1,0 +1,137 @@
+"""The recipe schema: structured configs, so an unknown key or a wrong type is an error.
+
+Every YAML file under recipes/ is merged onto these dataclasses by Hydra.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+SPEC_METHODS = ("eagle", "eagle3", "dflash", "mtp", "ngram", "draft_model", "suffix", "none")
+# Methods whose drafter lives inside the target checkpoint or is computed on the fly.
+METHODS_WITHOUT_DRAFT_CKPT = ("ngram", "mtp", "suffix", "none")
+
+
+@dataclass
+class ModelConfig:
+    path: str = MISSING  # HF id or a directory: what `vllm serve` loads
+    served_name: str = MISSING  # the name clients ask for
+    tokenizer: Optional[str] = None  # defaults to path
+    max_model_len: Optional[int] = None
+    dtype: Optional[str] = None
+
+
+@dataclass
+class DraftConfig:
+    method: str = "none"  # eagle, eagle3, dflash, mtp, ngram, draft_model, suffix, none
+    model: Optional[str] = None  # draft checkpoint (HF id or directory)
+    num_speculative_tokens: int = 3
+    # Extra keys for vLLM's --speculative-config (e.g. prompt_lookup_max for ngram).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParallelConfig:
+    tp: int = 1  # tensor parallel size
+    dp: int = 1  # data parallel size
+    ep: int = 1  # expert parallel: 1 (off) or tp * dp (vLLM's EP group spans TP x DP)
+    draft_tp: Optional[int] = None  # 1 or tp; default: vLLM's own choice
+
+
+@dataclass
+class ClusterConfig:
+    name: str = "local"
+    executor: str = "local"  # local | slurm
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    gpus_per_node: int = 0  # 0: CPU-only
+    nodes: int = 1
+    time_min: int = 60
+    cpus_per_task: Optional[int] = None
+    mem_gb: Optional[int] = None
+    container_image: Optional[str] = None  # pyxis --container-image
+    container_mounts: list[str] = field(default_factory=list)
+    requires_container: bool = False
+    srun_args: list[str] = field(default_factory=list)
+    segment: Optional[int] = None  # Slurm --segment (NVL72 racks)
+    bind_host: str = "127.0.0.1"  # 0.0.0.0 on clusters
+    env: dict[str, str] = field(default_factory=dict)
+    array_parallelism: int = 16
+
+
+@dataclass
+class RuntimeParams:
+    sampling_kwargs: dict[str, Any] = field(default_factory=dict)  # top_p, top_k, ...
+    chat_template_args: dict[str, Any] = field(default_factory=dict)  # e.g. enable_thinking
+    dataset_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SweepConfig:
+    temperatures: list[float] = field(default_factory=lambda: [0.0])
+    concurrencies: list[int] = field(default_factory=lambda: [1])
+    datasets: list[str] = field(default_factory=lambda: ["mtbench"])
+    dataset_paths: dict[str, str] = field(default_factory=dict)  # dataset -> file
+    num_requests: Optional[int] = None  # None: the whole dataset
+    output_length: int = 256
+    runtime_params: RuntimeParams = field(default_factory=RuntimeParams)
+    # Server-side sweep: one server per value (empty: draft.num_speculative_tokens).
+    num_speculative_tokens: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ServerConfig:
+    command: str = "vllm serve"  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
+    port: Optional[int] = None  # None: a free port on the node
+    ready_timeout_s: int = 1800
+    max_num_batched_tokens: Optional[int] = None
+    kv_cache_memory_bytes: Optional[str] = None  # KV-cache cap per GPU, e.g. "20G"
+    gpu_memory_utilization: Optional[float] = None
+    enforce_eager: bool = False
+    spec_decode_metrics: str = "summary"  # --per-request-spec-decode-metrics
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class GatesConfig:
+    min_acceptance_length: dict[str, float] = field(default_factory=dict)  # dataset -> AL
+    min_tokens_per_step: Optional[float] = None  # e.g. 1.2
+    max_failed_fraction: float = 0.05
+
+
+@dataclass
+class LosslessConfig:
+    enabled: bool = False
+    num_prompts: int = 8
+    output_length: int = 64
+    min_match_fraction: float = 0.6  # required matches = floor(fraction * prompts) + 1
+
+
+@dataclass
+class BenchConfig:
+    aiperf: str = "aiperf"  # the aiperf executable
+    point_timeout_s: int = 3600
+    request_timeout_s: int = 600
+    force: bool = False  # rerun complete points
+    preflight: bool = True
+    gates: GatesConfig = field(default_factory=GatesConfig)
+    lossless: LosslessConfig = field(default_factory=LosslessConfig)
+
+
+@dataclass
+class LauncherConfig:
+    name: str = "smoke"  # recipe name; the results folder is output_dir/name
+    model: ModelConfig = field(default_factory=ModelConfig)
+    draft: DraftConfig = field(default_factory=DraftConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
+    output_dir: str = "results"
+    dry_run: bool = False
+    wait: Optional[bool] = None  # None: wait on the local executor, not on Slurm

@@ -1,0 +1,137 @@
+"""Checks a composed recipe before anything is planned or submitted.
+
+`validate` returns every problem found (not just the first), each a ConfigError
+whose line names the field and the fix.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from launcher.config.schema import METHODS_WITHOUT_DRAFT_CKPT, SPEC_METHODS, LauncherConfig
+from launcher.errors import ConfigError
+
+KNOWN_DATASETS = ("mtbench", "specbench")
+SPEED_SPLITS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k",
+                "throughput_16k", "throughput_32k")
+
+
+def known_dataset(name: str) -> bool:
+    return name in KNOWN_DATASETS or (name.startswith("speed_") and name[len("speed_"):] in SPEED_SPLITS)
+
+
+def _writable(path: Path) -> bool:
+    p = path.resolve()
+    while not p.exists():
+        if p.parent == p:
+            return False
+        p = p.parent
+    return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
+
+
+def validate(cfg: LauncherConfig) -> list[ConfigError]:
+    errs: list[ConfigError] = []
+    add = lambda f, p, fix: errs.append(ConfigError(f, p, fix))  # noqa: E731
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server
+
+    # --- speculative method and draft
+    if d.method not in SPEC_METHODS:
+        add("draft.method", f"unknown method '{d.method}'", f"use one of: {', '.join(SPEC_METHODS)}")
+    elif d.method not in METHODS_WITHOUT_DRAFT_CKPT and not d.model:
+        add("draft.model", f"method '{d.method}' needs a draft checkpoint", "set draft.model=<HF id or path>")
+    if d.method != "none" and d.num_speculative_tokens < 1:
+        add("draft.num_speculative_tokens", f"is {d.num_speculative_tokens}, must be >= 1",
+            "set draft.num_speculative_tokens=3 (or draft=none for a baseline)")
+    for k in sw.num_speculative_tokens:
+        if k < 1:
+            add("sweep.num_speculative_tokens", f"contains {k}, every value must be >= 1", "remove it")
+
+    # --- parallelism against the node
+    for name, v in (("parallel.tp", par.tp), ("parallel.dp", par.dp), ("parallel.ep", par.ep)):
+        if v < 1:
+            add(name, f"is {v}, must be >= 1", f"set {name}=1")
+    gpus = par.tp * par.dp
+    if par.ep not in (1, gpus) and par.ep >= 1:
+        add("parallel.ep", f"is {par.ep}; vLLM's expert-parallel group is tp x dp = {gpus}",
+            f"set parallel.ep={gpus} (expert parallel on) or parallel.ep=1 (off)")
+    if cl.gpus_per_node > 0:
+        if gpus > cl.gpus_per_node:
+            add("parallel.tp", f"tp x dp = {gpus} GPUs exceeds cluster '{cl.name}' gpus_per_node={cl.gpus_per_node}",
+                f"use parallel.tp <= {cl.gpus_per_node} or a cluster with more GPUs per node")
+    elif gpus > 1:
+        add("parallel.tp", f"tp x dp = {gpus} but cluster '{cl.name}' has no GPUs (gpus_per_node=0)",
+            "use parallel=tp1 on a CPU cluster, or a GPU cluster such as cluster=gb300")
+    if par.draft_tp is not None and par.draft_tp not in (1, par.tp):
+        add("parallel.draft_tp", f"is {par.draft_tp}; vLLM accepts 1 or the target's tp ({par.tp})",
+            f"set parallel.draft_tp=1 or parallel.draft_tp={par.tp}")
+
+    # --- cluster
+    if cl.executor not in ("local", "slurm"):
+        add("cluster.executor", f"unknown executor '{cl.executor}'", "use local or slurm")
+    if cl.requires_container and not cl.container_image:
+        add("cluster.container_image", f"cluster '{cl.name}' runs jobs in a container but none is set",
+            "set cluster.container_image=<image> or export CONTAINER_IMAGE")
+    if cl.nodes != 1:
+        add("cluster.nodes", f"is {cl.nodes}; one server spans one node for now", "set cluster.nodes=1")
+    if cl.time_min < 1:
+        add("cluster.time_min", f"is {cl.time_min}", "set a time limit in minutes, e.g. cluster.time_min=120")
+
+    # --- sweep
+    if not sw.temperatures:
+        add("sweep.temperatures", "is empty", "give at least one, e.g. sweep.temperatures=[0]")
+    for t in sw.temperatures:
+        if not 0.0 <= t <= 2.0:
+            add("sweep.temperatures", f"contains {t}, outside [0, 2]", "use temperatures between 0 and 2")
+    if not sw.concurrencies:
+        add("sweep.concurrencies", "is empty", "give at least one, e.g. sweep.concurrencies=[1,8]")
+    for c in sw.concurrencies:
+        if c < 1:
+            add("sweep.concurrencies", f"contains {c}, must be >= 1", "use concurrencies of 1 or more")
+    if not sw.datasets:
+        add("sweep.datasets", "is empty", "give at least one, e.g. sweep.datasets=[mtbench]")
+    for ds in sw.datasets:
+        if not known_dataset(ds):
+            add("sweep.datasets", f"unknown dataset '{ds}'",
+                f"use mtbench, specbench or speed_<split> (splits: {', '.join(SPEED_SPLITS)})")
+        elif ds not in sw.dataset_paths:
+            add(f"sweep.dataset_paths.{ds}", "no file given for this dataset", f"set sweep.dataset_paths.{ds}=<path>")
+        elif ds.startswith("speed_") and Path(sw.dataset_paths[ds]).stem != ds[len("speed_"):]:
+            add(f"sweep.dataset_paths.{ds}", f"file '{Path(sw.dataset_paths[ds]).name}' does not match the split",
+                f"point it at the {ds[len('speed_'):]}.parquet split")
+    if sw.num_requests is not None and sw.num_requests < 1:
+        add("sweep.num_requests", f"is {sw.num_requests}", "use a positive count, or null for the whole dataset")
+    if sw.output_length < 1:
+        add("sweep.output_length", f"is {sw.output_length}", "use a positive number of tokens")
+    for k in sw.runtime_params.sampling_kwargs:
+        if k == "temperature":
+            add("sweep.runtime_params.sampling_kwargs.temperature", "temperature is swept, not a runtime param",
+                "set sweep.temperatures instead")
+
+    # --- server
+    if srv.kv_cache_memory_bytes and srv.gpu_memory_utilization is not None:
+        add("server.kv_cache_memory_bytes", "is set together with server.gpu_memory_utilization",
+            "set only one: the KV-cache cap overrides the utilization")
+    if srv.gpu_memory_utilization is not None and not 0 < srv.gpu_memory_utilization <= 1:
+        add("server.gpu_memory_utilization", f"is {srv.gpu_memory_utilization}", "use a fraction in (0, 1]")
+    if srv.port is not None and not 1024 <= srv.port <= 65535:
+        add("server.port", f"is {srv.port}", "use a port in 1024-65535, or null for a free one")
+    if srv.ready_timeout_s < 1:
+        add("server.ready_timeout_s", f"is {srv.ready_timeout_s}", "use a positive number of seconds")
+    if srv.spec_decode_metrics not in ("none", "summary", "detailed"):
+        add("server.spec_decode_metrics", f"is '{srv.spec_decode_metrics}'", "use summary or detailed")
+    if not srv.command.strip():
+        add("server.command", "is empty", "set it, e.g. server.command='vllm serve'")
+
+    # --- gates
+    g = cfg.bench.gates
+    if not 0 <= g.max_failed_fraction <= 1:
+        add("bench.gates.max_failed_fraction", f"is {g.max_failed_fraction}", "use a fraction in [0, 1]")
+    for ds in g.min_acceptance_length:
+        if ds not in sw.datasets:
+            add(f"bench.gates.min_acceptance_length.{ds}", "names a dataset that is not in the sweep",
+                f"use one of: {', '.join(sw.datasets)}")
+
+    # --- output
+    if not _writable(Path(cfg.output_dir)):
+        add("output_dir", f"'{cfg.output_dir}' cannot be written", "choose a folder you can write, e.g. output_dir=./results")
+    return errs

@@ -1,0 +1,417 @@
+"""The inference server's lifecycle on the node: start, readiness, watch, stop.
+
+One ``ServerProcess`` wraps one server (``vllm serve ...``) started in its own
+process session, with stdout and stderr appended to a log file. Readiness is
+three things at once: ``GET /health`` answers 200, ``GET /v1/models`` lists the
+served name, and the process is still alive. A process that exits before it is
+ready fails the wait at once (the poll runs every ``poll_interval_s``), with the
+tail of its log in the error.
+
+``stop()`` ends the whole process tree: SIGTERM to the server's process group
+(and to any descendant that left the group), a grace period, then SIGKILL.
+Zombies (exited, not yet reaped) do not count as running.
+
+Processes are started through a tiny exec shim that asks Linux to send the
+child SIGTERM when its parent dies (PR_SET_PDEATHSIG), so even a SIGKILLed job
+does not leave a server running; on other systems the shim just execs.
+
+Only the standard library is used here.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+TAIL_LINES = 50
+DEFAULT_POLL_INTERVAL_S = 0.1
+DEFAULT_STOP_GRACE_S = 10.0
+
+# Executed by `python -c SHIM <parent pid> <argv...>`: set the parent-death
+# signal, unblock signals, then exec the real command (PR_SET_PDEATHSIG survives
+# execve). A command that cannot be executed exits 127 with a message in the log.
+_EXEC_SHIM = r"""
+import os, signal, sys
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != int(sys.argv[1]):
+        os._exit(143)  # the parent is already gone
+except Exception:
+    pass
+try:
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+except Exception:
+    pass
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as e:
+    sys.stderr.write("cannot execute %r: %s\n" % (sys.argv[2], e))
+    sys.stderr.flush()
+    os._exit(127)
+"""
+
+
+class ServerError(RuntimeError):
+    """The server failed; ``reason`` is the one-line summary, ``tail`` its log's end."""
+
+    def __init__(self, reason: str, tail: str = ""):
+        self.reason = reason
+        self.tail = tail
+        super().__init__(reason + (f"; last log lines:\n{tail}" if tail else ""))
+
+
+class ServerStartError(ServerError):
+    """The server exited, or did not become ready in time, before it was ready."""
+
+
+class ServerDiedError(ServerError):
+    """The server exited after it was ready (e.g. during the benchmark)."""
+
+
+class Interrupted(Exception):
+    """A stop signal (SIGTERM, SIGINT, ...) arrived; ``signum`` says which."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"interrupted by {signal_name(signum)}")
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def describe_returncode(rc: Optional[int]) -> str:
+    """`3`, or `-9 (SIGKILL)` for a process ended by a signal."""
+    if rc is None:
+        return "none (still running)"
+    if rc < 0:
+        return f"{rc} ({signal_name(-rc)})"
+    return str(rc)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def log_tail(path: str | os.PathLike[str], n: int = TAIL_LINES, start_offset: int = 0) -> str:
+    """The last ``n`` lines of a log file from ``start_offset`` on ("" if none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            begin = max(start_offset, size - 256 * 1024)  # the tail is in the last 256 KiB
+            f.seek(begin)
+            data = f.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", "replace").splitlines()
+    if begin > start_offset and lines:
+        lines = lines[1:]  # probably a partial line
+    return "\n".join(lines[-n:])
+
+
+def http_get(host: str, port: int, path: str, timeout: float) -> tuple[Optional[int], bytes]:
+    """(status, body) of a GET, or (None, b"") when it cannot connect or times out.
+
+    http.client directly: no proxy from the environment applies to a probe of
+    our own server."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"Connection": "close"})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    except (OSError, http.client.HTTPException):
+        return None, b""
+    finally:
+        conn.close()
+
+
+def url_host(host: str) -> str:
+    """A host as it goes into a URL (IPv6 literals in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _read_stat(pid: int) -> Optional[tuple[str, int, int]]:
+    """(state, ppid, pgid) of a process from /proc, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    rest = raw[raw.rfind(")") + 2:].split()
+    try:
+        return rest[0], int(rest[1]), int(rest[2])
+    except (IndexError, ValueError):
+        return None
+
+
+def _all_pids() -> list[int]:
+    try:
+        return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return []
+
+
+def live_processes(pgid: int, extra: Iterable[int] = ()) -> set[int]:
+    """Running (non-zombie) members of process group ``pgid`` plus the still
+    running pids among ``extra``."""
+    if not os.path.isdir("/proc"):  # not Linux: ask the kernel about the group
+        try:
+            os.killpg(pgid, 0)
+            return {pgid}
+        except (ProcessLookupError, PermissionError):
+            return set()
+    out = set()
+    wanted = set(extra)
+    for pid in _all_pids():
+        st = _read_stat(pid)
+        if st is None or st[0] in ("Z", "X"):
+            continue
+        if st[2] == pgid or pid in wanted:
+            out.add(pid)
+    return out
+
+
+def descendants(root: int) -> set[int]:
+    """Pids of all (non-zombie) descendants of ``root`` (Linux /proc; else empty)."""
+    children: dict[int, list[int]] = {}
+    for pid in _all_pids():
+        st = _read_stat(pid)
+        if st is not None and st[0] not in ("Z", "X"):
+            children.setdefault(st[1], []).append(pid)
+    out: set[int] = set()
+    todo = [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _signal_tree(pgid: int, pids: Iterable[int], sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def terminate_trees(procs: list[subprocess.Popen], grace_s: float = DEFAULT_STOP_GRACE_S,
+                    log: Callable[[str], None] = lambda m: None, what: str = "process") -> set[int]:
+    """End the process trees of ``procs`` (each started as a session leader, so
+    its pid is its process-group id): SIGTERM to all at once, wait up to
+    ``grace_s``, then SIGKILL what is left. Returns the pids still running at
+    the end (empty when all is gone)."""
+    procs = [p for p in procs if p is not None]
+    if not procs:
+        return set()
+    known: dict[int, set[int]] = {p.pid: descendants(p.pid) for p in procs}
+
+    def alive() -> set[int]:
+        for p in procs:
+            p.poll()  # reap the direct child
+            if p.returncode is None:
+                known[p.pid] |= descendants(p.pid)
+        left: set[int] = set()
+        for pgid, extra in known.items():
+            left |= live_processes(pgid, extra)
+        return left
+
+    left = alive()
+    if not left:
+        return set()
+    for pgid, extra in known.items():
+        _signal_tree(pgid, extra, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = alive()
+    if left:
+        log(f"{what}: {len(left)} process(es) still running {grace_s:g} s after SIGTERM; sending SIGKILL")
+        for pgid, extra in known.items():
+            _signal_tree(pgid, extra | left, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = alive()
+    for p in procs:
+        try:
+            p.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+    return left
+
+
+def spawn(argv: list[str], *, stdout=None, env: Optional[dict] = None, cwd: Optional[str] = None,
+          pdeathsig: bool = True) -> subprocess.Popen:
+    """Start ``argv`` in a new session (its own process group), stdin closed.
+    With ``pdeathsig`` it gets SIGTERM if this process dies (Linux)."""
+    full = [sys.executable, "-c", _EXEC_SHIM, str(os.getpid()), *argv] if pdeathsig else list(argv)
+    return subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=stdout,
+                            stderr=subprocess.STDOUT if stdout is not None else None,
+                            env=env, cwd=cwd, start_new_session=True)
+
+
+# ---------------------------------------------------------------- the server
+
+
+class ServerProcess:
+    """One inference server process and its readiness.
+
+    ``argv`` is the complete server command line (compose_server_argv's output);
+    ``probe_host``/``port`` are where this node reaches it; ``served_name`` is
+    what /v1/models must list before it counts as ready.
+    """
+
+    def __init__(self, argv: list[str], *, probe_host: str, port: int, served_name: str,
+                 log_path: str | os.PathLike[str], env: Optional[dict] = None,
+                 log: Callable[[str], None] = lambda m: None):
+        self.argv = list(argv)
+        self.probe_host = probe_host
+        self.port = int(port)
+        self.served_name = served_name
+        self.log_path = Path(log_path)
+        self.env = env
+        self._log = log
+        self.proc: Optional[subprocess.Popen] = None
+        self._log_offset = 0
+        self.t_spawn: Optional[float] = None  # time.monotonic() at spawn
+        self.spawn_unix: Optional[float] = None
+        self.t_ready: Optional[float] = None
+        self.ready_unix: Optional[float] = None
+        self.engine_version: Optional[str] = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{url_host(self.probe_host)}:{self.port}"
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def startup_s(self) -> Optional[float]:
+        if self.t_ready is None or self.t_spawn is None:
+            return None
+        return self.t_ready - self.t_spawn
+
+    def start(self) -> "ServerProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as f:
+            self._log_offset = f.tell()
+            f.write(f"===== {time.strftime('%Y-%m-%dT%H:%M:%S%z')} starting: "
+                    f"{subprocess.list2cmdline(self.argv)}\n".encode())
+            f.flush()
+            self.t_spawn = time.monotonic()
+            self.spawn_unix = time.time()
+            self.proc = spawn(self.argv, stdout=f, env=self.env)
+        self._log(f"server started (pid {self.proc.pid}), log: {self.log_path}")
+        return self
+
+    def poll(self) -> Optional[int]:
+        return self.proc.poll() if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, n: int = TAIL_LINES) -> str:
+        return log_tail(self.log_path, n, self._log_offset)
+
+    def probe(self, health_timeout_s: float = 1.0, models_timeout_s: float = 2.0) -> tuple[bool, str]:
+        """One readiness check: (ready, what is missing)."""
+        status, _ = http_get(self.probe_host, self.port, "/health", health_timeout_s)
+        if status != 200:
+            return False, "GET /health " + ("no answer" if status is None else f"-> {status}")
+        status, body = http_get(self.probe_host, self.port, "/v1/models", models_timeout_s)
+        if status != 200:
+            return False, "GET /v1/models " + ("no answer" if status is None else f"-> {status}")
+        try:
+            ids = [m.get("id") for m in json.loads(body).get("data", [])]
+        except (ValueError, AttributeError):
+            return False, "GET /v1/models: not a model list"
+        if self.served_name not in ids:
+            return False, f"GET /v1/models lists {ids}, not {self.served_name!r}"
+        if not self.alive():
+            return False, "process exited"
+        return True, ""
+
+    def wait_ready(self, timeout_s: float, poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+                   check: Callable[[], None] = lambda: None) -> float:
+        """Block until ready; returns the start-up time in seconds (spawn to ready).
+
+        Raises ServerStartError if the process exits first or ``timeout_s``
+        passes; ``check()`` is called every round (it may raise, e.g. on a signal).
+        """
+        assert self.proc is not None, "start() first"
+        deadline = self.t_spawn + timeout_s
+        last_note, t_note = "", 0.0
+        while True:
+            check()
+            rc = self.proc.poll()
+            if rc is not None:
+                raise ServerStartError(
+                    f"server exited with code {describe_returncode(rc)} before it was ready "
+                    f"({time.monotonic() - self.t_spawn:.1f} s after start)", self.tail())
+            ready, note = self.probe()
+            if ready:
+                self.t_ready = time.monotonic()
+                self.ready_unix = time.time()
+                break
+            now = time.monotonic()
+            if now >= deadline:
+                raise ServerStartError(
+                    f"server not ready after {timeout_s:g} s (SPECDEC_READY_TIMEOUT); last check: {note}",
+                    self.tail())
+            if note != last_note or now - t_note > 60:
+                if note != last_note and last_note:
+                    self._log(f"waiting for the server: {note}")
+                last_note, t_note = note, now
+            time.sleep(max(0.0, min(poll_interval_s, deadline - now)))
+        status, body = http_get(self.probe_host, self.port, "/version", 2.0)
+        if status == 200:
+            try:
+                self.engine_version = json.loads(body).get("version")
+            except (ValueError, AttributeError):
+                pass
+        self._log(f"server ready after {self.startup_s:.2f} s at {self.url} "
+                  f"(engine version {self.engine_version or 'unknown'})")
+        return self.startup_s
+
+    def ready_info(self, bind_host: str) -> dict:
+        """What server_ready.json holds."""
+        return {
+            "startup_s": None if self.startup_s is None else round(self.startup_s, 3),
+            "port": self.port,
+            "url": self.url,
+            "bind_host": bind_host,
+            "served_model_name": self.served_name,
+            "argv": self.argv,
+            "engine_version": self.engine_version,
+            "pid": self.pid,
+            "spawn_unix": self.spawn_unix,
+            "ready_unix": self.ready_unix,
+            "log": str(self.log_path),
+        }
+
+    def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> set[int]:
+        """Stop the server's whole process tree; returns pids left (should be empty)."""
+        if self.proc is None:
+            return set()
+        left = terminate_trees([self.proc], grace_s, self._log, "server")
+        self._log(f"server stopped (exit {describe_returncode(self.proc.returncode)})"
+                  + (f"; still running: {sorted(left)}" if left else ""))
+        return left

@@ -1,0 +1,507 @@
+"""One job on the node: start the server, wait until it is ready, run the
+benchmark against it, stop the server, exit with the benchmark's status.
+
+    python -m launcher.node.serve_and_bench [SERVER ARGS...] -- [BENCH ARGS...]
+
+(common/specdec_aiperf/run.sh is the thin wrapper jobs call.) Configuration
+comes from the environment:
+
+    HF_MODEL_CKPT          the model to serve (required)
+    SPECDEC_SERVER_CMD     the server command (default "vllm serve"); the model
+                           goes after it (positional for `... serve`, else --model)
+    SPECDEC_HOST           bind host (default 127.0.0.1; clusters use 0.0.0.0)
+    SPECDEC_PORT           port (default: a free one, picked on the bind host)
+    SPECDEC_READY_TIMEOUT  seconds to wait for readiness (default 1800)
+    SPECDEC_JOB_DIR        the job's folder (default ./specdec_job_<timestamp>)
+    SPECDEC_PYTHON         python for the benchmark (default: this interpreter)
+    SPECDEC_BENCH_MODULE   the benchmark module (default launcher.bench); it runs as
+                           PYTHON -m MODULE [BENCH ARGS...] --url http://HOST:PORT
+    SPECDEC_STOP_GRACE     seconds between SIGTERM and SIGKILL when stopping (default 10)
+
+It writes, in the job folder: logs/server.log (the server's output),
+logs/job.log (lifecycle events), logs/error.txt (one line, on failure only),
+server_ready.json (start-up time, url, argv, engine version; the benchmark
+reads it) and gpu_telemetry.json.
+
+Exit status: the benchmark's; 2 for a usage error; 3 when the server fails
+(exits or is not ready in time before the benchmark, or exits during it);
+128+N when stopped by signal N (SIGTERM: 143). Whatever the exit, the server's
+whole process tree and the benchmark's are stopped first.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from launcher.node.lifecycle import (
+    DEFAULT_STOP_GRACE_S,
+    Interrupted,
+    ServerDiedError,
+    ServerError,
+    ServerProcess,
+    ServerStartError,
+    describe_returncode,
+    signal_name,
+    spawn,
+    terminate_trees,
+)
+
+EXIT_USAGE = 2
+EXIT_SERVER_FAILED = 3
+DEFAULT_SERVER_CMD = "vllm serve"
+DEFAULT_BENCH_MODULE = "launcher.bench"
+DEFAULT_READY_TIMEOUT_S = 1800.0
+WATCH_INTERVAL_S = 0.2
+PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
+KV_CACHE_FLAG = "--kv-cache-memory-bytes"
+SERVED_NAME_FLAG = "--served-model-name"
+
+USAGE = """usage: run.sh [SERVER ARGS...] -- [BENCH ARGS...]
+
+Starts `$SPECDEC_SERVER_CMD $HF_MODEL_CKPT [SERVER ARGS...]` (default command
+`vllm serve`), waits until it is ready, runs
+`$SPECDEC_PYTHON -m $SPECDEC_BENCH_MODULE [BENCH ARGS...] --url http://HOST:PORT`,
+stops the server and exits with the benchmark's status.
+Environment: HF_MODEL_CKPT (required), SPECDEC_SERVER_CMD, SPECDEC_HOST,
+SPECDEC_PORT, SPECDEC_READY_TIMEOUT, SPECDEC_JOB_DIR, SPECDEC_PYTHON,
+SPECDEC_BENCH_MODULE, SPECDEC_STOP_GRACE."""
+
+
+class UsageError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split at the first `--`: (server args, bench args). The `--` is required."""
+    argv = list(argv)
+    if "--" not in argv:
+        raise UsageError("missing `--` between the server's and the benchmark's arguments")
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+def client_host(bind_host: str) -> str:
+    """Where a client on this node reaches a server bound to ``bind_host``."""
+    h = bind_host.strip().strip("[]")
+    if h in ("", "0.0.0.0", "*"):
+        return "127.0.0.1"
+    if h == "::":
+        return "::1"
+    return h
+
+
+def _norm_flag(arg: str) -> str:
+    name = arg.split("=", 1)[0]
+    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
+
+
+def flag_values(args: Sequence[str], flag: str) -> Optional[list[str]]:
+    """The values of the last occurrence of ``flag`` (`--x v [v2 ...]` or
+    `--x=v`; `--x_y` spelled with underscores counts), or None if absent."""
+    found: Optional[list[str]] = None
+    args = list(args)
+    for i, a in enumerate(args):
+        if not a.startswith("--") or _norm_flag(a) != flag:
+            continue
+        if "=" in a:
+            found = [a.split("=", 1)[1]]
+        else:
+            vals = []
+            for v in args[i + 1:]:
+                if v.startswith("--"):
+                    break
+                vals.append(v)
+            found = vals
+    return found
+
+
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_human_int(value: str) -> int:
+    """vLLM's human-readable integers: lowercase k/m/g/t are decimal (1k = 1000,
+    25.6k = 25600), uppercase K/M/G/T binary (1K = 1024, no decimals)."""
+    v = value.strip()
+    m = _HUMAN_INT.fullmatch(v)
+    if m:
+        number, suffix = m.groups()
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        if "." in number:
+            raise ValueError(f"decimals are not allowed with binary suffix {suffix}: {value!r}")
+        return int(number) * _BINARY[suffix]
+    return int(v)
+
+
+def kv_cache_cap_bytes(server_args: Sequence[str]) -> Optional[int]:
+    """The KV-cache cap from --kv-cache-memory-bytes in the server flags, or None."""
+    vals = flag_values(server_args, KV_CACHE_FLAG)
+    if not vals:
+        return None
+    try:
+        n = parse_human_int(vals[0])
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def served_name(server_args: Sequence[str], model: str) -> str:
+    """The name /v1/models lists: the first --served-model-name, else the model as given."""
+    vals = flag_values(server_args, SERVED_NAME_FLAG)
+    return vals[0] if vals else model
+
+
+def pick_free_port(host: str) -> int:
+    """A port that is free on ``host`` now (the OS picks it: bind to port 0)."""
+    h = client_host(host) if host.strip() in ("", "*") else host.strip().strip("[]")
+    family = socket.AF_INET6 if ":" in h else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((h, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(host: str, port: int) -> bool:
+    h = host.strip().strip("[]") or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in h else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as vLLM binds
+        try:
+            s.bind((h, port))
+        except OSError:
+            return False
+    return True
+
+
+def default_job_dir(now: Optional[float] = None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    p = Path.cwd() / f"specdec_job_{stamp}"
+    return p if not p.exists() else p.with_name(f"{p.name}-{os.getpid()}")
+
+
+def repo_root() -> Path:
+    """The folder holding the `launcher` package in use."""
+    return Path(__file__).resolve().parents[2]
+
+
+# ---------------------------------------------------------------- configuration
+
+
+@dataclass
+class NodeConfig:
+    model: str
+    server_cmd: str
+    bind_host: str
+    port: Optional[int]
+    ready_timeout_s: float
+    job_dir: Path
+    python: str
+    bench_module: str
+    stop_grace_s: float = DEFAULT_STOP_GRACE_S
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "NodeConfig":
+        model = env.get("HF_MODEL_CKPT", "").strip()
+        if not model:
+            raise UsageError("HF_MODEL_CKPT is not set: export the model (HF id or folder) to serve")
+        port_s = env.get("SPECDEC_PORT", "").strip()
+        try:
+            port = int(port_s) if port_s else None
+            if port is not None and not 0 < port < 65536:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"SPECDEC_PORT={port_s!r} is not a port number") from None
+        t_s = env.get("SPECDEC_READY_TIMEOUT", "").strip()
+        try:
+            timeout = float(t_s) if t_s else DEFAULT_READY_TIMEOUT_S
+            if timeout <= 0:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"SPECDEC_READY_TIMEOUT={t_s!r} is not a positive number of seconds") from None
+        g_s = env.get("SPECDEC_STOP_GRACE", "").strip()
+        try:
+            grace = float(g_s) if g_s else DEFAULT_STOP_GRACE_S
+            if grace < 0:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"SPECDEC_STOP_GRACE={g_s!r} is not a number of seconds >= 0") from None
+        job_dir = env.get("SPECDEC_JOB_DIR", "").strip()
+        return cls(
+            model=model,
+            server_cmd=env.get("SPECDEC_SERVER_CMD", "").strip() or DEFAULT_SERVER_CMD,
+            bind_host=env.get("SPECDEC_HOST", "").strip() or "127.0.0.1",
+            port=port,
+            ready_timeout_s=timeout,
+            job_dir=Path(job_dir).resolve() if job_dir else default_job_dir(),
+            python=env.get("SPECDEC_PYTHON", "").strip() or sys.executable,
+            bench_module=env.get("SPECDEC_BENCH_MODULE", "").strip() or DEFAULT_BENCH_MODULE,
+            stop_grace_s=grace,
+        )
+
+
+# ---------------------------------------------------------------- the job
+
+
+class _UtcFormatter(logging.Formatter):
+    converter = time.gmtime
+
+    def formatTime(self, record, datefmt=None):  # noqa: N802 (logging's name)
+        return time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(record.created)) + f".{int(record.msecs):03d}Z"
+
+
+class NodeJob:
+    """Server + benchmark for one job; ``run()`` returns the exit status."""
+
+    def __init__(self, cfg: NodeConfig, server_args: list[str], bench_args: list[str]):
+        self.cfg = cfg
+        self.server_args = server_args
+        self.bench_args = bench_args
+        self.stop_grace_s = cfg.stop_grace_s
+        self.job_dir = cfg.job_dir
+        self.logs = self.job_dir / "logs"
+        self.server: Optional[ServerProcess] = None
+        self.bench = None
+        self._signal: Optional[int] = None
+        self._cleaning = False
+        self._old_handlers: dict = {}
+        self.logger = logging.getLogger(f"specdec.node.{id(self)}")
+
+    # -- logging and signals
+
+    def log(self, msg: str, level: int = logging.INFO) -> None:
+        self.logger.log(level, msg)
+
+    def _setup_logging(self) -> None:
+        self.logger.setLevel(logging.INFO)
+        self.logger.propagate = False
+        fmt = _UtcFormatter("%(asctime)s [specdec-node] %(message)s")
+        for h in (logging.FileHandler(self.logs / "job.log"), logging.StreamHandler(sys.stderr)):
+            h.setFormatter(fmt)
+            self.logger.addHandler(h)
+
+    def _teardown_logging(self) -> None:
+        for h in list(self.logger.handlers):
+            self.logger.removeHandler(h)
+            h.close()
+
+    def _on_signal(self, signum, _frame) -> None:
+        if self._signal is None:
+            self._signal = signum
+        # Logging from a handler can deadlock on the handler's lock: write directly.
+        try:
+            os.write(2, f"[specdec-node] received {signal_name(signum)}"
+                        f"{' (already stopping)' if self._cleaning else ''}\n".encode())
+        except OSError:
+            pass
+
+    def check_signal(self) -> None:
+        if self._signal is not None and not self._cleaning:
+            raise Interrupted(self._signal)
+
+    def _install_signals(self) -> None:
+        for s in STOP_SIGNALS:
+            try:
+                self._old_handlers[s] = signal.signal(s, self._on_signal)
+            except (ValueError, OSError):  # not the main thread
+                pass
+
+    def _restore_signals(self) -> None:
+        for s, h in self._old_handlers.items():
+            try:
+                signal.signal(s, h)
+            except (ValueError, OSError):
+                pass
+
+    def fail(self, reason: str) -> None:
+        """Record the one-line failure reason (launcher/job.py reads its first line)."""
+        line = " ".join(reason.split()) or "failed"
+        (self.logs / "error.txt").write_text(line + "\n")
+        self.log(f"ERROR: {line}", logging.ERROR)
+
+    # -- steps
+
+    def _start_server(self) -> ServerProcess:
+        from launcher.server_args import compose_server_argv  # the one authority on server argv
+
+        host = self.cfg.bind_host
+        probe = client_host(host)
+        name = served_name(self.server_args, self.cfg.model)
+        if self.cfg.port is not None and not port_is_free(host, self.cfg.port):
+            raise ServerStartError(f"port {self.cfg.port} (SPECDEC_PORT) is already in use on {host}")
+        attempts = 1 if self.cfg.port is not None else 1 + PORT_RETRIES
+        for attempt in range(attempts):
+            port = self.cfg.port if self.cfg.port is not None else pick_free_port(host)
+            argv = compose_server_argv(self.cfg.server_cmd, self.cfg.model, self.server_args, host, port)
+            self.log(f"starting server on {host}:{port}: {subprocess_line(argv)}")
+            server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
+                                   log_path=self.logs / "server.log", log=self.log)
+            self.server = server
+            server.start()
+            try:
+                server.wait_ready(self.cfg.ready_timeout_s, check=self.check_signal)
+                return server
+            except ServerStartError as e:
+                if attempt + 1 < attempts and "address already in use" in e.tail.lower():
+                    self.log(f"port {port} was taken before the server bound it; trying another port")
+                    server.stop(self.stop_grace_s)
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _write_ready(self, server: ServerProcess) -> Path:
+        path = self.job_dir / "server_ready.json"
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
+        os.replace(tmp, path)
+        return path
+
+    def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
+        env = dict(os.environ)
+        root = str(repo_root())
+        pp = env.get("PYTHONPATH", "")
+        if root not in pp.split(os.pathsep):
+            env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
+        env.update({"SPECDEC_JOB_DIR": str(self.job_dir), "SPECDEC_SERVER_URL": server.url,
+                    "SPECDEC_SERVER_READY_FILE": str(ready_path)})
+        return env
+
+    def _run_bench(self, server: ServerProcess, ready_path: Path) -> int:
+        argv = [self.cfg.python, "-m", self.cfg.bench_module, *self.bench_args, "--url", server.url]
+        self.log(f"starting benchmark: {subprocess_line(argv)}")
+        t0 = time.monotonic()
+        self.bench = spawn(argv, env=self._bench_env(server, ready_path), cwd=str(Path.cwd()))
+        while True:
+            rc = self.bench.poll()
+            if rc is not None:
+                self.log(f"benchmark finished with exit code {describe_returncode(rc)} "
+                         f"after {time.monotonic() - t0:.1f} s")
+                return rc
+            self.check_signal()
+            src = server.poll()
+            if src is not None:
+                self.log(f"server exited (code {describe_returncode(src)}) during the benchmark; "
+                         "stopping the benchmark")
+                raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the benchmark",
+                                      server.tail())
+            time.sleep(WATCH_INTERVAL_S)
+
+    def _cleanup(self) -> None:
+        self._cleaning = True
+        procs = []
+        if self.bench is not None and self.bench.poll() is None:
+            self.log("stopping the benchmark")
+        if self.bench is not None:
+            procs.append(self.bench)
+        if self.server is not None and self.server.proc is not None:
+            self.log("stopping the server")
+            procs.append(self.server.proc)
+        if procs:
+            left = terminate_trees(procs, self.stop_grace_s, self.log, "cleanup")
+            if self.server is not None and self.server.proc is not None:
+                self.log(f"server process ended (exit {describe_returncode(self.server.proc.returncode)})")
+            if left:
+                self.log(f"WARNING: processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
+            else:
+                self.log("no server or benchmark process left")
+
+    def run(self) -> int:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        try:
+            (self.logs / "error.txt").unlink()  # a reason from an earlier attempt no longer applies
+        except FileNotFoundError:
+            pass
+        self._setup_logging()
+        self._install_signals()
+        sampler = None
+        rc = 1
+        try:
+            self.log(f"job dir {self.job_dir}; model {self.cfg.model}; host {os.uname().nodename}; "
+                     f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')}")
+            try:
+                from launcher.telemetry import GpuMemorySampler
+                sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=kv_cache_cap_bytes(self.server_args))
+                sampler.start()
+            except Exception as e:  # telemetry never breaks the job
+                self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
+                sampler = None
+            server = self._start_server()
+            ready = self._write_ready(server)
+            rc = self._run_bench(server, ready)
+            if rc != 0:
+                self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
+            else:
+                self.log("benchmark succeeded")
+        except Interrupted as e:
+            rc = 128 + e.signum
+            self.fail(f"interrupted by {signal_name(e.signum)} (Slurm time limit, preemption or cancel?)")
+        except ServerError as e:
+            rc = EXIT_SERVER_FAILED
+            self.fail(f"{e.reason} (see logs/server.log)")
+            if e.tail:
+                self.log(f"last server log lines:\n{e.tail}", logging.ERROR)
+        except Exception as e:
+            rc = 1
+            self.log(traceback.format_exc(), logging.ERROR)
+            self.fail(f"{type(e).__name__}: {e}")
+        finally:
+            try:
+                self._cleanup()
+            finally:
+                if sampler is not None:
+                    try:
+                        sampler.stop()
+                        sampler.write_report(self.job_dir / "gpu_telemetry.json")
+                    except Exception as e:
+                        self.log(f"could not write gpu_telemetry.json: {e}")
+                if self._signal is not None and rc == 0:
+                    self.log(f"{signal_name(self._signal)} arrived after the benchmark had finished; "
+                             "keeping its status")
+                self.log(f"job exits with status {rc}")
+                self._restore_signals()
+                self._teardown_logging()
+        return rc
+
+
+def subprocess_line(argv: Sequence[str]) -> str:
+    import shlex
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    try:
+        server_args, bench_args = split_args(argv)
+        cfg = NodeConfig.from_env(os.environ)
+    except UsageError as e:
+        print(f"run.sh: {e}\n\n{USAGE}", file=sys.stderr)
+        job_dir = os.environ.get("SPECDEC_JOB_DIR", "").strip()
+        if job_dir:  # the launcher's job reads the reason from here
+            try:
+                (Path(job_dir) / "logs").mkdir(parents=True, exist_ok=True)
+                (Path(job_dir) / "logs" / "error.txt").write_text(f"usage error: {e}\n")
+            except OSError:
+                pass
+        return EXIT_USAGE
+    return NodeJob(cfg, server_args, bench_args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

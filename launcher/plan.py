@@ -1,0 +1,156 @@
+"""The planner: a recipe becomes server configurations (one `vllm serve` each)
+and, per server, its client points (temperature x concurrency x dataset).
+
+IDs and folders derive from content only, so the same recipe always maps to
+the same folders: that is what makes resume work.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from launcher.config.schema import LauncherConfig
+from launcher.server_args import build_server_flags, speculative_config
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
+
+
+def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
+    return f"{dataset}/t{temperature:g}_c{concurrency}"
+
+
+@dataclass(frozen=True)
+class ClientPoint:
+    dataset: str
+    temperature: float
+    concurrency: int
+
+    @property
+    def id(self) -> str:
+        return point_dir_name(self.dataset, self.temperature, self.concurrency)
+
+
+@dataclass
+class JobPlan:
+    """Everything one node-side job needs, as plain data (it is pickled to the job)."""
+    recipe: str
+    server_id: str
+    job_dir: str
+    num_speculative_tokens: Optional[int]
+    method: str
+    model: str
+    served_name: str
+    server_command: str
+    server_flags: list[str]
+    bind_host: str
+    port: Optional[int]
+    ready_timeout_s: int
+    env: dict[str, str]
+    bench_args: list[str]
+    points: list[ClientPoint]
+    num_gpus: int
+    speculative_config: Optional[dict]
+    container_image: Optional[str]
+    runtime_params: dict = field(default_factory=dict)
+
+    def run_sh_argv(self) -> list[str]:
+        return ["bash", str(RUN_SH), *self.server_flags, "--", *self.bench_args]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["points"] = [asdict(p) | {"id": p.id} for p in self.points]
+        return d
+
+
+@dataclass
+class Plan:
+    recipe: str
+    results_dir: str
+    jobs: list[JobPlan]
+
+    @property
+    def num_points(self) -> int:
+        return sum(len(j.points) for j in self.jobs)
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in s).strip("-").lower()
+
+
+def bench_args(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> list[str]:
+    sw, b = cfg.sweep, cfg.bench
+    a: list[str] = ["--model", cfg.model.served_name, "--tokenizer", cfg.model.tokenizer or cfg.model.path]
+    for ds in sw.datasets:  # the reference tool's flags: --mtbench, --specbench, --speed
+        a += ["--speed" if ds.startswith("speed_") else f"--{ds}", sw.dataset_paths[ds]]
+    if sw.num_requests is not None:
+        a += ["--num_requests", str(sw.num_requests)]
+    a += ["--output_length", str(sw.output_length)]
+    a += ["--temperature", *[f"{t:g}" for t in sw.temperatures]]
+    a += ["--concurrency", *[str(c) for c in sw.concurrencies]]
+    a += ["--num_gpus", str(num_gpus), "--save_dir", str(job_dir)]
+    a += ["--runtime_params", str(job_dir / "runtime_params.yaml")]
+    a += ["--aiperf", b.aiperf, "--point_timeout_s", str(b.point_timeout_s),
+          "--request_timeout_s", str(b.request_timeout_s),
+          "--max_failed_fraction", str(b.gates.max_failed_fraction)]
+    for ds, v in sorted(b.gates.min_acceptance_length.items()):
+        a += ["--min_acceptance_length", f"{ds}={v}"]
+    if b.gates.min_tokens_per_step is not None:
+        a += ["--min_tokens_per_step", str(b.gates.min_tokens_per_step)]
+    if cfg.draft.method == "none" or not b.preflight:
+        a += ["--no_preflight"]
+    if b.force:
+        a += ["--force"]
+    if b.lossless.enabled:
+        a += ["--lossless_prompts", str(b.lossless.num_prompts),
+              "--lossless_output_length", str(b.lossless.output_length),
+              "--lossless_min_match_fraction", str(b.lossless.min_match_fraction)]
+    return a
+
+
+def make_plan(cfg: LauncherConfig) -> Plan:
+    results_dir = Path(cfg.output_dir).resolve() / cfg.name
+    ks: list[Optional[int]] = list(cfg.sweep.num_speculative_tokens) or [None]
+    if cfg.draft.method == "none":
+        ks = [None]
+    points = [ClientPoint(ds, float(t), int(c)) for ds in cfg.sweep.datasets
+              for t in cfg.sweep.temperatures for c in cfg.sweep.concurrencies]
+    num_gpus = max(1, cfg.parallel.tp * cfg.parallel.dp)
+    jobs = []
+    for k in ks:
+        flags = build_server_flags(cfg, k)
+        spec = speculative_config(cfg, k)
+        k_eff = spec["num_speculative_tokens"] if spec else None
+        identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
+                    "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
+        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}" if k_eff else "") + \
+                   f"-tp{cfg.parallel.tp}" + (f"-ep{cfg.parallel.ep}" if cfg.parallel.ep > 1 else "")
+        server_id = f"{readable}-{_digest(identity)}"
+        job_dir = results_dir / server_id
+        env = {**cfg.cluster.env, **cfg.server.env}
+        if cfg.cluster.container_image:
+            env["CONTAINER_IMAGE"] = cfg.cluster.container_image
+        jobs.append(JobPlan(
+            recipe=cfg.name, server_id=server_id, job_dir=str(job_dir), num_speculative_tokens=k_eff,
+            method=cfg.draft.method, model=cfg.model.path, served_name=cfg.model.served_name,
+            server_command=cfg.server.command, server_flags=flags, bind_host=cfg.cluster.bind_host,
+            port=cfg.server.port, ready_timeout_s=cfg.server.ready_timeout_s, env=env,
+            bench_args=bench_args(cfg, job_dir, num_gpus), points=points, num_gpus=num_gpus,
+            speculative_config=spec, container_image=cfg.cluster.container_image,
+            runtime_params={"sampling_kwargs": dict(cfg.sweep.runtime_params.sampling_kwargs),
+                            "chat_template_args": dict(cfg.sweep.runtime_params.chat_template_args),
+                            "dataset_kwargs": dict(cfg.sweep.runtime_params.dataset_kwargs)},
+        ))
+    return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs)
+
+
+def shell_join(argv: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,117 @@
+"""Build the inference server's argv from a recipe. Pure functions, no processes.
+
+This module is the one authority for server flags: its output is a list (safe
+for values with spaces), and no flag appears twice. Extra arguments from the
+recipe win over computed ones rather than being appended after them.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Optional
+
+from launcher.config.schema import LauncherConfig
+from launcher.errors import ConfigError
+
+MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
+SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
+
+
+def speculative_config(cfg: LauncherConfig, k: Optional[int] = None) -> Optional[dict]:
+    """vLLM's --speculative-config for the recipe, or None without speculation."""
+    d = cfg.draft
+    if d.method == "none":
+        return None
+    spec: dict = {"method": d.method, "num_speculative_tokens": int(k if k is not None else d.num_speculative_tokens)}
+    if d.model:
+        spec["model"] = d.model
+    if cfg.parallel.draft_tp is not None:
+        spec["draft_tensor_parallel_size"] = cfg.parallel.draft_tp
+    spec.update(d.extra)
+    return spec
+
+
+def flag_names(args: list[str]) -> set[str]:
+    """The flags present in an argv list (`--x v` and `--x=v` forms)."""
+    return {a.split("=", 1)[0] for a in args if a.startswith("--")}
+
+
+def drop_flags(args: list[str], names: set[str]) -> list[str]:
+    """Remove flags (and their values) named in `names` from an argv list."""
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        name = a.split("=", 1)[0]
+        if a.startswith("--") and name in names:
+            i += 1
+            if "=" not in a and i < len(args) and not args[i].startswith("--"):
+                i += 1  # its value
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str]:
+    """Flags for the server of one server configuration (no command, model, host or port)."""
+    m, p, s = cfg.model, cfg.parallel, cfg.server
+    extra = list(s.extra_args)
+    extra_names = flag_names(extra)
+    mem_extra = extra_names & set(MEMORY_FLAGS)
+    if len(mem_extra) == 2:
+        raise ConfigError("server.extra_args", "sets both --kv-cache-memory-bytes and --gpu-memory-utilization",
+                          "keep one: the KV-cache cap or the utilization")
+    if mem_extra and (s.kv_cache_memory_bytes or s.gpu_memory_utilization is not None):
+        raise ConfigError("server.extra_args", f"sets {mem_extra.pop()} while server.kv_cache_memory_bytes or "
+                          "server.gpu_memory_utilization is set", "set memory through one of them only")
+    if s.kv_cache_memory_bytes and s.gpu_memory_utilization is not None:
+        raise ConfigError("server.kv_cache_memory_bytes", "is set together with server.gpu_memory_utilization",
+                          "set only one")
+
+    f: list[str] = ["--served-model-name", m.served_name]
+    if m.tokenizer:
+        f += ["--tokenizer", m.tokenizer]
+    f += ["--tensor-parallel-size", str(p.tp)]
+    if p.dp > 1:
+        f += ["--data-parallel-size", str(p.dp)]
+    if p.ep > 1:
+        f += ["--enable-expert-parallel"]
+    spec = speculative_config(cfg, k)
+    if spec is not None:
+        f += ["--speculative-config", json.dumps(spec, separators=(",", ":"), sort_keys=True)]
+        f += [SPEC_METRICS_FLAG, s.spec_decode_metrics]
+    if m.max_model_len:
+        f += ["--max-model-len", str(m.max_model_len)]
+    if s.max_num_batched_tokens:
+        f += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
+    if m.dtype:
+        f += ["--dtype", m.dtype]
+    if s.kv_cache_memory_bytes:
+        f += ["--kv-cache-memory-bytes", str(s.kv_cache_memory_bytes)]
+    elif s.gpu_memory_utilization is not None:
+        f += ["--gpu-memory-utilization", str(s.gpu_memory_utilization)]
+    if s.enforce_eager:
+        f += ["--enforce-eager"]
+    # The recipe's extra arguments win: drop our computed copy of any flag they set.
+    return drop_flags(f, extra_names) + extra
+
+
+def compose_server_argv(command: str, model: str, flags: list[str], host: str, port: int | str,
+                        spec_metrics: str = "summary") -> list[str]:
+    """The full server argv. `vllm serve` takes the model as a positional argument,
+    the OpenAI api_server module (the CPU build's entry point) as --model.
+    Adds --per-request-spec-decode-metrics when there is a speculative config and
+    the flags do not set it already."""
+    cmd = shlex.split(command)
+    model_args = [model] if cmd and cmd[-1] == "serve" else ["--model", model]
+    flags = drop_flags(list(flags), {"--host", "--port"})
+    names = flag_names(flags)
+    if "--speculative-config" in names and SPEC_METRICS_FLAG not in names:
+        flags += [SPEC_METRICS_FLAG, spec_metrics]
+    return cmd + model_args + flags + ["--host", host, "--port", str(port)]
+
+
+def build_server_argv(cfg: LauncherConfig, host: str, port: int | str, k: Optional[int] = None) -> list[str]:
+    """Recipe -> the complete server argv (used by dry runs and tests)."""
+    return compose_server_argv(cfg.server.command, cfg.model.path, build_server_flags(cfg, k), host, port,
+                               cfg.server.spec_decode_metrics)

@@ -1,0 +1,141 @@
+"""Submission with submitit: one job per server configuration, grouped by
+resource shape into job arrays; the local executor when cluster=local.
+
+Jobs receive plain dicts (JobPlan.to_dict), never live objects.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from launcher.config.schema import LauncherConfig
+from launcher.plan import JobPlan, Plan
+from launcher.sbatch import sbatch_setup, slurm_parameters
+
+
+@dataclass
+class Submitted:
+    job: JobPlan
+    handle: object  # submitit.Job
+
+    @property
+    def job_id(self) -> str:
+        return str(self.handle.job_id)
+
+    def log_path(self) -> str:
+        return str(self.handle.paths.stdout)
+
+
+def write_job_files(job: JobPlan) -> None:
+    """Write what the node side reads: the plan and the runtime params."""
+    d = Path(job.job_dir)
+    (d / "logs").mkdir(parents=True, exist_ok=True)
+    (d / "job.json").write_text(json.dumps(job.to_dict(), indent=2, sort_keys=True))
+    (d / "runtime_params.yaml").write_text(yaml.safe_dump(job.runtime_params, sort_keys=True))
+
+
+def submitit_folder(plan: Plan) -> Path:
+    return Path(plan.results_dir) / "_submitit"
+
+
+def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
+    import submitit
+
+    cl = cfg.cluster
+    if cl.executor == "local":
+        ex = submitit.LocalExecutor(folder=str(folder / "%j"))
+        ex.update_parameters(timeout_min=cl.time_min)
+        return ex
+    ex = submitit.SlurmExecutor(folder=str(folder / "%j"))
+    ex.update_parameters(**slurm_parameters(cl, f"specdec-{cfg.name}"))
+    ex.update_parameters(setup=sbatch_setup(cl, jobs))
+    return ex
+
+
+def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
+    from launcher.job import run_job
+
+    folder = submitit_folder(plan)
+    folder.mkdir(parents=True, exist_ok=True)
+    for job in plan.jobs:
+        write_job_files(job)
+    ex = make_executor(cfg, folder, plan.jobs)
+    specs = [j.to_dict() for j in plan.jobs]
+    if len(specs) == 1:
+        handles = [ex.submit(run_job, specs[0])]
+    else:  # one resource shape per recipe: a single job array
+        handles = ex.map_array(run_job, specs)
+    out = [Submitted(j, h) for j, h in zip(plan.jobs, handles)]
+    (Path(plan.results_dir) / "submission.json").write_text(json.dumps(
+        [{"server_id": s.job.server_id, "job_id": s.job_id, "log": s.log_path(), "job_dir": s.job.job_dir,
+          "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())} for s in out], indent=2))
+    return out
+
+
+def job_progress(job: JobPlan) -> dict:
+    """What the node side reported so far (progress.json, written by the benchmark)."""
+    p = Path(job.job_dir) / "progress.json"
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def job_outcome(s: Submitted) -> tuple[bool, str]:
+    """(ok, message) for a finished job."""
+    try:
+        res = s.handle.result()
+    except Exception as e:  # submitit re-raises the job's exception
+        msg = str(e).strip().splitlines()
+        tail = next((ln for ln in reversed(msg) if ln.strip()), type(e).__name__)
+        return False, tail[:300]
+    if isinstance(res, dict) and res.get("exit_code", 0) != 0:
+        return False, res.get("message", f"exit code {res.get('exit_code')}")
+    return True, (res.get("message", "done") if isinstance(res, dict) else "done")
+
+
+def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
+    """Live progress until every job ends. True when all succeeded."""
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    console = Console(stderr=True)
+    start = time.time()
+    outcomes: dict[str, tuple[bool, str]] = {}
+
+    def table() -> Table:
+        t = Table(title=f"specdec jobs ({time.time() - start:.0f}s)", expand=False)
+        for col in ("job id", "server", "state", "points", "current"):
+            t.add_column(col)
+        for s in subs:
+            prog = job_progress(s.job)
+            if s.job_id in outcomes:
+                ok, msg = outcomes[s.job_id]
+                state = "[green]DONE[/]" if ok else "[red]FAILED[/]"
+                cur = msg
+            else:
+                try:
+                    state = s.handle.state
+                except Exception:  # noqa: BLE001 - state lookups can fail transiently
+                    state = "?"
+                cur = prog.get("current", "")
+            done = prog.get("points_done", 0)
+            t.add_row(s.job_id, s.job.server_id, state, f"{done}/{len(s.job.points)}", str(cur)[:80])
+        return t
+
+    with Live(table(), console=console, refresh_per_second=2, transient=not console.is_terminal) as live:
+        while len(outcomes) < len(subs):
+            for s in subs:
+                if s.job_id not in outcomes and s.handle.done():
+                    outcomes[s.job_id] = job_outcome(s)
+            live.update(table())
+            if len(outcomes) < len(subs):
+                time.sleep(poll_s)
+    console.print(table())
+    return all(ok for ok, _ in outcomes.values())

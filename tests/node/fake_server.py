@@ -1,0 +1,77 @@
+"""A fake OpenAI-style server for the node's lifecycle tests (fast to start).
+
+Takes the flags compose_server_argv produces (--model, --served-model-name,
+--host, --port, anything else is ignored) and serves /health, /v1/models and
+/version after --startup_s seconds. Options to misbehave:
+  --die_after_s S   exit with --exit_code after being ready for S seconds
+  --child           start a child process (like vLLM's engine core) that
+                    ignores SIGTERM, so only SIGKILL ends it
+  --ignore_term     ignore SIGTERM itself
+  --list_name N     list N in /v1/models instead of the served name
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True)
+    p.add_argument("--served-model-name", nargs="+")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--startup_s", type=float, default=0.5)
+    p.add_argument("--die_after_s", type=float)
+    p.add_argument("--exit_code", type=int, default=7)
+    p.add_argument("--child", action="store_true")
+    p.add_argument("--ignore_term", action="store_true")
+    p.add_argument("--list_name")
+    a, _unknown = p.parse_known_args()
+    name = a.list_name or (a.served_model_name[0] if a.served_model_name else a.model)
+    if a.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if a.child:
+        subprocess.Popen([sys.executable, "-c",
+                          "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                          "print('fake engine core up', flush=True); time.sleep(3600)"])
+    print(f"fake server pid {os.getpid()} starting on {a.host}:{a.port}", flush=True)
+    time.sleep(a.startup_s)
+
+    class H(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            routes = {"/health": b"", "/version": json.dumps({"version": "fake-1.0"}).encode(),
+                      "/v1/models": json.dumps({"object": "list", "data": [{"id": name, "object": "model"}]}).encode()}
+            if self.path not in routes:
+                self.send_response(404)
+                self.end_headers()
+                return
+            body = routes[self.path]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer((a.host, a.port), H)
+    print("fake server ready", flush=True)
+    if a.die_after_s is not None:
+        def die():
+            time.sleep(a.die_after_s)
+            print(f"fake server dying with code {a.exit_code}", flush=True)
+            os._exit(a.exit_code)
+        threading.Thread(target=die, daemon=True).start()
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Bring up the project's real single-node Slurm cluster for tests.
+
+``ensure_slurm_cluster()`` runs ``common/setup/slurm_up.sh`` (idempotent: a
+~30 ms no-op when the cluster is already up, ~1 s cold once the packages are
+installed) and returns a :class:`SlurmCluster` describing it.  The result is
+cached per process, so any number of fixtures may call it.
+
+The cluster: node ``localhost`` in the default partition ``debug``, CPUs = the
+machine's cores, ``Gres=gpu:4`` backed by stand-in character devices (GPU
+requests are scheduled for real; jobs see ``CUDA_VISIBLE_DEVICES``), config in
+``/etc/slurm`` so plain ``sbatch``/``srun``/``sinfo`` and submitit work.
+With ``SPECDEC_SLURM_ACCOUNTING=1`` in the environment it also runs slurmdbd
+(+ MariaDB), so ``sacct`` works and submitit reports real job states.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SLURM_UP = REPO_ROOT / "common" / "setup" / "slurm_up.sh"
+SLURM_DOWN = REPO_ROOT / "common" / "setup" / "slurm_down.sh"
+
+
+class SlurmUnavailable(RuntimeError):
+    """slurm_up.sh failed; the message carries its output (incl. daemon log tails)."""
+
+
+@dataclass(frozen=True)
+class SlurmCluster:
+    status_line: str  # the one line slurm_up.sh printed
+    partition: str  # default partition ("debug")
+    node: str  # the node's name ("localhost")
+    cpus: int
+    gpus_per_node: int  # stand-in GPUs (Gres=gpu:N)
+    accounting: bool  # True when slurmdbd runs (sacct works)
+    state_dir: Path  # logs in state_dir / "log"
+
+
+_lock = threading.Lock()
+_cluster: SlurmCluster | None = None
+
+
+def _field(line: str, key: str, default: str = "") -> str:
+    m = re.search(rf"(?:^|\s){re.escape(key)}=(\S+)", line)
+    return m.group(1) if m else default
+
+
+def parse_status_line(line: str) -> SlurmCluster:
+    gres = _field(line, "gres", "gpu:0")
+    return SlurmCluster(
+        status_line=line,
+        partition=_field(line, "partition", "debug"),
+        node=_field(line, "node", "localhost"),
+        cpus=int(_field(line, "cpus", "0") or 0),
+        gpus_per_node=int(gres.split(":")[-1] or 0),
+        accounting=_field(line, "accounting", "off") == "on",
+        state_dir=Path(_field(line, "state_dir", "")),
+    )
+
+
+def ensure_slurm_cluster(timeout_s: float = 900) -> SlurmCluster:
+    """Make sure the local Slurm cluster is up (starting it if needed) and describe it.
+
+    Raises :class:`SlurmUnavailable` with slurm_up.sh's output if it cannot be
+    brought up.  The first call on a machine without Slurm installs packages
+    with apt (a minute or so), hence the generous default timeout.
+    """
+    global _cluster
+    with _lock:
+        if _cluster is not None:
+            return _cluster
+        try:
+            proc = subprocess.run(
+                ["bash", str(SLURM_UP)],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=os.environ.copy(),
+            )
+        except subprocess.TimeoutExpired as e:
+            raise SlurmUnavailable(f"{SLURM_UP} timed out after {timeout_s}s:\n{e.stderr or ''}") from e
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("slurm:")]
+        if proc.returncode != 0 or not lines:
+            raise SlurmUnavailable(
+                f"{SLURM_UP} failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
+        _cluster = parse_status_line(lines[-1])
+        return _cluster
