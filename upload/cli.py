@@ -94,9 +94,7 @@ def _line(console: Console, text: str, style: str | None = None) -> None:
     console.print(Text(text, style=style or ""), soft_wrap=True)
 
 
-def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    dest = parse_destination(args.destination)
-    settings = resolve_settings(os.environ, args.endpoint_url)
+def _run(args: argparse.Namespace, dest: Destination, settings: S3Settings, out: Console, err: Console) -> int:
     found = discover(args.local_dir)
     if not found.runs:
         raise UsageError(
@@ -149,7 +147,7 @@ def _upload(plan: Plan, dest: Destination, client, jobs: int, out: Console, err:
                    f"{dest.url(plan.base_prefix)}/" + (f" ({resumed} resumed)" if resumed else ""))
         with ProgressBar(err, files, size) as bar:
             results = upload_runs(client, dest, to_go, jobs, bar)
-        print_failures(out, results, dest)
+        print_failures(out, results)
         counts.uploaded = sum(r.ok for r in results)
         counts.failed = len(results) - counts.uploaded
     _line(out, counts.line())
@@ -165,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         dest = parse_destination(args.destination)
         settings = resolve_settings(os.environ, args.endpoint_url)
-        return _run(args, out, err)
+        return _run(args, dest, settings, out, err)
     except UploadError as exc:
         _line(err, f"{PROG}: error: {exc}", "red")
         return exc.exit_code

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from upload.destination import Destination
-from upload.discovery import Discovery, LocalRun
+from upload.discovery import Discovery, LocalFile, LocalRun
 from upload.manifest import FileDigest, digest_file
 from upload.remote import RemoteRun, State, assign_keys, classify, list_objects
 from upload.validation import Policy, check_run
@@ -67,9 +67,22 @@ def build_plan(found: Discovery, dest: Destination, policy: Policy, pool: Thread
         else:
             runs.append(RunPlan(run=run, prefix=prefix, digests=[]))
     jobs = [(rp, f) for rp in runs for f in rp.run.files]
-    for (rp, _), digest in zip(jobs, pool.map(lambda job: digest_file(job[1].rel, job[1].path), jobs)):
-        rp.digests.append(digest)
+    unreadable: dict[int, str] = {}
+    for (rp, f), digest in zip(jobs, pool.map(_digest_or_error, [f for _, f in jobs])):
+        if isinstance(digest, FileDigest):
+            rp.digests.append(digest)
+        else:
+            unreadable.setdefault(id(rp), f"{f.rel}: cannot read ({digest}); check the file and rerun")
+    refused += [Refusal(rp.run.label, [unreadable[id(rp)]]) for rp in runs if id(rp) in unreadable]
+    runs = [rp for rp in runs if id(rp) not in unreadable]
     return Plan(runs=runs, refused=refused, base_prefix=base)
+
+
+def _digest_or_error(f: LocalFile) -> FileDigest | str:
+    try:
+        return digest_file(f.rel, f.path)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
 
 
 def resolve_actions(plan: Plan, client, dest: Destination, skip_existing: bool, pool: ThreadPoolExecutor) -> None:

@@ -38,6 +38,8 @@ def assign_keys(existing: dict[str, int], run_prefixes: list[str]) -> dict[str, 
     wanted = set(run_prefixes)
     groups: dict[str, dict[str, int]] = {p: {} for p in run_prefixes}
     for key, size in existing.items():
+        if key.endswith("/"):  # a zero-byte "folder" marker some tools create
+            continue
         parent = key
         while "/" in parent:
             parent = parent.rsplit("/", 1)[0]

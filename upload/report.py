@@ -15,6 +15,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from upload.destination import Destination
 from upload.plan import Action, Plan, Refusal
@@ -29,17 +30,17 @@ def print_refused(console: Console, refused: list[Refusal]) -> None:
     table.add_column("reason", overflow="fold")
     for r in refused:
         for n, reason in enumerate(r.reasons):
-            table.add_row(r.label if n == 0 else "", reason)
+            table.add_row(Text(r.label if n == 0 else ""), Text(reason))
     console.print(table)
 
 
 def print_outside(console: Console, outside: list[str]) -> None:
     if outside:
         sample = ", ".join(outside[:3]) + (", ..." if len(outside) > 3 else "")
-        console.print(
+        console.print(Text(
             f"Not uploaded: {len(outside)} file(s) outside any run directory ({sample}); "
             "only run directories are uploaded."
-        )
+        ))
 
 
 def _action_text(rp) -> str:
@@ -60,7 +61,8 @@ def print_plan(console: Console, plan: Plan, dest: Destination) -> None:
     table.add_column("destination", overflow="fold")
     table.add_column("action", overflow="fold")
     for rp in plan.runs:
-        table.add_row(rp.run.label, str(len(rp.digests)), f"{rp.total_bytes:,}", dest.url(rp.prefix) + "/", _action_text(rp))
+        table.add_row(Text(rp.run.label), str(len(rp.digests)), f"{rp.total_bytes:,}",
+                      Text(dest.url(rp.prefix) + "/"), _action_text(rp))
     if plan.runs:
         table.add_section()
         table.add_row(
@@ -117,7 +119,7 @@ class Counts:
         return 1 if self.refused or self.failed else 0
 
 
-def print_failures(console: Console, results: list[RunResult], dest: Destination) -> None:
+def print_failures(console: Console, results: list[RunResult]) -> None:
     failed = [r for r in results if not r.ok]
     if not failed:
         return
@@ -125,5 +127,5 @@ def print_failures(console: Console, results: list[RunResult], dest: Destination
     table.add_column("run", overflow="fold")
     table.add_column("error", overflow="fold")
     for r in failed:
-        table.add_row(r.plan.run.label, r.error or "")
+        table.add_row(Text(r.plan.run.label), Text(r.error or ""))
     console.print(table)

@@ -82,7 +82,7 @@ def make_client(settings: S3Settings, max_connections: int):
             "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
         )
     config = Config(
-        retries={"mode": "standard", "max_attempts": settings.max_attempts},
+        retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
         max_pool_connections=max_connections,
         user_agent_extra=f"specdec-upload/{__version__}",
         # S3-compatible stores (MinIO, Ceph, moto) want path-style URLs.

@@ -1,13 +1,19 @@
 """Re-check configuration.json's secret masking before it leaves the machine.
 
-The benchmark masks every key containing token, key, secret or password (at
-any depth, tokenizer fields excepted).  This module checks the result instead
-of trusting it:
+formats.md: "any key containing token, key, secret or password is masked at
+any depth, except tokenizer fields".  The benchmark (launcher/bench/
+result_files.py) applies it word by word: a key is secret when one of its
+words (split on non-alphanumerics and camelCase) ends in token, key, secret,
+password or passwd, or is credential(s) or authorization; so hf_token and
+apiKey are secret while num_speculative_tokens, stop_tokens and tokenizer are
+not.  This module re-applies that rule to the written file instead of
+trusting it:
 
-1. a string under such a key must be a mask (see ``is_masked``); numbers and
-   booleans (num_speculative_tokens, max_tokens, ...) are not secrets;
-2. a command-line flag with such a name (``--hf-token X``, ``--api-key=X``),
-   in an argv list or a command string, must carry a masked value;
+1. a value under a secret key must be a mask (see ``is_masked``): strings and
+   numbers, also inside lists/objects and inside JSON-object strings;
+2. a secret-named command-line flag or assignment (``--hf-token X``,
+   ``--api-key=X``, ``HF_TOKEN=X``), in an argv list or a command string,
+   must carry a masked value;
 3. no string anywhere may look like a well-known credential format;
 4. no string may contain the value of a secret-named environment variable of
    this process (the uploader's own S3 secret, HF_TOKEN, ...).
@@ -17,10 +23,12 @@ Findings name the JSON path and the kind of secret, never the value.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterator, Mapping
 
-_SENSITIVE = re.compile(r"token|key|secret|password", re.IGNORECASE)
+_SECRET_SUFFIXES = ("token", "key", "secret", "password", "passwd")
+_SECRET_WORDS = {"credential", "credentials", "authorization"}
 _MASK_WORDS = {"masked", "redacted", "hidden", "<masked>", "<redacted>", "[masked]", "[redacted]", "<hidden>"}
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -36,15 +44,21 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:(?P<pw>[^/\s@]+)@")
 # "--hf-token X", "--api-key=X" inside a command string.
-_FLAG_IN_TEXT = re.compile(r"(?:^|\s)--?(?P<name>[A-Za-z0-9_.-]+)(?:=|\s+)(?P<value>[^\s-][^\s]*|-?\d[^\s]*)")
+_FLAG_IN_TEXT = re.compile(r"(?:^|\s)--?(?P<name>[A-Za-z0-9_.-]+)(?:=|\s+)(?P<value>[^\s-]\S*)")
+_ASSIGN_IN_TEXT = re.compile(r"(?:^|\s)(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)")
 _FLAG_ONLY = re.compile(r"^--?(?P<name>[A-Za-z0-9_.-]+)$")
-_FLAG_EQ = re.compile(r"^--?(?P<name>[A-Za-z0-9_.-]+)=(?P<value>.*)$")
-_NUMBER_OR_WORD = re.compile(r"^(?:[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|none|null)$", re.IGNORECASE)
+_FLAG_EQ = re.compile(r"^(?:--?)?(?P<name>[A-Za-z_-][A-Za-z0-9_.-]*)=(?P<value>.*)$")
 _MIN_ENV_SECRET = 8
 
 
+def _words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+
+
 def is_sensitive_name(name: str) -> bool:
-    return bool(_SENSITIVE.search(name)) and "tokenizer" not in name.lower()
+    """The masking rule: hf_token, apiKey, DB_PASSWORD yes; max_tokens, tokenizer no."""
+    return any(w.endswith(_SECRET_SUFFIXES) or w in _SECRET_WORDS for w in _words(name))
 
 
 def is_masked(value: Any) -> bool:
@@ -60,28 +74,46 @@ def is_masked(value: Any) -> bool:
     return stars >= 3 and len(text) - stars <= 4
 
 
-def _harmless_flag_value(value: str) -> bool:
-    return is_masked(value) or bool(_NUMBER_OR_WORD.match(value.strip().strip("'\"")))
+def _unmasked(value: str) -> bool:
+    return not is_masked(value.strip().strip("'\""))
+
+
+def _as_json_object(text: str) -> dict | None:
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            doc = json.loads(stripped)
+        except json.JSONDecodeError:
+            return None
+        return doc if isinstance(doc, dict) else None
+    return None
 
 
 def _walk(node: Any, path: str) -> Iterator[tuple[str, str | None, Any]]:
-    """Yield (json path, key name or None, value) for every node."""
+    """Yield (json path, key name or None, value) for every node, entering
+    strings that hold a JSON object (``--speculative-config '{...}'``)."""
     if isinstance(node, dict):
-        for k, v in node.items():
-            child = f"{path}.{k}" if path else str(k)
-            yield child, str(k), v
-            yield from _walk(v, child)
+        items = [(f"{path}.{k}" if path else str(k), str(k), v) for k, v in node.items()]
     elif isinstance(node, list):
-        for i, v in enumerate(node):
-            child = f"{path}[{i}]"
-            yield child, None, v
-            yield from _walk(v, child)
+        items = [(f"{path}[{i}]", None, v) for i, v in enumerate(node)]
+    elif isinstance(node, str) and (inner := _as_json_object(node)) is not None:
+        items = [(f"{path}<json>.{k}", str(k), v) for k, v in inner.items()]
+    else:
+        return
+    for child, key, value in items:
+        yield child, key, value
+        yield from _walk(value, child)
+
+
+def _leaves(node: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """Every string or number at or below ``node`` (booleans are not secrets)."""
+    for p, _, v in [(path, None, node), *_walk(node, path)]:
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and _as_json_object(str(v)) is None:
+            yield p, v
 
 
 def _strings(node: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(node, str):
-        yield path, node
-    for p, _, v in _walk(node, path):
+    for p, v in _leaves(node, path):
         if isinstance(v, str):
             yield p, v
 
@@ -90,8 +122,8 @@ def _unmasked_under_key(config: Any) -> Iterator[str]:
     for path, key, value in _walk(config, ""):
         if key is None or not is_sensitive_name(key):
             continue
-        for p, text in _strings(value, path):
-            if not is_masked(text):
+        for p, leaf in _leaves(value, path):
+            if not is_masked(leaf):
                 yield f"{p} holds an unmasked value (its name marks it as a secret)"
 
 
@@ -100,18 +132,19 @@ def _argv_flags(config: Any) -> Iterator[str]:
         if isinstance(value, list) and all(isinstance(x, str) for x in value):
             for i, item in enumerate(value):
                 m = _FLAG_EQ.match(item)
-                if m and is_sensitive_name(m["name"]) and not _harmless_flag_value(m["value"]):
-                    yield f"{path}[{i}] passes --{m['name']} an unmasked value"
+                if m and is_sensitive_name(m["name"]) and _unmasked(m["value"]):
+                    yield f"{path}[{i}] passes {m['name'].lstrip('-')} an unmasked value"
                     continue
                 m = _FLAG_ONLY.match(item)
                 if m and is_sensitive_name(m["name"]) and i + 1 < len(value):
                     nxt = value[i + 1]
-                    if not nxt.startswith("-") and not _harmless_flag_value(nxt):
+                    if not nxt.startswith("-") and _unmasked(nxt):
                         yield f"{path}[{i + 1}] is an unmasked value for --{m['name']}"
         elif isinstance(value, str) and " " in value:
-            for m in _FLAG_IN_TEXT.finditer(value):
-                if is_sensitive_name(m["name"]) and not _harmless_flag_value(m["value"]):
-                    yield f"{path} passes --{m['name']} an unmasked value"
+            for pattern in (_FLAG_IN_TEXT, _ASSIGN_IN_TEXT):
+                for m in pattern.finditer(value):
+                    if is_sensitive_name(m["name"]) and _unmasked(m["value"]):
+                        yield f"{path} passes {m['name']} an unmasked value"
 
 
 def _known_formats(config: Any) -> Iterator[str]:

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 OVERRIDE = "--allow-invalid"
 DEFAULT_MAX_FAILED_FRACTION = 0.05

@@ -8,6 +8,7 @@
 #   common/setup/slurm_down.sh --purge   # also delete the state dir and the
 #                                        # /etc/slurm files slurm_up wrote
 set -euo pipefail
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 log() { printf '[slurm_down] %s\n' "$*" >&2; }
 
 SPECDEC_HOME="${SPECDEC_HOME:-$HOME/.cache/specdec-launcher}"

@@ -19,7 +19,9 @@
 #   SPECDEC_SLURM_STATE          state dir (default $SPECDEC_HOME/slurm)
 #   SPECDEC_SLURM_ACCOUNTING=1   real accounting (sacct works; submitit then sees
 #                                COMPLETED/FAILED/...); installs mariadb-server
-#                                and slurmdbd on first use
+#                                and slurmdbd on first use.  =0 turns it off;
+#                                unset keeps what the installed config has
+#                                (off on a fresh machine)
 #   SPECDEC_SLURM_GPUS           number of stand-in GPUs (default 4)
 #   SPECDEC_SLURM_CPUS           CPUs of the node (default: nproc; may exceed it)
 #   SPECDEC_SLURM_MEM_MB         RealMemory (default: MemTotal - max(10%, 1 GiB))
@@ -27,6 +29,7 @@
 #
 # stdout: exactly one status line at the end; progress and errors go to stderr.
 set -euo pipefail
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 T0=$(date +%s.%N)
 log() { printf '[slurm_up] %s\n' "$*" >&2; }
@@ -34,11 +37,21 @@ die() { printf '[slurm_up] ERROR: %s\n' "$*" >&2; exit 1; }
 
 SPECDEC_HOME="${SPECDEC_HOME:-$HOME/.cache/specdec-launcher}"
 STATE="${SPECDEC_SLURM_STATE:-$SPECDEC_HOME/slurm}"
-ACCOUNTING="${SPECDEC_SLURM_ACCOUNTING:-0}"
+MARK="# managed by specdec-launcher common/setup/slurm_up.sh"
+ACCOUNTING="${SPECDEC_SLURM_ACCOUNTING:-}"
+if [ -z "$ACCOUNTING" ]; then
+  # Unset: keep what the running cluster has, so a test run does not switch
+  # off accounting someone turned on (a config change restarts the cluster).
+  ACCOUNTING=0
+  if grep -qF "$MARK" /etc/slurm/slurm.conf 2>/dev/null &&
+     grep -qx 'AccountingStorageType=accounting_storage/slurmdbd' /etc/slurm/slurm.conf; then
+    ACCOUNTING=1
+  fi
+fi
+[ "$ACCOUNTING" = 1 ] || ACCOUNTING=0
 NGPUS="${SPECDEC_SLURM_GPUS:-4}"
 TIMEOUT="${SPECDEC_SLURM_TIMEOUT:-30}"
 ETC=/etc/slurm
-MARK="# managed by specdec-launcher common/setup/slurm_up.sh"
 
 if [ "$(id -u)" != 0 ]; then
   if command -v sudo >/dev/null 2>&1; then
@@ -87,7 +100,12 @@ apt_install() {  # apt_install PKG...
   log "apt-get install $*"
   export DEBIAN_FRONTEND=noninteractive
   # Wait for another apt/dpkg (e.g. a background install) instead of failing.
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  local i
+  for i in 1 2 3 4 5 6; do  # the lists lock is not covered by Lock::Timeout
+    apt-get -o DPkg::Lock::Timeout=600 update -qq && break
+    [ "$i" = 6 ] && die "apt-get update failed"
+    sleep 10
+  done
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
@@ -145,6 +163,7 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 $acct_lines
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
@@ -249,6 +268,13 @@ if ! conf_same; then
 fi
 
 # ------------------------------------------------------------ accounting ---
+if [ "$ACCOUNTING" = 0 ]; then  # switched off: stop what an earlier run started
+  if pid_alive "$DBD_PID" slurmdbd; then log "accounting off: stopping slurmdbd"; stop_pid "$DBD_PID" slurmdbd; fi
+  if [ -f "$RUND/mariadb.started-by-us" ]; then
+    mysqladmin shutdown >/dev/null 2>&1 || true
+    rm -f "$RUND/mariadb.started-by-us"
+  fi
+fi
 if [ "$ACCOUNTING" = 1 ]; then
   mkdir -p "$LOGD" "$RUND"
   if ! mysqladmin ping >/dev/null 2>&1; then
@@ -326,6 +352,7 @@ while :; do
   st="$(node_state)"
   case "$st" in
     idle|mixed|allocated|completing) break ;;
+    inval) fail "slurmd registered with a config the node does not match (state inval)" ;;
     down|drain|drained|draining|fail|failing|down~|drain~)
       # Responding but administratively down (e.g. after a restart): resume.
       now=$(date +%s)

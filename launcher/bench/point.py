@@ -84,6 +84,19 @@ def point_values(acc: dict, tim: dict, duration: Optional[float]) -> dict:
     }
 
 
+def speculative_config_from_argv(argv: list[str]) -> Optional[dict]:
+    """The --speculative-config JSON of the server's argv (for runs without a job.json)."""
+    for i, a in enumerate(argv):
+        val = a.split("=", 1)[1] if a.startswith("--speculative-config=") else (
+            argv[i + 1] if a == "--speculative-config" and i + 1 < len(argv) else None)
+        if val:
+            try:
+                return json.loads(val)
+            except ValueError:
+                return None
+    return None
+
+
 def load_point_values(point_dir: Path) -> dict:
     try:
         acc = json.loads((point_dir / "acceptance_rate.json").read_text())
@@ -162,9 +175,10 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     run_args = {"dataset": spec.name, "temperature": o.temperature, "concurrency": o.concurrency,
                 "num_requests": args.num_requests, "output_length": args.output_length,
                 "runtime_params": ctx.runtime, "aiperf": args.aiperf}
+    spec_cfg = job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
     conf = build_configuration(
         run_args=run_args, serving=serving, model=job.get("model") or args.tokenizer,
-        speculative_config=job.get("speculative_config") if ctx.speculative else None,
+        speculative_config=spec_cfg if ctx.speculative else None,
         engine="vllm", engine_version=ctx.engine_version or "", argv=sys.argv, tool_version=_tool_version(),
         git_sha=_git_sha(), gpu=_gpu_name(point_dir), checkpoint=checkpoint_info(job.get("model")),
         extra={"recipe": job.get("recipe"), "aiperf_benchmark_duration_s": duration})

@@ -53,7 +53,7 @@ def compose_recipe(overrides: list[str]) -> LauncherConfig:
         with initialize_config_dir(config_dir=str(recipes_dir()), version_base=None, job_name="launcher"):
             cfg = compose(config_name="config", overrides=list(overrides))
         # Re-merge onto the bare schema: keys added with `+key=...` are rejected too.
-        cfg = OmegaConf.merge(OmegaConf.structured(LauncherConfig), cfg)
+        cfg = OmegaConf.merge(OmegaConf.structured(LauncherConfig), OmegaConf.to_container(cfg))
         obj = OmegaConf.to_object(cfg)
     except (HydraException, OmegaConfBaseException) as e:
         raise translate_error(e) from None
@@ -104,7 +104,7 @@ def _from_omegaconf(cause: OmegaConfBaseException, key: str | None) -> ConfigErr
     full_key = getattr(cause, "full_key", None) or key or "recipe"
     msg = getattr(cause, "msg", None) or str(cause)
     msg = msg.strip().splitlines()[0]
-    if "Missing mandatory value" in msg:
+    if "missing mandatory value" in msg.lower():
         return ConfigError(full_key, "is required but not set", f"set it, e.g. {full_key}=...")
     m = re.search(r"Key '([^']+)' not in '([^']+)'", msg)
     if m:

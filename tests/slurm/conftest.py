@@ -18,7 +18,6 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:  # make `tests.support` importable under any runner
     sys.path.insert(0, str(_ROOT))
 
-from tests.support.slurm import SlurmCluster, SlurmUnavailable, ensure_slurm_cluster  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,12 +30,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.slurm)
 
-
-@pytest.fixture(scope="session")
-def slurm_cluster() -> SlurmCluster:
-    if os.environ.get("SPECDEC_SKIP_SLURM") == "1":
-        pytest.skip("SPECDEC_SKIP_SLURM=1")
-    try:
-        return ensure_slurm_cluster()
-    except SlurmUnavailable as e:
-        pytest.fail(str(e), pytrace=False)
+# The slurm_cluster fixture lives in tests/conftest.py (shared with the launcher's e2e tests).

@@ -42,6 +42,21 @@ def _squeue_gone(job_id: str, timeout_s: float = JOB_TIMEOUT_S) -> None:
     pytest.fail(f"job {job_id} still queued/running after {timeout_s}s")
 
 
+def _sacct_state(job: submitit.Job, timeout_s: float = 15) -> str:
+    """State as submitit sees it via sacct, once final.
+
+    The result pickle can appear before slurmctld has recorded the job's end in
+    slurmdbd, so right after done() sacct may still say RUNNING/COMPLETING.
+    Without accounting it is UNKNOWN for ever.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = job.get_info(mode="force").get("State") or "UNKNOWN"
+        if state not in {"PENDING", "RUNNING", "COMPLETING", "REQUEUED"} or time.monotonic() > deadline:
+            return state
+        time.sleep(0.5)
+
+
 def test_node_is_idle_with_four_gpus(slurm_cluster):
     out = subprocess.run(
         ["sinfo", "-h", "-N", "-n", slurm_cluster.node, "-o", "%T %G %P"],
@@ -99,7 +114,7 @@ def test_submitit_job_result(slurm_cluster, tmp_path: Path):
     # Without slurmdbd, sacct fails ("Bypassing sacct error") and the state of
     # every job reads UNKNOWN; done()/result() work off the result pickle.
     expected = "COMPLETED" if slurm_cluster.accounting else "UNKNOWN"
-    assert job.get_info(mode="force").get("State", "UNKNOWN") == expected
+    assert _sacct_state(job) == expected
 
 
 @pytest.mark.parametrize("how", ["map_array", "batch"])
@@ -139,8 +154,8 @@ def test_job_dying_without_result(slurm_cluster, tmp_path: Path):
     job = ex.submit(int, 1)
     _squeue_gone(job.job_id)
     if slurm_cluster.accounting:
-        _wait_done([job])
-        assert job.get_info(mode="force")["State"] == "FAILED"
+        assert _sacct_state(job) == "FAILED"
+        assert job.done(force_check=True)
     else:
         assert not job.done(force_check=True)
         assert job.state == "UNKNOWN"

@@ -1,0 +1,5 @@
+import sys
+
+from launcher.compare.cli import main
+
+sys.exit(main())

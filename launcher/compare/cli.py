@@ -1,0 +1,44 @@
+"""python -m launcher.compare A B [--al-threshold 0.02] [--tps-threshold 0.05] [--allow-missing]
+
+Exit codes: 0 no regression (improvements and noise), 1 a regression or a
+missing point (unless --allow-missing), 2 unusable input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from launcher.compare.diff import Thresholds, compare_runs
+from launcher.compare.table import print_verdict, render
+from launcher.report.load import ResultsError, load_results
+
+
+def _fraction(s: str) -> float:
+    v = float(s)
+    if not 0 <= v < 10:
+        raise argparse.ArgumentTypeError("a relative threshold such as 0.02 (2%)")
+    return v
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m launcher.compare",
+        description="Compare two benchmark runs (job folders, or folders of jobs matched by server_id).")
+    ap.add_argument("a", help="baseline results (job folder or folder of jobs)")
+    ap.add_argument("b", help="candidate results, compared against A")
+    ap.add_argument("--al-threshold", type=_fraction, default=0.02,
+                    help="relative Average_AL change that counts (default 0.02)")
+    ap.add_argument("--tps-threshold", type=_fraction, default=0.05,
+                    help="relative Output TPS change that counts (default 0.05)")
+    ap.add_argument("--allow-missing", action="store_true",
+                    help="points present (complete) on one side only do not fail the comparison")
+    args = ap.parse_args(argv)
+    th = Thresholds(al=args.al_threshold, tps=args.tps_threshold)
+    try:
+        jobs_a, jobs_b = load_results(args.a), load_results(args.b)
+    except (ResultsError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    diffs = compare_runs(jobs_a, jobs_b, th)
+    render(diffs, args.a, args.b, th)
+    return print_verdict(diffs, args.allow_missing)

@@ -1,0 +1,1 @@
+"""HTML report of benchmark results: ``python -m launcher.report RESULTS_DIR``."""

@@ -1,0 +1,59 @@
+"""Put the report together: load the jobs, draw the figures, write index.html."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from launcher.report import html, plots
+from launcher.report.load import Job, load_results
+
+
+def _job_figures(job: Job, out: Path, prefix: str) -> list[tuple[str, str]]:
+    ok = [p for p in job.points if p.ok]
+    series = {"": ok}
+    made = [
+        (plots.throughput_pareto(series, out / f"{prefix}pareto.png"),
+         "Output TPS per GPU vs per-user decode speed; one curve per temperature, points labelled by concurrency; "
+         "ringed points are Pareto-optimal.", True),
+        (plots.al_vs_temperature(series, out / f"{prefix}al_vs_temperature.png"),
+         "Average_AL per dataset against temperature.", False),
+        (plots.pooled_histogram(ok, out / f"{prefix}acceptance_histogram.png"),
+         "Acceptance_Length_Histogram summed over points, per temperature.", False),
+        (plots.category_al(ok, out / f"{prefix}category_al.png"),
+         "Category_AL per dataset and temperature (mean over concurrencies).", False),
+    ]
+    return _rel(made, out)
+
+
+def _rel(made, out: Path) -> list[tuple[str, str, bool]]:
+    return [(p.relative_to(out).as_posix(), cap, wide) for p, cap, wide in made if p is not None]
+
+
+def _overview(jobs: list[Job], out: Path) -> str:
+    series = {j.name: [p for p in j.points if p.ok] for j in jobs}
+    made = [
+        (plots.throughput_pareto(series, out / "overview_pareto.png"),
+         "All jobs: Output TPS per GPU vs per-user decode speed (labels: concurrency).", True),
+        (plots.al_vs_temperature(series, out / "overview_al_vs_temperature.png"),
+         "All jobs: Average_AL against temperature.", False),
+    ]
+    figs = _rel(made, out)
+    return f"<h2>Overview ({len(jobs)} jobs)</h2>{html.jobs_table(jobs)}<h3>Plots</h3>{html.figures(figs)}"
+
+
+def build_report(results_dir: Path, out: Path | None = None) -> Path:
+    """Write the report for ``results_dir`` (a job folder or a folder of them);
+    returns the path of index.html. Raises load.ResultsError for unusable input."""
+    results_dir = Path(results_dir)
+    jobs = load_results(results_dir)
+    out = Path(out) if out else results_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    multi = len(jobs) > 1
+    sections = [html.job_section(j, _job_figures(j, out, f"job{i + 1}_" if multi else ""), heading=multi)
+                for i, j in enumerate(jobs)]
+    overview = _overview(jobs, out) if multi else ""
+    title = "Speculative decoding benchmark" + ("" if multi else f": {jobs[0].name}")
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    index = out / "index.html"
+    index.write_text(html.page(title, f"{results_dir.resolve()} · generated {stamp}", overview, sections))
+    return index

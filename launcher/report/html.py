@@ -1,0 +1,295 @@
+"""HTML for the report: a single static page with inline CSS, no scripts, and
+images referenced by relative paths so it opens straight from disk."""
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Iterable
+
+from launcher.report.load import Job, Point
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+main{max-width:1240px;margin:0 auto;padding:20px 28px 60px}
+h1{font-size:1.6em;margin:.2em 0}
+h2{font-size:1.3em;border-bottom:2px solid #d8dce3;padding-bottom:.2em;margin-top:2em}
+h3{font-size:1.05em;margin:1.4em 0 .5em}
+.sub{color:#5b6475;font-size:.9em}
+.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:14px 18px;margin:12px 0}
+.figs{display:flex;flex-wrap:wrap;gap:14px}
+.figs figure{margin:0;background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px;flex:1 1 520px}
+.figs figure.wide{flex-basis:100%}
+.figs img{max-width:100%;height:auto;display:block;margin:0 auto}
+.figs figcaption{font-size:.82em;color:#5b6475;margin-top:4px}
+dl.prov{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}
+dl.prov dt{font-weight:600;color:#465064}
+dl.prov dd{margin:0;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;word-break:break-all}
+table{border-collapse:collapse;width:100%;font-size:.86em;background:#fff}
+th,td{border:1px solid #dde1e8;padding:4px 7px;text-align:right;vertical-align:top}
+th{background:#eef1f5;position:sticky;top:0}
+td.l,th.l{text-align:left}
+tr.bad td{background:#fdecec}
+.st-complete{color:#17803d;font-weight:600}.st-skipped{color:#2f6bb3;font-weight:600}
+.st-failed,.st-unknown{color:#b42318;font-weight:700}
+.badge{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:700;color:#fff}
+.pass{background:#17803d}.fail{background:#b42318}.none{background:#8a93a3}
+.warn{color:#b45309}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:10px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f3f4f7;border-radius:6px;padding:8px;margin:4px 0;
+    max-height:18em;overflow:auto;font-size:.85em}
+mark{background:#ffd9a8}
+.ids{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.82em}
+.ids b{background:#ffd9a8;padding:0 2px}
+details summary{cursor:pointer;font-weight:600}
+"""
+
+
+def _e(v: Any) -> str:
+    return escape("" if v is None else str(v))
+
+
+def _num(v: float | None, digits: int = 2) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def figures(figs: Iterable[tuple[str, str, bool]]) -> str:
+    """(relative image path, caption, full width?) triples as a wrapping row of figures."""
+    items = [f'<figure{" class=wide" if wide else ""}><img src="{_e(src)}" alt="{_e(cap)}">'
+             f'<figcaption>{_e(cap)}</figcaption></figure>' for src, cap, wide in figs]
+    return f'<div class="figs">{"".join(items)}</div>' if items else '<p class="sub">No complete points to plot.</p>'
+
+
+# ------------------------------------------------------------------ provenance
+
+def _distinct(values: Iterable[Any]) -> str:
+    seen: list[str] = []
+    for v in values:
+        s = "" if v is None else str(v)
+        if s and s not in seen:
+            seen.append(s)
+    return " | ".join(seen)
+
+
+def provenance(job: Job) -> list[tuple[str, str]]:
+    """(label, value) rows; values differing across points are joined with ' | '."""
+    cfgs = [p.configuration for p in job.points if p.configuration] or [{}]
+    s = job.summary
+    spec = [c.get("speculative_config") or {} for c in cfgs]
+    serving = [c.get("serving") or {} for c in cfgs]
+
+    def pick(*vals):
+        return _distinct(vals)
+
+    gpu = _distinct(c.get("gpu") for c in cfgs)
+    ngpu = _distinct(sv.get("num_gpus") for sv in serving) or _distinct(
+        (p.timing or {}).get("num_gpus") for p in job.points)
+    rows = [
+        ("recipe / server_id", pick(s.get("recipe")) + " / " + pick(s.get("server_id"), *(sv.get("server_id") for sv in serving))),
+        ("model", pick(s.get("model"), *(c.get("model") for c in cfgs))),
+        ("draft", _distinct(sp.get("model") for sp in spec) or "–"),
+        ("method", pick(s.get("method")) or _distinct(sp.get("method") for sp in spec)),
+        ("k (num_speculative_tokens)", _distinct([s.get("num_speculative_tokens")])
+         or _distinct(sp.get("num_speculative_tokens") for sp in spec) or "–"),
+        ("engine", _distinct(f"{c.get('engine') or ''} {c.get('engine_version') or s.get('engine_version') or ''}".strip()
+                             for c in cfgs)),
+        ("container image", _distinct(c.get("container_image") for c in cfgs)),
+        ("GPU", f"{gpu} × {ngpu}" if gpu and ngpu else gpu),
+        ("GPU memory (peak)", _telemetry(job.telemetry)),
+        ("tool version / git", pick(*(c.get("tool_version") for c in cfgs)) + " / " + pick(*(c.get("git_sha") for c in cfgs))),
+        ("python", _distinct(c.get("python_version") for c in cfgs)),
+        ("timestamps (UTC)", _span(c.get("timestamp") for c in cfgs)),
+        ("wall time / server start", f"{_num(s.get('wall_time_s'), 1)} s / {_num(s.get('server_startup_s'), 1)} s"),
+        ("folder", str(job.path)),
+    ]
+    return rows
+
+
+def _span(values: Iterable[Any]) -> str:
+    vs = sorted(str(v) for v in values if v)
+    if not vs:
+        return ""
+    return vs[0] if vs[0] == vs[-1] else f"{vs[0]} … {vs[-1]}"
+
+
+def _telemetry(t: dict | None) -> str:
+    if not t:
+        return "not recorded"
+    if not t.get("available"):
+        return f"unavailable ({t.get('reason') or 'no reason given'})"
+    parts = [f"GPU{g.get('index')} {g.get('name') or ''}: {_num(g.get('peak_used_gib'))} / {_num(g.get('total_gib'), 0)} GiB"
+             for g in t.get("gpus") or []]
+    if t.get("kv_cache_cap_gib") is not None:
+        parts.append(f"KV cap {_num(t.get('kv_cache_cap_gib'))} GiB")
+    return "; ".join(parts) or "no GPUs listed"
+
+
+def provenance_block(job: Job) -> str:
+    items = []
+    for label, value in provenance(job):
+        missing = not value.strip(" /|–")
+        val = '<span class="warn">not recorded</span>' if missing else _e(value)
+        items.append(f"<dt>{_e(label)}</dt><dd>{val}</dd>")
+    cfg = job.configuration
+    extra = []
+    argv = (cfg.get("serving") or {}).get("server_argv") or (job.plan or {}).get("server_argv")
+    if argv:
+        extra.append(f"<details><summary>server argv</summary><pre>{_e(' '.join(map(str, argv)))}</pre></details>")
+    rp = (cfg.get("run_args") or {}).get("runtime_params")
+    if rp:
+        extra.append(f"<details><summary>runtime params</summary><pre>{_e(rp)}</pre></details>")
+    return f'<div class="card"><dl class="prov">{"".join(items)}</dl>{"".join(extra)}</div>'
+
+
+# ------------------------------------------------------------------ lossless
+
+def _common_prefix(a: list | str, b: list | str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _marked_text(text: str, cut: int) -> str:
+    return f"{_e(text[:cut])}<mark>{_e(text[cut:])}</mark>" if cut < len(text) else _e(text)
+
+
+def _ids_window(ids: list, cut: int, before: int = 6, after: int = 6) -> str:
+    lo = max(0, cut - before)
+    shown = []
+    for i in range(lo, min(len(ids), cut + after)):
+        shown.append(f"<b>{_e(ids[i])}</b>" if i == cut else _e(ids[i]))
+    if cut >= len(ids):
+        truncated = bool(ids) and ids[-1] == "..."     # the check keeps only the first ids
+        shown.append("<b>(not recorded)</b>" if truncated else "<b>(end)</b>")
+    return ("… " if lo else "") + " ".join(shown) + (" …" if cut + after < len(ids) else "")
+
+
+def _mismatch(i: int, m: dict) -> str:
+    spec_t, ref_t = str(m.get("spec_text") or ""), str(m.get("ref_text") or "")
+    cut = _common_prefix(spec_t, ref_t)
+    spec_ids, ref_ids = list(m.get("spec_token_ids") or []), list(m.get("ref_token_ids") or [])
+    ids_html = ""
+    if spec_ids or ref_ids or isinstance(m.get("first_diff_token"), int):
+        k = m["first_diff_token"] if isinstance(m.get("first_diff_token"), int) else _common_prefix(spec_ids, ref_ids)
+        ids_html = (f'<p class="ids">first differing token: #{k}<br>'
+                    f"speculative: {_ids_window(spec_ids, k)}<br>reference: {_ids_window(ref_ids, k)}</p>")
+    return (f"<details{' open' if i == 0 else ''}><summary>mismatch {i + 1}: "
+            f"{_e(str(m.get('prompt') or '')[:90])}</summary>"
+            f"<pre>{_e(m.get('prompt'))}</pre>"
+            f'<div class="pair"><div><b>speculative</b><pre>{_marked_text(spec_t, cut)}</pre></div>'
+            f"<div><b>reference (no speculation)</b><pre>{_marked_text(ref_t, cut)}</pre></div></div>"
+            f"{ids_html}</details>")
+
+
+_LOSSLESS_KEYS = {"passed", "matches", "required", "prompts", "mismatches", "num_mismatches", "min_match_fraction"}
+
+
+def lossless_block(lossless: dict | None) -> str:
+    """summary.json's lossless block: verdict, counts, then each recorded mismatch
+    with the two outputs from their first difference highlighted."""
+    if not isinstance(lossless, dict):
+        return ('<div class="card"><span class="badge none">NOT RUN</span> '
+                '<span class="sub">No lossless check in summary.json.</span></div>')
+    passed = lossless.get("passed")
+    if passed is None:   # e.g. {"status": "pending reference run", "prompts": N}
+        word = _e(lossless.get("status") or "no verdict")
+        head = f'<span class="badge none">{word.upper()}</span> {_e(lossless.get("prompts", "?"))} prompts'
+    else:
+        badge = '<span class="badge pass">PASSED</span>' if passed else '<span class="badge fail">FAILED</span>'
+        frac = lossless.get("min_match_fraction")
+        head = (f"{badge} {_e(lossless.get('matches', '?'))} of {_e(lossless.get('prompts', '?'))} outputs "
+                f"identical to the reference without speculation (required: {_e(lossless.get('required', '?'))}"
+                + (f", more than {frac:.0%} of the prompts" if isinstance(frac, (int, float)) else "") + ")")
+    mism = [m for m in lossless.get("mismatches") or [] if isinstance(m, dict)]
+    other = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in lossless.items()
+                    if k not in _LOSSLESS_KEYS and k != "status")
+    note = ""
+    if mism:
+        total = lossless.get("num_mismatches", len(mism))
+        note = (f'<p class="sub">{len(mism)} of {_e(total)} mismatch(es) recorded. '
+                "Highlighted: each output from its first difference on.</p>")
+    body = "".join(_mismatch(i, m) for i, m in enumerate(mism))
+    return (f'<div class="card"><p>{head}</p>'
+            + (f'<dl class="prov">{other}</dl>' if other else "") + note + body + "</div>")
+
+
+# ------------------------------------------------------------------ tables
+
+_COLS = [("point", "l"), ("status", "l"), ("reason", "l"), ("Average_AL", ""), ("Server_AL", ""),
+         ("Prometheus_AL", ""), ("Output TPS", ""), ("TPS/gpu", ""), ("TTFT p50 ms", ""),
+         ("decode tok/s p50", ""), ("failed req", ""), ("bench s", "")]
+
+
+def _row(p: Point) -> str:
+    bench_s = p.row.get("benchmark_duration_s")
+    if bench_s is None and p.timing:
+        bench_s = p.timing.get("duration_s")
+    failed_req = p.row.get("failed_requests", (p.timing or {}).get("failed_requests"))
+    cells = [
+        ("l", _e(p.dir)), ("l", f'<span class="st-{_e(p.status)}">{_e(p.status)}</span>'),
+        ("l", _e(p.reason or ("result files missing" if not p.ok and p.status != "failed" else ""))),
+        ("", _num(p.average_al, 3)), ("", _num(p.server_al, 3)), ("", _num(p.prometheus_al, 3)),
+        ("", _num(p.output_tps, 1)), ("", _num(p.output_tps_per_gpu, 1)), ("", _num(p.ttft_p50_ms, 1)),
+        ("", _num(p.decode_tps_p50, 1)), ("", _e(failed_req if failed_req is not None else "–")),
+        ("", _num(bench_s, 2)),
+    ]
+    tds = "".join(f'<td class="{c}">{v}</td>' for c, v in cells)
+    return f'<tr{"" if p.ok else " class=bad"}>{tds}</tr>'
+
+
+def points_table(points: list[Point]) -> str:
+    head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in _COLS)
+    return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(p) for p in points)}</tbody></table>'
+
+
+def jobs_table(jobs: list[Job]) -> str:
+    rows = []
+    for j in jobs:
+        prov = dict(provenance(j))
+        ok = sum(p.ok for p in j.points)
+        als = [p.average_al for p in j.points if p.ok and p.average_al is not None]
+        rows.append(
+            f'<tr><td class="l"><a href="#{_e(anchor(j))}">{_e(j.name)}</a></td><td class="l">{_e(prov["model"])}</td>'
+            f'<td class="l">{_e(prov["draft"])}</td><td class="l">{_e(prov["method"])}</td>'
+            f'<td>{_e(prov["k (num_speculative_tokens)"])}</td><td>{ok} / {len(j.points)}</td>'
+            f'<td>{_num(max(als), 3) if als else "–"}</td>'
+            f'<td class="l">{_e(_lossless_word(j.summary.get("lossless")))}</td></tr>')
+    head = "".join(f'<th class="{c}">{n}</th>' for n, c in [
+        ("job", "l"), ("model", "l"), ("draft", "l"), ("method", "l"), ("k", ""), ("complete", ""),
+        ("best Average_AL", ""), ("lossless", "l")])
+    return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _lossless_word(lossless: Any) -> str:
+    if not isinstance(lossless, dict):
+        return "not run"
+    return {True: "passed", False: "FAILED"}.get(lossless.get("passed"), str(lossless.get("status") or "unknown"))
+
+
+def anchor(job: Job) -> str:
+    return "job-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in job.name)
+
+
+# ------------------------------------------------------------------ page
+
+def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> str:
+    left_out = [p for p in job.points if not p.ok]
+    note = ""
+    if left_out:
+        note = (f'<p class="warn">Left out of the plots ({len(left_out)} point(s) not complete): '
+                + ", ".join(_e(p.dir) for p in left_out) + "</p>")
+    title = f'<h2 id="{_e(anchor(job))}">Job {_e(job.name)}</h2>' if heading else ""
+    n_ok = sum(p.ok for p in job.points)
+    return (f"<section>{title}<h3>Provenance</h3>{provenance_block(job)}"
+            f"<h3>Lossless check</h3>{lossless_block(job.summary.get('lossless'))}"
+            f"<h3>Plots</h3>{note}{figures(figs)}"
+            f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
+
+
+def page(title: str, subtitle: str, overview: str, sections: list[str]) -> str:
+    return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+            '<meta name=viewport content="width=device-width,initial-scale=1">'
+            f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
+            f'<h1>{_e(title)}</h1><p class="sub">{_e(subtitle)}</p>{overview}{"".join(sections)}'
+            "</main></body></html>\n")

@@ -1,0 +1,174 @@
+"""The report's PNG figures, drawn with matplotlib's Agg backend.
+
+Each function takes already-loaded points (only usable ones: the caller drops
+failed points), writes one PNG and returns its path, or returns None when there
+is nothing to draw. ``series`` arguments map a label (a job name, or "" for a
+single job) to that job's points.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from launcher.report.load import Point  # noqa: E402
+
+DPI = 110
+_MARKERS = "osD^vP*X"
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
+    plt.close(fig)
+    return path
+
+
+def _tlabel(t: float) -> str:
+    return f"T={t:g}"
+
+
+def _join(*parts: str) -> str:
+    return " · ".join(p for p in parts if p)
+
+
+def pareto_front(xy: list[tuple[float, float]]) -> set[int]:
+    """Indices of the points no other point beats on both axes (higher is better on both)."""
+    front = set()
+    for i, (x, y) in enumerate(xy):
+        if not any((x2 >= x and y2 >= y) and (x2 > x or y2 > y) for j, (x2, y2) in enumerate(xy) if j != i):
+            front.add(i)
+    return front
+
+
+def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None:
+    """Output TPS/gpu against per-user decode tok/s, one panel per dataset,
+    one curve per (job, temperature) through its concurrencies."""
+    usable = {lab: [p for p in pts if p.output_tps_per_gpu is not None and p.decode_tps_p50 is not None]
+              for lab, pts in series.items()}
+    datasets = sorted({p.dataset for pts in usable.values() for p in pts})
+    if not datasets:
+        return None
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.2), squeeze=False)
+    for ax, ds in zip(axes[0], datasets):
+        groups: dict[tuple[str, float], list[Point]] = defaultdict(list)
+        for lab, pts in usable.items():
+            for p in pts:
+                if p.dataset == ds:
+                    groups[(lab, p.temperature)].append(p)
+        all_xy, all_pts = [], []
+        for gi, ((lab, t), pts) in enumerate(sorted(groups.items())):
+            pts.sort(key=lambda p: p.concurrency)
+            xs = [p.decode_tps_p50 for p in pts]
+            ys = [p.output_tps_per_gpu for p in pts]
+            ax.plot(xs, ys, marker=_MARKERS[gi % len(_MARKERS)], label=_join(lab, _tlabel(t)))
+            for p, x, y in zip(pts, xs, ys):
+                ax.annotate(f"c{p.concurrency}", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+            all_xy += list(zip(xs, ys))
+            all_pts += pts
+        front = pareto_front(all_xy)
+        if front and len(all_xy) > 1:
+            ax.scatter([all_xy[i][0] for i in front], [all_xy[i][1] for i in front], s=160,
+                       facecolors="none", edgecolors="black", linewidths=1.0, label="Pareto-optimal", zorder=3)
+        ax.margins(x=0.1, y=0.1)   # room for the concurrency labels
+        ax.set_title(ds)
+        ax.set_xlabel("per-user decode tok/s (p50 over requests)")
+        ax.set_ylabel("Output TPS / GPU")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Throughput vs per-user speed across concurrency (labels: concurrency)", fontsize=11)
+    return _save(fig, path)
+
+
+def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None:
+    """Average_AL against temperature, one line per (job, dataset): the mean over
+    concurrencies, with bars spanning their min..max."""
+    lines: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for lab, pts in series.items():
+        for p in pts:
+            if p.average_al is not None:
+                lines[(lab, p.dataset)][p.temperature].append(p.average_al)
+    if not lines:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for gi, ((lab, ds), by_t) in enumerate(sorted(lines.items())):
+        ts = sorted(by_t)
+        ys = [mean(by_t[t]) for t in ts]
+        lo = [y - min(by_t[t]) for t, y in zip(ts, ys)]
+        hi = [max(by_t[t]) - y for t, y in zip(ts, ys)]
+        ax.errorbar(ts, ys, yerr=[lo, hi], marker=_MARKERS[gi % len(_MARKERS)], capsize=4, label=_join(lab, ds))
+    ax.set_xlabel("temperature")
+    ax.set_ylabel("Average_AL (tokens per step)")
+    ax.set_title("Acceptance length vs temperature\n(mean over concurrencies; bars: min–max)", fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def category_al(points: list[Point], path: Path) -> Path | None:
+    """Category_AL as grouped bars (one group per category, one bar per
+    temperature; mean over concurrencies), one panel per dataset."""
+    data: dict[str, dict[str, dict[float, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for p in points:
+        for cat, v in p.category_al.items():
+            data[p.dataset][cat][p.temperature].append(v)
+    if not data:
+        return None
+    datasets = sorted(data)
+    width_in = max(6.4, 0.9 * max(len(c) for c in data.values()) + 2)
+    fig, axes = plt.subplots(len(datasets), 1, figsize=(width_in, 3.4 * len(datasets)), squeeze=False)
+    for ax, ds in zip(axes[:, 0], datasets):
+        cats = list(data[ds])
+        temps = sorted({t for c in cats for t in data[ds][c]})
+        w = 0.8 / len(temps)
+        for ti, t in enumerate(temps):
+            xs = [ci - 0.4 + w * (ti + 0.5) for ci in range(len(cats))]
+            ys = [mean(data[ds][c][t]) if data[ds][c].get(t) else 0.0 for c in cats]
+            bars = ax.bar(xs, ys, width=w, label=_tlabel(t))
+            ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
+        ax.set_xticks(range(len(cats)), cats, rotation=25 if len(cats) > 4 else 0, ha="right" if len(cats) > 4 else "center")
+        pad = max(0.0, (3 - len(cats)) / 2)  # keep bars narrow when there are few categories
+        ax.set_xlim(-0.6 - pad, len(cats) - 0.4 + pad)
+        ax.set_ylabel("Category_AL")
+        ax.set_title(f"{ds}: acceptance length per category", fontsize=11)
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.margins(y=0.15)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def pooled_histogram(points: list[Point], path: Path) -> Path | None:
+    """Acceptance_Length_Histogram summed over points, per temperature, as the
+    share of steps that emitted 1, 2, ... tokens."""
+    pooled: dict[float, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for p in points:
+        for k, n in p.histogram.items():
+            pooled[p.temperature][k] += n
+    pooled = {t: h for t, h in pooled.items() if sum(h.values()) > 0}
+    if not pooled:
+        return None
+    lengths = sorted({k for h in pooled.values() for k in h})
+    temps = sorted(pooled)
+    w = 0.8 / len(temps)
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.7 * len(lengths) + 3), 4.0))
+    for ti, t in enumerate(temps):
+        h = pooled[t]
+        total = sum(h.values())
+        mean_len = sum(k * n for k, n in h.items()) / total
+        xs = [i - 0.4 + w * (ti + 0.5) for i in range(len(lengths))]
+        ax.bar(xs, [h.get(k, 0) / total for k in lengths], width=w,
+               label=f"{_tlabel(t)}  ({total} steps, mean {mean_len:.2f})")
+    ax.set_xticks(range(len(lengths)), [str(k) for k in lengths])
+    ax.set_xlabel("tokens emitted per step (chunk length; prefill chunks included)")
+    ax.set_ylabel("share of steps")
+    ax.set_title("Pooled acceptance-length histogram (all datasets and concurrencies)", fontsize=11)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

