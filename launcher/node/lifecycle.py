@@ -376,9 +376,9 @@ class ServerProcess:
                 raise ServerStartError(
                     f"server not ready after {timeout_s:g} s (SPECDEC_READY_TIMEOUT); last check: {note}",
                     self.tail())
-            if note != last_note or now - t_note > 60:
-                if note != last_note and last_note:
-                    self._log(f"waiting for the server: {note}")
+            if note != last_note or now - t_note >= 60:
+                if last_note:  # a change, or a minute without one
+                    self._log(f"waiting for the server ({now - self.t_spawn:.0f} s): {note}")
                 last_note, t_note = note, now
             time.sleep(max(0.0, min(poll_interval_s, deadline - now)))
         status, body = http_get(self.probe_host, self.port, "/version", 2.0)

@@ -336,7 +336,11 @@ class NodeJob:
     # -- steps
 
     def _start_server(self) -> ServerProcess:
-        from launcher.server_args import compose_server_argv  # the one authority on server argv
+        try:
+            from launcher.server_args import compose_server_argv  # the one authority on server argv
+        except ImportError as e:
+            raise RuntimeError(f"cannot import launcher.server_args ({e}): SPECDEC_PYTHON={sys.executable} needs "
+                               f"the launcher's dependencies (pip install -e {repo_root()})") from e
 
         host = self.cfg.bind_host
         probe = client_host(host)

@@ -8,7 +8,7 @@ repetition and with fresh buckets each time, times
     to the same keys the tool uses (no validation, no manifest);
   * tool: ``upload_to_s3 SWEEP s3://bucket/bench`` in this process (validation,
     hashing, destination listing, parallel transfers, manifests and all);
-  * tool-cli (once): the console script as a subprocess, Python start-up included.
+  * tool-cli (once): ``python -m upload`` as a subprocess, Python start-up included.
 
 It also prints CPU seconds: this process (the client, all threads) and the
 moto_server process.  moto_server answers each request in one Python process
@@ -44,6 +44,7 @@ import boto3
 from botocore.config import Config
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # the repository root: the upload package, installed or not
 sys.path.insert(0, str(HERE.parent / "upload"))  # the sample-run writer the upload tests use
 
 import upload_samples  # noqa: E402
@@ -173,9 +174,9 @@ def main() -> int:
         if args.latency_ms <= 0:
             s3.create_bucket(Bucket="bench-cli")
             t0 = time.perf_counter()
-            subprocess.run([str(Path(sys.executable).parent / "upload_to_s3"), str(sweep), "s3://bench-cli/bench",
+            subprocess.run([sys.executable, "-m", "upload", str(sweep), "s3://bench-cli/bench",
                             "--endpoint-url", url, "--jobs", str(args.jobs)], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           cwd=HERE.parent.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             cli_time = time.perf_counter() - t0
 
         med = statistics.median

@@ -76,3 +76,29 @@ def test_lossless_check_against_real_servers(spec_server, ref_server, tmp_path):
     assert all(o["token_ids"] for o in spec), "token ids are needed to show mismatches"
     assert r.returncode == (0 if res["passed"] else 1)
     assert res["passed"], r.stdout  # greedy speculative decoding must not change the output
+
+
+def _compare(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "launcher.compare", str(a), str(b), *extra],
+                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        p = bench(spec_server.url, d)
+        assert p.returncode == 0, p.stderr[-2000:]
+    # Throughput on a shared 2-core CPU is noisy; AL at temperature 0 is not.
+    same = _compare(a, b, "--tps-threshold", "0.5")
+    assert same.returncode == 0, same.stdout + same.stderr
+
+    # Inject a regression: lower run B's per-request AL on one point by 20%.
+    acc_path = b / "mtbench" / "t0_c1" / "acceptance_rate.json"
+    acc = json.loads(acc_path.read_text())
+    acc["Request_AL"] = {k: v * 0.8 for k, v in acc["Request_AL"].items()}
+    acc["Average_AL"] = sum(acc["Request_AL"].values()) / len(acc["Request_AL"])
+    acc_path.write_text(json.dumps(acc))
+    reg = _compare(a, b, "--tps-threshold", "0.5")
+    assert reg.returncode == 1, reg.stdout
+    flagged = [ln for ln in reg.stdout.splitlines() if "REGRESSION" in ln]
+    assert flagged and all("mtbench/t0_c1" in ln for ln in flagged), reg.stdout

@@ -243,3 +243,23 @@ def test_default_job_dir_is_under_cwd(tmp_path):
     assert p.returncode == 0, p.stderr
     dirs = list(tmp_path.glob("specdec_job_*"))
     assert len(dirs) == 1 and (dirs[0] / "server_ready.json").exists() and (dirs[0] / "logs" / "job.log").exists()
+
+
+def test_launcher_job_contract(tmp_path):
+    """launcher/job.py's run_job runs run.sh with its environment and reads
+    logs/error.txt's first line on failure."""
+    from launcher.job import run_job as launcher_run_job
+
+    def spec(job_dir, flags):
+        return {"server_id": "fake-job", "job_dir": str(job_dir), "model": "/models/fake-model",
+                "server_command": f"{PYTHON} {Path(__file__).with_name('fake_server.py')}", "bind_host": "0.0.0.0",
+                "ready_timeout_s": 60, "port": None, "server_flags": flags,
+                "env": {"SPECDEC_BENCH_MODULE": "mini_client", "PYTHONPATH": str(Path(__file__).parent)},
+                "bench_args": ["--model", "fk", "--save_dir", str(job_dir / "out"), "--num_requests", "0"]}
+
+    ok = launcher_run_job(spec(tmp_path / "ok", ["--served-model-name", "fk"]))
+    assert ok["exit_code"] == 0
+    assert (tmp_path / "ok" / "server_ready.json").exists() and (tmp_path / "ok" / "out" / "spec_stats.json").exists()
+    with pytest.raises(RuntimeError, match=r"failed \(exit 3\): server exited with code 5 before it was ready"):
+        launcher_run_job(spec(tmp_path / "bad", ["--served-model-name", "fk", "--startup_s", "0.3",
+                                                 "--die_after_s", "0", "--exit_code", "5", "--list_name", "x"]))

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from launcher.report.build import build_report
+from tests.support.browser import image_stats, screenshot_page
 from launcher.report.load import ResultsError, find_job_dirs, load_results
 from launcher.report.plots import pareto_front
 
 DATA = Path(__file__).parent / "data"
 SMOKE = DATA / "smoke_run1"
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 # The shape written by launcher/bench/lossless.py (ids truncated with a "..." entry).
 LOSSLESS = {
@@ -180,49 +179,12 @@ def test_cli_bad_dir_is_one_line(tmp_path):
 
 # ------------------------------------------------------------------ browser
 
-def _driver(profile: str):
-    webdriver = pytest.importorskip("selenium.webdriver")
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip("chromium / chromedriver not installed")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1300,2400",
-                 "--hide-scrollbars"):
-        opts.add_argument(flag)
-    from selenium.webdriver.chrome.service import Service
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-
-
-def _image_stats(png: Path) -> tuple[int, float]:
-    """(distinct colours, share of non-white pixels) of a screenshot."""
-    import matplotlib.image as mpimg
-    import numpy as np
-    px = (mpimg.imread(str(png))[..., :3] * 255).astype("uint8").reshape(-1, 3)
-    colours = len(np.unique(px[:: max(1, len(px) // 200000)], axis=0))
-    non_white = float((px.min(axis=1) < 235).mean())   # the page background (#f6f7f9) counts as white
-    return colours, non_white
-
-
 def test_report_renders_in_chromium(tmp_path):
     job = _job_copy(tmp_path / "job", fail="specbench/t0.7_c2", lossless=LOSSLESS, telemetry=TELEMETRY)
     index = build_report(job)
     shot = Path(tempfile.gettempdir()) / "specdec_report_screenshot.png"   # kept for a human look
-    with tempfile.TemporaryDirectory(prefix="chrome-profile-") as profile:
-        driver = _driver(profile)
-        try:
-            driver.get(index.resolve().as_uri())
-            driver.execute_script("return document.readyState")
-            states = driver.execute_script(
-                "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
-            height = driver.execute_script("return document.documentElement.scrollHeight")
-            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-                "width": 1300, "height": min(max(height, 800), 10000), "deviceScaleFactor": 1, "mobile": False})
-            driver.save_screenshot(str(shot))
-        finally:
-            driver.quit()
+    states = screenshot_page(index, shot)
     assert len(states) == 4
     assert all(done and width > 0 for _, done, width in states), states
-    colours, non_white = _image_stats(shot)
+    colours, non_white = image_stats(shot)
     assert colours > 200 and non_white > 0.08, (colours, non_white)
