@@ -64,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = compose_recipe(overrides)
         if show_cfg:
             from omegaconf import OmegaConf
-            print(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+            try:
+                print(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+            except BrokenPipeError:  # `--cfg | head`
+                sys.stderr.close()
             return 0
         errors = validate(cfg)
         if errors:

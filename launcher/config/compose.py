@@ -106,6 +106,8 @@ def _from_omegaconf(cause: OmegaConfBaseException, key: str | None) -> ConfigErr
     msg = msg.strip().splitlines()[0]
     if "missing mandatory value" in msg.lower():
         return ConfigError(full_key, "is required but not set", f"set it, e.g. {full_key}=...")
+    if "is not Optional" in msg:
+        return ConfigError(full_key, "cannot be null", f"give {full_key} a value")
     m = re.search(r"Key '([^']+)' not in '([^']+)'", msg)
     if m:
         parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""

@@ -21,12 +21,22 @@ def known_dataset(name: str) -> bool:
 
 
 def _writable(path: Path) -> bool:
+    """Try it: create (and remove) a file in the folder, or in its nearest existing
+    parent. os.access alone says yes to root even where nothing can be created."""
+    import tempfile
+
     p = path.resolve()
     while not p.exists():
         if p.parent == p:
             return False
         p = p.parent
-    return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
+    if not p.is_dir():
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".specdec-write-check-"):
+            return True
+    except OSError:
+        return False
 
 
 def validate(cfg: LauncherConfig) -> list[ConfigError]:
@@ -42,6 +52,9 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     if d.method != "none" and d.num_speculative_tokens < 1:
         add("draft.num_speculative_tokens", f"is {d.num_speculative_tokens}, must be >= 1",
             "set draft.num_speculative_tokens=3 (or draft=none for a baseline)")
+    for k in ("method", "model", "num_speculative_tokens"):
+        if k in d.extra:
+            add(f"draft.extra.{k}", f"overrides draft.{k}", f"set draft.{k} instead and remove draft.extra.{k}")
     for k in sw.num_speculative_tokens:
         if k < 1:
             add("sweep.num_speculative_tokens", f"contains {k}, every value must be >= 1", "remove it")
@@ -77,6 +90,11 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         add("cluster.time_min", f"is {cl.time_min}", "set a time limit in minutes, e.g. cluster.time_min=120")
 
     # --- sweep
+    for name, values in (("sweep.temperatures", sw.temperatures), ("sweep.concurrencies", sw.concurrencies),
+                         ("sweep.datasets", sw.datasets), ("sweep.num_speculative_tokens", sw.num_speculative_tokens)):
+        dup = sorted({v for v in values if list(values).count(v) > 1}, key=str)
+        if dup:
+            add(name, f"lists {', '.join(map(str, dup))} more than once", "list each value once")
     if not sw.temperatures:
         add("sweep.temperatures", "is empty", "give at least one, e.g. sweep.temperatures=[0]")
     for t in sw.temperatures:

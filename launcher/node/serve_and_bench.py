@@ -425,10 +425,11 @@ class NodeJob:
 
     def run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
-        try:
-            (self.logs / "error.txt").unlink()  # a reason from an earlier attempt no longer applies
-        except FileNotFoundError:
-            pass
+        for stale in (self.logs / "error.txt", self.job_dir / "server_ready.json"):
+            try:
+                stale.unlink()  # from an earlier attempt (resume): no longer applies
+            except FileNotFoundError:
+                pass
         self._setup_logging()
         self._install_signals()
         sampler = None

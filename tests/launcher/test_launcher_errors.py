@@ -41,10 +41,7 @@ CLI_CASES = [
     case("unknown-dataset", ["recipe=qwen3_dflash", "sweep.datasets=[mtbench,alpaca]"], "sweep.datasets"),
     case("container-required", ["recipe=qwen3_dflash", "cluster=gb300", "cluster.container_image=null"],
          "cluster.container_image"),
-    case("unwritable-output-dir-proc", ["output_dir=/proc/x"], "output_dir",
-         marks=pytest.mark.xfail(IS_ROOT, strict=True,
-                                 reason="launcher bug: validate._writable trusts os.access(), which is always "
-                                        "true for root, so /proc/x passes validation")),
+    case("unwritable-output-dir-proc", ["output_dir=/proc/x"], "output_dir"),
     case("output-dir-under-a-file", ["output_dir={tmp}/a_file/sub"], "output_dir"),
     case("kv-cap-and-gpu-util", ["recipe=qwen3_dflash", "server.kv_cache_memory_bytes=20G",
                                  "server.gpu_memory_utilization=0.8"], "server.kv_cache_memory_bytes"),

@@ -177,8 +177,6 @@ def test_points_are_the_product(cfg):
     assert bench[bench.index("--temperature"):bench.index("--temperature") + 3] == ["--temperature", "0", "0.7"]
 
 
-@pytest.mark.xfail(strict=True, reason="launcher gap: duplicate sweep values are neither rejected nor "
-                                        "deduplicated; two points share one folder")
 def test_duplicate_sweep_values_do_not_make_duplicate_points(cfg):
     cfg.sweep.concurrencies = [8, 8]
     errors = validate(cfg)
@@ -232,3 +230,8 @@ def test_cli_dry_run_with_spec_token_sweep(cfg, recipe_env, tmp_path, capsys):
     assert any(ln.startswith("#SBATCH --array=0-1%") for ln in lines)
     assert sum(ln.startswith("job qwen3-8b-dflash-k") for ln in lines) == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_draft_extra_cannot_override_method_or_k(cfg):
+    cfg.draft.extra = {"num_speculative_tokens": 5}
+    assert any(e.field == "draft.extra.num_speculative_tokens" for e in validate(cfg))
