@@ -386,23 +386,47 @@ class NodeJob:
 
     def _run_bench(self, server: ServerProcess, ready_path: Path) -> int:
         argv = [self.cfg.python, "-m", self.cfg.bench_module, *self.bench_args, "--url", server.url]
-        self.log(f"starting benchmark: {subprocess_line(argv)}")
+        return self._run_watched(argv, server, ready_path, "benchmark")
+
+    def _run_watched(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
+        """Run a client process while a watchdog checks that the server stays alive."""
+        self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
         self.bench = spawn(argv, env=self._bench_env(server, ready_path), cwd=str(Path.cwd()))
         while True:
             rc = self.bench.poll()
             if rc is not None:
-                self.log(f"benchmark finished with exit code {describe_returncode(rc)} "
+                self.log(f"{what} finished with exit code {describe_returncode(rc)} "
                          f"after {time.monotonic() - t0:.1f} s")
                 return rc
             self.check_signal()
             src = server.poll()
             if src is not None:
-                self.log(f"server exited (code {describe_returncode(src)}) during the benchmark; "
-                         "stopping the benchmark")
-                raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the benchmark",
+                self.log(f"server exited (code {describe_returncode(src)}) during the {what}; "
+                         f"stopping the {what}")
+                raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the {what}",
                                       server.tail())
             time.sleep(WATCH_INTERVAL_S)
+
+    def _lossless_reference(self, spec_outputs: Path) -> int:
+        """The lossless check's second half: the same server without speculation
+        answers the same prompts; launcher.bench.lossless compares the outputs."""
+        from launcher.server_args import drop_flags
+
+        self.log("lossless check: restarting the server without speculation for the reference outputs")
+        terminate_trees([self.server.proc], self.stop_grace_s, self.log, "speculative server")
+        spec_args = self.server_args
+        self.server_args = drop_flags(spec_args, {"--speculative-config", "--per-request-spec-decode-metrics"})
+        try:
+            server = self._start_server()
+        finally:
+            self.server_args = spec_args
+        ready = self.job_dir / "lossless" / "reference_server_ready.json"
+        ready.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
+        argv = [self.cfg.python, "-m", "launcher.bench.lossless", "compare", "--url", server.url,
+                "--model", served_name(self.server_args, self.cfg.model), "--spec", str(spec_outputs),
+                "--save_dir", str(self.job_dir)]
+        return self._run_watched(argv, server, ready, "lossless comparison")
 
     def _cleanup(self) -> None:
         self._cleaning = True
@@ -447,8 +471,19 @@ class NodeJob:
             server = self._start_server()
             ready = self._write_ready(server)
             rc = self._run_bench(server, ready)
+            spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
+            if "--lossless_prompts" in self.bench_args and spec_outputs.exists():
+                lrc = self._lossless_reference(spec_outputs)
+                if rc == 0 and lrc != 0:
+                    rc = lrc
+                    self.fail("lossless check failed: speculative and reference outputs differ "
+                              "(see lossless/result.json)")
             if rc != 0:
-                self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
+                err = self.logs / "error.txt"
+                if err.exists():  # the benchmark said why
+                    self.log(f"ERROR: {err.read_text().strip()}", logging.ERROR)
+                else:
+                    self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
             else:
                 self.log("benchmark succeeded")
         except Interrupted as e:

@@ -18,12 +18,8 @@ PYTHON = sys.executable
 FAKE_SERVER = HERE / "fake_server.py"
 FAKE_SERVER_CMD = f"{PYTHON} {FAKE_SERVER}"
 
-CACHE = Path("/root/.cache/specdec-launcher")
-VLLM_PY = CACHE / "venvs" / "vllm" / "bin" / "python"
-VLLM_CMD = f"{VLLM_PY} -m vllm.entrypoints.openai.api_server"
-MODELS = CACHE / "models"
-TARGET = MODELS / "tiny-target"
-DRAFT = MODELS / "tiny-draft-noisy"
+from tests.support.stack import DRAFT_NOISY as DRAFT, SERVER_CMD as VLLM_CMD, TARGET, VLLM_PYTHON as VLLM_PY  # noqa: E402,F401
+
 REAL_STACK = VLLM_PY.exists() and TARGET.is_dir() and DRAFT.is_dir()
 REAL_FLAGS = ["--served-model-name", "tiny", "--enforce-eager", "--dtype", "bfloat16",
               "--max-model-len", "1024", "--speculative-config",

