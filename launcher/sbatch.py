@@ -92,4 +92,5 @@ def render_sbatch(cl: ClusterConfig, jobs: list[JobPlan], folder: str | Path, jo
     if len(jobs) > 1:
         params["map_count"] = len(jobs)
     folder = Path(folder)
-    return _make_sbatch_string(command=submitit_command(folder / "%j"), folder=folder / "%j", **params)
+    return _make_sbatch_string(command=submitit_command(folder / "%j", cl.node_python), folder=folder / "%j",
+                               **params)

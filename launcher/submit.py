@@ -52,7 +52,7 @@ def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
         ex = submitit.LocalExecutor(folder=str(folder / "%j"))
         ex.update_parameters(timeout_min=cl.time_min)
         return ex
-    ex = submitit.SlurmExecutor(folder=str(folder / "%j"))
+    ex = submitit.SlurmExecutor(folder=str(folder / "%j"), python=cl.node_python)
     ex.update_parameters(**slurm_parameters(cl, f"specdec-{cfg.name}"))
     ex.update_parameters(setup=sbatch_setup(cl, jobs))
     return ex

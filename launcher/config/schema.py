@@ -60,6 +60,9 @@ class ClusterConfig:
     bind_host: str = "127.0.0.1"  # 0.0.0.0 on clusters
     env: dict[str, str] = field(default_factory=dict)
     array_parallelism: int = 16
+    # The python that runs the job on the node (inside the container, where the repo
+    # must be mounted and the launcher's dependencies installed). Default: this interpreter.
+    node_python: Optional[str] = None
 
 
 @dataclass

@@ -12,10 +12,10 @@ from tests.support import stack
 DATA = stack.REPO_ROOT / "common" / "datasets"
 
 
-def bench(url: str, save_dir: Path, *extra: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def bench(url: str, save_dir: Path, *extra: str, timeout: int = 600, num_requests: int = 2) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "launcher.bench", "--url", url, "--model", "tiny", "--tokenizer", str(stack.TARGET),
             "--aiperf", str(stack.AIPERF), "--mtbench", str(DATA / "mtbench_sample.jsonl"),
-            "--specbench", str(DATA / "specbench_sample.jsonl"), "--num_requests", "2", "--output_length", "24",
+            "--specbench", str(DATA / "specbench_sample.jsonl"), "--num_requests", str(num_requests), "--output_length", "24",
             "--temperature", "0", "--concurrency", "1", "--save_dir", str(save_dir), *extra]
     return subprocess.run(argv, cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=timeout)
 
@@ -85,8 +85,8 @@ def _compare(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess:
 
 def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    for d in (a, b):
-        p = bench(spec_server.url, d)
+    for d in (a, b):  # 6 requests per point: enough pairs for a useful 95% interval
+        p = bench(spec_server.url, d, num_requests=6)
         assert p.returncode == 0, p.stderr[-2000:]
     # Throughput on a shared 2-core CPU is noisy; AL at temperature 0 is not.
     same = _compare(a, b, "--tps-threshold", "0.5")
