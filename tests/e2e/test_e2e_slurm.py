@@ -39,3 +39,16 @@ def test_smoke_recipe_runs_under_slurm(slurm_cluster, real_stack, tmp_path):
     # the job is gone from the queue
     q = subprocess.run(["squeue", "-h", "-j", str(result["slurm_job_id"])], capture_output=True, text=True)
     assert q.stdout.strip() == ""
+
+
+def test_failed_job_makes_wait_exit_nonzero_with_the_reason(slurm_cluster, tmp_path):
+    """A server that cannot start fails its Slurm job; `wait=true` reports it and exits 1."""
+    out = tmp_path / "results"
+    proc = subprocess.run(stack.launcher_cmd("cluster=slurm", f"output_dir={out}", "wait=true",
+                                             "server.command=/bin/false", *SMALL),
+                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "some jobs FAILED" in proc.stdout
+    job_dir = next(d for d in (out / "smoke").iterdir() if (d / "job.json").exists())
+    reason = (job_dir / "logs" / "error.txt").read_text()
+    assert "server" in reason and "exit" in reason, reason
