@@ -1,0 +1,26 @@
+"""The target as its own draft, for real: every draft token is accepted
+(AL = k + 1 per verify step) and the lossless check matches every output."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.support import stack
+
+
+def test_identical_draft_accepts_everything_and_is_lossless(real_stack, tmp_path):
+    out = tmp_path / "results"
+    p = subprocess.run(stack.launcher_cmd("draft=tiny_identical", f"output_dir={out}", "bench.lossless.enabled=true",
+                                          "bench.lossless.num_prompts=6", "sweep.temperatures=[0]",
+                                          "sweep.concurrencies=[1]", "sweep.datasets=[mtbench]"),
+                       cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    job = next(d for d in (out / "smoke").iterdir() if (d / "job.json").exists())
+    acc = json.loads((job / "mtbench" / "t0_c1" / "acceptance_rate.json").read_text())
+    assert acc["Server_AL"] == 4.0  # k = 3: every step accepts all 3 drafts
+    assert acc["Prometheus_AL"] == 4.0
+    hist = {int(k): v for k, v in acc["Acceptance_Length_Histogram"].items() if v}
+    assert set(hist) <= {1, 4}  # prefill chunks (1) and full steps (k + 1) only
+    res = json.loads((job / "lossless" / "result.json").read_text())
+    # the prompts come from the sweep's questions: 4 (sweep.num_requests) of the 6 asked for
+    assert res["passed"] and res["matches"] == res["prompts"] == 4, res
