@@ -58,6 +58,10 @@ def aiperf_env(tokenizer: str, base: Optional[dict] = None) -> dict:
     """AIPerf's environment: without the HF offline switches when the tokenizer is a
     local directory (with them set, AIPerf fails on a local path)."""
     env = dict(os.environ if base is None else base)
+    # AIPerf keeps scraping /metrics for 2 s after a point by default; vLLM's counters are
+    # final when the last response is sent, and 0.5 s keeps the Prometheus AL identical
+    # (measured) while saving 1.5-3 s per point.
+    env.setdefault("AIPERF_SERVER_METRICS_COLLECTION_FLUSH_PERIOD", "0.5")
     if Path(tokenizer).is_dir():
         for k in OFFLINE_VARS:
             env.pop(k, None)
