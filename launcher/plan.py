@@ -57,6 +57,7 @@ class JobPlan:
     speculative_config: Optional[dict]
     container_image: Optional[str]
     runtime_params: dict = field(default_factory=dict)
+    compare_thresholds: dict = field(default_factory=dict)  # read by launcher.compare
 
     def run_sh_argv(self) -> list[str]:
         return ["bash", str(RUN_SH), *self.server_flags, "--", *self.bench_args]
@@ -148,6 +149,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
             runtime_params={"sampling_kwargs": dict(cfg.sweep.runtime_params.sampling_kwargs),
                             "chat_template_args": dict(cfg.sweep.runtime_params.chat_template_args),
                             "dataset_kwargs": dict(cfg.sweep.runtime_params.dataset_kwargs)},
+            compare_thresholds={"al": cfg.bench.gates.compare_al_threshold,
+                                "tps": cfg.bench.gates.compare_tps_threshold},
         ))
     return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs)
 

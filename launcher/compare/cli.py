@@ -20,25 +20,37 @@ def _fraction(s: str) -> float:
     return v
 
 
+def recipe_threshold(jobs, key: str, default: float) -> float:
+    """The candidate's recipe thresholds (job.json's compare_thresholds), when recorded."""
+    for job in jobs:
+        value = ((getattr(job, "plan", None) or {}).get("compare_thresholds") or {}).get(key)
+        if value is not None:
+            return float(value)
+    return default
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m launcher.compare",
         description="Compare two benchmark runs (job folders, or folders of jobs matched by server_id).")
     ap.add_argument("a", help="baseline results (job folder or folder of jobs)")
     ap.add_argument("b", help="candidate results, compared against A")
-    ap.add_argument("--al-threshold", type=_fraction, default=0.02,
-                    help="relative Average_AL change that counts (default 0.02)")
-    ap.add_argument("--tps-threshold", type=_fraction, default=0.05,
-                    help="relative Output TPS change that counts (default 0.05)")
+    ap.add_argument("--al-threshold", type=_fraction, default=None,
+                    help="relative Average_AL change that counts (default: B's recipe, "
+                         "bench.gates.compare_al_threshold, else 0.02)")
+    ap.add_argument("--tps-threshold", type=_fraction, default=None,
+                    help="relative Output TPS change that counts (default: B's recipe, "
+                         "bench.gates.compare_tps_threshold, else 0.05)")
     ap.add_argument("--allow-missing", action="store_true",
                     help="points present (complete) on one side only do not fail the comparison")
     args = ap.parse_args(argv)
-    th = Thresholds(al=args.al_threshold, tps=args.tps_threshold)
     try:
         jobs_a, jobs_b = load_results(args.a), load_results(args.b)
     except (ResultsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    th = Thresholds(al=args.al_threshold if args.al_threshold is not None else recipe_threshold(jobs_b, "al", 0.02),
+                    tps=args.tps_threshold if args.tps_threshold is not None else recipe_threshold(jobs_b, "tps", 0.05))
     diffs = compare_runs(jobs_a, jobs_b, th)
     render(diffs, args.a, args.b, th)
     return print_verdict(diffs, args.allow_missing)

@@ -104,6 +104,9 @@ class GatesConfig:
     min_acceptance_length: dict[str, float] = field(default_factory=dict)  # dataset -> AL
     min_tokens_per_step: Optional[float] = None  # e.g. 1.2
     max_failed_fraction: float = 0.05
+    # python -m launcher.compare flags a change only beyond these relative thresholds
+    compare_al_threshold: float = 0.02
+    compare_tps_threshold: float = 0.05
 
 
 @dataclass

@@ -174,3 +174,17 @@ def test_bad_input_is_one_line_exit_2(tmp_path, make):
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert out.stderr.startswith("error:")
+
+
+def test_thresholds_default_to_the_candidates_recipe(tmp_path, capsys):
+    """job.json's compare_thresholds (bench.gates.compare_*_threshold) set the defaults."""
+    from launcher.compare.cli import recipe_threshold
+    from launcher.report.load import load_results
+
+    a, b = _copy(tmp_path / "a"), _copy(tmp_path / "b")
+    _scale_tps(b, "mtbench/t0_c1", 0.90)
+    assert _run(capsys, a, b)[0] == 1  # -10% TPS against the default 5%
+    (b / "job.json").write_text(json.dumps({"compare_thresholds": {"al": 0.02, "tps": 0.2}}))
+    assert recipe_threshold(load_results(b), "tps", 0.05) == 0.2
+    assert _run(capsys, a, b)[0] == 0  # the recipe allows 20%
+    assert _run(capsys, a, b, "--tps-threshold", "0.05")[0] == 1  # the flag wins
