@@ -108,12 +108,25 @@ def load_point_values(point_dir: Path) -> dict:
 
 def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
               outcomes: list, save_dir: Path, progress) -> None:
-    args = ctx.args
+    """The points of one dataset at one temperature. By default one AIPerf process per
+    point (its own timeout and failure); with --concurrency_list one AIPerf process runs
+    all the concurrencies (AIPerf 0.13 restarts its services per concurrency anyway, so
+    this measured no faster: tests/benchmarks/bench_sweep_overhead.py)."""
     ds_dir = save_dir / dataset
     ds_dir.mkdir(parents=True, exist_ok=True)
     input_file = ds_dir / "aiperf_input.jsonl"
-    write_aiperf_multi_turn(questions, input_file, args.output_length)
-    group_dir = ds_dir / f".aiperf_t{temperature:g}"
+    write_aiperf_multi_turn(questions, input_file, ctx.args.output_length)
+    chunks = [outcomes] if getattr(ctx.args, "concurrency_list", False) else [[o] for o in outcomes]
+    for chunk in chunks:
+        _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, chunk, save_dir, progress, input_file)
+
+
+def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str,
+                      temperature: float, outcomes: list, save_dir: Path, progress, input_file: Path) -> None:
+    args = ctx.args
+    ds_dir = save_dir / dataset
+    tag = f"t{temperature:g}" + ("" if len(outcomes) > 1 else f"_c{outcomes[0].concurrency}")
+    group_dir = ds_dir / f".aiperf_{tag}"
     shutil.rmtree(group_dir, ignore_errors=True)
     concurrencies = [o.concurrency for o in outcomes]
     extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
@@ -127,11 +140,12 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
     label = f"{dataset} T={temperature:g} C={','.join(map(str, concurrencies))}"
 
     def on_progress(done_in_phase: int) -> None:
-        progress.update(f"points {first}-{first + len(concurrencies) - 1}/{progress.total} {label}: "
-                        f"{done_in_phase}/{n_turns} requests of the current point")
+        span = f"point {first}" if len(concurrencies) == 1 else f"points {first}-{first + len(concurrencies) - 1}"
+        progress.update(f"{span}/{progress.total} {label}: {done_in_phase}/{n_turns} requests of the current point")
 
-    progress.update(f"points {first}-{first + len(concurrencies) - 1}/{progress.total} {label}: starting AIPerf")
-    res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_t{temperature:g}.log",
+    span = f"point {first}" if len(concurrencies) == 1 else f"points {first}-{first + len(concurrencies) - 1}"
+    progress.update(f"{span}/{progress.total} {label}: starting AIPerf")
+    res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_{tag}.log",
                         timeout_s=args.point_timeout_s * len(concurrencies), on_progress=on_progress)
     single = len(concurrencies) == 1
     for o in outcomes:

@@ -85,9 +85,12 @@ def _compare(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess:
 
 def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    for d in (a, b):  # 6 requests per point: enough pairs for a useful 95% interval
-        p = bench(spec_server.url, d, num_requests=6)
+    # 6 requests per point: enough pairs for a useful 95% interval. Run A takes one AIPerf
+    # process per point (the default), run B one per temperature (--concurrency_list).
+    for d, mode in ((a, []), (b, ["--concurrency_list"])):
+        p = bench(spec_server.url, d, "--concurrency", "1", "2", *mode, num_requests=6)
         assert p.returncode == 0, p.stderr[-2000:]
+    assert (a / "mtbench" / "aiperf_t0_c2.log").exists() and (b / "mtbench" / "aiperf_t0.log").exists()
     # Throughput on a shared 2-core CPU is noisy; AL at temperature 0 is not.
     same = _compare(a, b, "--tps-threshold", "0.5")
     assert same.returncode == 0, same.stdout + same.stderr
