@@ -197,7 +197,9 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     if args.lossless_prompts and speculative:
         from launcher.bench.lossless import run_lossless_from_args
-        summary["lossless"] = run_lossless_from_args(args, datasets, save_dir)
+        # the prompts come from the whole datasets, not only the sweep's num_requests
+        full = {name: (get_dataset(name), get_dataset(name).reader(path, None)) for name, path in dataset_inputs(args)}
+        summary["lossless"] = run_lossless_from_args(args, full, save_dir)
         flush()
 
     flush()
