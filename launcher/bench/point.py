@@ -182,10 +182,9 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     job = ctx.job
     serving = {
         "server_id": job.get("server_id"), "server_argv": ctx.server_ready.get("argv"),
-        "server_flags": job.get("server_flags"), "tp_flags": None, "url": ctx.base_url,
+        "server_flags": job.get("server_flags"), "url": ctx.base_url,
         "num_gpus": args.num_gpus, "served_model_name": args.model,
     }
-    serving.pop("tp_flags")
     run_args = {"dataset": spec.name, "temperature": o.temperature, "concurrency": o.concurrency,
                 "num_requests": args.num_requests, "output_length": args.output_length,
                 "runtime_params": ctx.runtime, "aiperf": args.aiperf}
