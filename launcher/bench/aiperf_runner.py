@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from launcher.node.lifecycle import terminate_trees
+
 # Environment variables that make AIPerf fail on a local tokenizer directory.
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 
@@ -117,7 +119,7 @@ def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
             while proc.poll() is None:
                 if time.time() - start > timeout_s or (stop is not None and stop.is_set()):
                     timed_out = time.time() - start > timeout_s
-                    _kill_group(proc)
+                    terminate_trees([proc], grace_s=5.0, what="AIPerf")
                     return
                 time.sleep(0.2)
 
@@ -130,21 +132,6 @@ def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
                 on_progress(int(m.group(1)))
         proc.wait()
     return AiperfResult(proc.returncode, timed_out, log_path, time.time() - start)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    import signal
-
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def move_artifacts(src: Path, dst: Path) -> None:

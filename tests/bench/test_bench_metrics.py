@@ -300,3 +300,18 @@ def test_prometheus_al():
     assert prometheus_al({}, {"process_open_fds": 3}) is None  # no speculative config
     with pytest.raises(ValueError, match="went down"):
         prometheus_al(after, before)
+
+
+def test_aiperf_past_its_timeout_is_stopped(tmp_path):
+    """run_aiperf stops a process that outlives its point timeout, and says so."""
+    import sys
+    import time
+
+    from launcher.bench.aiperf_runner import run_aiperf
+
+    t = time.time()
+    res = run_aiperf([sys.executable, "-c", "import time; print('completed=1', flush=True); time.sleep(60)"],
+                     env=None, log_path=tmp_path / "aiperf.log", timeout_s=1.0, on_progress=lambda n: None)
+    assert res.timed_out and res.returncode != 0
+    assert time.time() - t < 15
+    assert "completed=1" in (tmp_path / "aiperf.log").read_text()

@@ -72,3 +72,19 @@ def compose(recipe_env, tmp_path):
             ov.append(f"output_dir={tmp_path}")
         return compose_recipe(ov)
     return _compose
+
+
+@pytest.fixture(scope="session")
+def qwen3_dflash_cfg(tmp_path_factory):
+    """qwen3_dflash, composed once (Hydra composition is the slow part) and checked to be
+    valid; tests deep-copy it before changing it."""
+    from launcher.config.compose import compose_recipe
+    from launcher.config.validate import validate
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECDEC_HOME", str(tmp_path_factory.mktemp("specdec_home")))
+        for k in ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA"):
+            mp.delenv(k, raising=False)
+        cfg = compose_recipe(["recipe=qwen3_dflash", f"output_dir={tmp_path_factory.mktemp('out')}"])
+    assert validate(cfg) == []
+    return cfg

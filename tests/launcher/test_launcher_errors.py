@@ -162,17 +162,9 @@ VALIDATE_CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def good_cfg(tmp_path_factory):
-    from launcher.config.compose import compose_recipe
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPECDEC_HOME", str(tmp_path_factory.mktemp("specdec_home")))
-        for k in ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA"):
-            mp.delenv(k, raising=False)
-        cfg = compose_recipe(["recipe=qwen3_dflash", f"output_dir={tmp_path_factory.mktemp('out')}"])
-    assert validate(cfg) == []
-    return cfg
+@pytest.fixture
+def good_cfg(qwen3_dflash_cfg):
+    return qwen3_dflash_cfg
 
 
 @pytest.mark.parametrize("cid,changes,field", VALIDATE_CASES, ids=[c[0] for c in VALIDATE_CASES])

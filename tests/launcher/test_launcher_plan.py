@@ -17,18 +17,9 @@ from launcher.plan import ClientPoint, make_plan, point_dir_name
 from launcher.sbatch import render_sbatch
 
 
-@pytest.fixture(scope="module")
-def base_cfg(tmp_path_factory):
-    """qwen3_dflash, composed once (Hydra composition is the slow part); tests deep-copy it."""
-    from launcher.config.compose import compose_recipe
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPECDEC_HOME", str(tmp_path_factory.mktemp("specdec_home")))
-        for k in ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA"):
-            mp.delenv(k, raising=False)
-        cfg = compose_recipe(["recipe=qwen3_dflash", f"output_dir={tmp_path_factory.mktemp('out')}"])
-    assert validate(cfg) == []
-    return cfg
+@pytest.fixture
+def base_cfg(qwen3_dflash_cfg):
+    return qwen3_dflash_cfg
 
 
 @pytest.fixture
