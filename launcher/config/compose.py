@@ -5,8 +5,10 @@ field and the fix.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import typing
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -43,6 +45,41 @@ def available(group: str) -> list[str]:
     return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
 
 
+def map_fields(schema: type = LauncherConfig, prefix: str = "") -> set[str]:
+    """Dotted paths of the schema's map-valued fields (dict[str, ...]): per-dataset
+    gates, dataset paths, server env, extra sampling keys, draft.extra, ..."""
+    out: set[str] = set()
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        t = hints[f.name]
+        path = f"{prefix}{f.name}"
+        if typing.get_origin(t) is dict:
+            out.add(path)
+        elif dataclasses.is_dataclass(t):
+            out |= map_fields(t, path + ".")
+    return out
+
+
+_OVERRIDE_KEY = re.compile(r"^([A-Za-z_][\w.]*)=")
+
+
+def open_map_overrides(overrides: list[str], maps: set[str] | None = None) -> list[str]:
+    """Let `bench.gates.min_acceptance_length.mtbench=2.0` (a new key of a map field)
+    and `bench.gates.min_acceptance_length={mtbench:2.0}` work as written, without
+    Hydra's `+`: such overrides become `++` (add or override). Keys of fixed-schema
+    fields are left alone, so a misspelt field is still an error."""
+    maps = map_fields() if maps is None else maps
+    out = []
+    for o in overrides:
+        m = _OVERRIDE_KEY.match(o)
+        if m:
+            key = m.group(1)
+            if any(key == f or key.startswith(f + ".") for f in maps):
+                o = "++" + o
+        out.append(o)
+    return out
+
+
 def compose_recipe(overrides: list[str]) -> LauncherConfig:
     """Compose recipes/config.yaml with the overrides; return the typed, resolved config."""
     from hydra import compose, initialize_config_dir
@@ -51,7 +88,7 @@ def compose_recipe(overrides: list[str]) -> LauncherConfig:
     _register()
     try:
         with initialize_config_dir(config_dir=str(recipes_dir()), version_base=None, job_name="launcher"):
-            cfg = compose(config_name="config", overrides=list(overrides))
+            cfg = compose(config_name="config", overrides=open_map_overrides(list(overrides)))
         # Re-merge onto the bare schema: keys added with `+key=...` are rejected too.
         cfg = OmegaConf.merge(OmegaConf.structured(LauncherConfig), OmegaConf.to_container(cfg))
         obj = OmegaConf.to_object(cfg)

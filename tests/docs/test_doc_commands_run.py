@@ -1,0 +1,104 @@
+"""Every command that README.md, upload/README.md and docs/*.md show, run as
+written (tests/docs/doc_commands.py collects them):
+
+- launcher commands as dry runs (`dry_run=true` appended where the command would
+  submit), inline `key=value` overrides as `python -m launcher KEY=VALUE dry_run=true`;
+- report, compare and upload_to_s3 against the real results of the session's
+  smoke run (copied to `results/smoke`, `results/a`, `results/b` in a scratch
+  folder) and a real S3 server (moto_server), bucket created from the s3:// URL.
+
+A command marked `<!-- doc-test: skip: REASON -->` is not run; the last test
+lists and counts those."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from tests.docs.doc_commands import REPO_ROOT, DocCommand, collect
+
+COMMANDS = collect()
+RUN = [c for c in COMMANDS if c.skip_reason is None]
+MARKED = [c for c in COMMANDS if c.skip_reason is not None]
+NEEDS_RESULTS = {"report", "compare", "upload"}
+
+
+def as_run(cmd: DocCommand) -> str:
+    """The command line the test runs: the interpreter is this venv's, and a
+    launcher command that would submit becomes a dry run."""
+    text = cmd.text.split("&&")[-1].strip() if cmd.entry_point == "launcher" else cmd.text
+    if cmd.kind == "override":
+        text = f"python -m launcher {text}"
+    if cmd.entry_point in ("launcher", "override") and "--cfg" not in text and "dry_run=" not in text:
+        text += " dry_run=true"
+    words = shlex.split(text)
+    if re.fullmatch(r"\S*python3?", words[0]):
+        words[0] = sys.executable
+    return shlex.join(words)
+
+
+@pytest.fixture(scope="module")
+def doc_workdir(tmp_path_factory, request):
+    """A scratch folder standing in for the repository root of the docs."""
+    return tmp_path_factory.mktemp("doc_cwd")
+
+
+@pytest.fixture(scope="module")
+def results_tree(smoke_run, doc_workdir):
+    assert smoke_run["proc"].returncode == 0, smoke_run["proc"].stderr[-3000:]
+    for name in ("smoke", "a", "b"):
+        dst = doc_workdir / "results" / name
+        if not dst.exists():
+            shutil.copytree(smoke_run["out"] / "smoke", dst)
+    return doc_workdir / "results"
+
+
+def _env(extra: dict) -> dict:
+    env = {**os.environ, **extra}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("COLUMNS", "200")
+    return env
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("cmd", RUN, ids=[f"{c.where}:{c.entry_point}" for c in RUN])
+def test_documented_command_runs_as_written(cmd, request, doc_workdir):
+    extra: dict = {}
+    if cmd.entry_point in NEEDS_RESULTS:
+        request.getfixturevalue("results_tree")
+    if cmd.entry_point == "upload":
+        url = request.getfixturevalue("moto_server")
+        extra = {"SPECDEC_BENCH_S3_ENDPOINT": url, "AWS_ACCESS_KEY_ID": "doc-test", "AWS_SECRET_ACCESS_KEY": "doc-test",
+                 "AWS_DEFAULT_REGION": "us-east-1"}
+        s3 = boto3.client("s3", endpoint_url=url, region_name="us-east-1", aws_access_key_id="doc-test",
+                          aws_secret_access_key="doc-test", config=Config(s3={"addressing_style": "path"}))
+        for bucket in re.findall(r"s3://([^/\s]+)", cmd.text):
+            try:
+                s3.create_bucket(Bucket=bucket)
+            except s3.exceptions.BucketAlreadyOwnedByYou:
+                pass
+    line = as_run(cmd)
+    p = subprocess.run(["bash", "-c", line], cwd=doc_workdir, env=_env(extra), capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, f"{cmd.where}: `{cmd.text}` (run as `{line}`) exited {p.returncode}:\n" \
+                              f"{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+    if cmd.entry_point == "report":
+        assert list((doc_workdir / "results").rglob("index.html")), "the report wrote no index.html"
+
+
+def test_marked_commands_are_counted_with_their_reasons(capsys):
+    with capsys.disabled():
+        print(f"\n[doc-test] {len(RUN)} documented commands run; {len(MARKED)} marked as not runnable here:")
+        for c in MARKED:
+            print(f"  {c.where}: {c.text[:70]} -- {c.skip_reason}")
+    assert len(RUN) >= 8
+    assert all(c.skip_reason for c in MARKED)

@@ -1,0 +1,124 @@
+"""The doc-command collector, and the documentation against each entry point's
+--help (no processes beyond `--help`)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.docs.doc_commands import REPO_ROOT, collect, entry_point, flags, parse_markdown
+
+RUNNABLE = {"launcher", "report", "compare", "upload", "override"}
+
+
+def test_blocks_inline_spans_markers_and_continuations():
+    md = """Intro `python -m launcher recipe=smoke --cfg` and `draft.method=ngram`, not `results/x`.
+
+```bash
+# a comment line
+python -m launcher.report results/smoke   # trailing words
+upload_to_s3 results/smoke \\
+    s3://b/p --dry-run
+```
+
+<!-- doc-test: skip: needs a GPU -->
+```bash
+python tests/benchmarks/gpu_telemetry_check.py
+```
+
+```text
+python -m launcher not-a-shell-block
+```
+See <!-- doc-test: skip: placeholder paths --> `HF_MODEL_CKPT=/m bash common/specdec_aiperf/run.sh -- --x`.
+"""
+    cmds = parse_markdown(md, "X.md")
+    got = [(c.line, c.text, c.skip_reason, c.entry_point) for c in cmds]
+    assert got == [
+        (1, "python -m launcher recipe=smoke --cfg", None, "launcher"),
+        (1, "draft.method=ngram", None, "override"),
+        (5, "python -m launcher.report results/smoke", None, "report"),
+        (6, "upload_to_s3 results/smoke s3://b/p --dry-run", None, "upload"),
+        (12, "python tests/benchmarks/gpu_telemetry_check.py", "needs a GPU", "script"),
+        (18, "HF_MODEL_CKPT=/m bash common/specdec_aiperf/run.sh -- --x", "placeholder paths", "run_sh"),
+    ]
+
+
+def test_a_marker_covers_only_the_next_block():
+    md = "<!-- doc-test: skip: slow -->\n\ntext between\n```bash\npython -m launcher\n```\n"
+    (cmd,) = parse_markdown(md, "X.md")
+    assert cmd.skip_reason is None  # prose between the marker and the block ends it
+
+
+@pytest.mark.parametrize("text,ep", [
+    (".venv/bin/python -m launcher", "launcher"),
+    ("bash common/setup/install.sh && .venv/bin/python -m launcher", "launcher"),
+    ("python -m launcher.compare a b", "compare"),
+    ("python -m upload x s3://b/p", "upload"),
+    ("ls -l", None),
+])
+def test_entry_point_classification(text, ep):
+    assert entry_point(text) == ep
+
+
+def test_every_documented_command_runs_or_is_marked_with_a_reason():
+    cmds = collect()
+    assert len(cmds) >= 10, [c.where for c in cmds]
+    unrunnable = [c.where + ": " + c.text for c in cmds if c.skip_reason is None and c.entry_point not in RUNNABLE]
+    assert not unrunnable, "mark these with <!-- doc-test: skip: REASON --> or make them runnable:\n" + \
+        "\n".join(unrunnable)
+    assert all(c.skip_reason.strip() for c in cmds if c.skip_reason is not None)
+
+
+def _help_flags(module_argv: list[str]) -> set[str]:
+    out = subprocess.run([sys.executable, *module_argv, "--help"], capture_output=True, text=True, timeout=60,
+                         cwd=REPO_ROOT)
+    assert out.returncode == 0, out.stderr
+    return set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", out.stdout)) - {"--help"}
+
+
+HELP_ARGV = {
+    "report": ["-m", "launcher.report"],
+    "compare": ["-m", "launcher.compare"],
+    "upload": ["-m", "upload"],
+    "bench": ["-m", "launcher.bench"],
+}
+
+
+@pytest.mark.parametrize("ep", sorted(HELP_ARGV))
+def test_flags_shown_in_the_docs_exist_in_help(ep):
+    documented = set()
+    for c in collect():
+        if c.entry_point == ep:
+            documented |= flags(c.text)
+    unknown = documented - _help_flags(HELP_ARGV[ep])
+    assert not unknown, f"the docs use {sorted(unknown)} but `{ep} --help` does not list them"
+
+
+def test_upload_synopsis_lists_exactly_the_help_flags():
+    text = (REPO_ROOT / "upload" / "README.md").read_text()
+    m = re.search(r"```\n(upload_to_s3 LOCAL_DIR.*?)```", text, re.S)
+    assert m, "upload/README.md has no synopsis block starting with `upload_to_s3 LOCAL_DIR`"
+    synopsis = set(re.findall(r"(--[a-z][\w-]*)", m.group(1)))
+    helped = _help_flags(HELP_ARGV["upload"]) - {"--version", "--endpoint"}  # --endpoint: an alias
+    assert synopsis == helped, (sorted(synopsis - helped), sorted(helped - synopsis))
+
+
+def test_readme_top_level_keys_exist_in_the_schema():
+    from omegaconf import OmegaConf
+
+    from launcher.config.compose import GROUPS
+    from launcher.config.schema import LauncherConfig
+
+    text = (REPO_ROOT / "README.md").read_text()
+    m = re.search(r"Top-level keys:(.*?)\n\n", text, re.S)
+    assert m, "README has no 'Top-level keys:' paragraph"
+    schema = OmegaConf.structured(LauncherConfig)
+    keys = [k for k in re.findall(r"`([a-z_.*]+)`", m.group(1))]
+    assert len(keys) >= 10
+    for key in keys:
+        path = key.rstrip(".*").rstrip(".")
+        if path in GROUPS:  # a Hydra config group (recipe=, cluster=, ...)
+            continue
+        assert OmegaConf.select(schema, path, default="<absent>") != "<absent>" or path in schema, key
