@@ -1,0 +1,11 @@
+"""Speedup against a matched baseline (no speculation, same server otherwise).
+
+* ``paired``  per-request ratios paired by question, with their spread (pure);
+* ``predict`` the speedup the measured acceptance predicts (pure);
+* ``best_k``  the best num_speculative_tokens per load, as a vLLM schedule (pure);
+* ``collect`` the shell: matches speculative points with baseline points in a
+  results folder, writes ``speedup.json`` beside each point and the
+  recipe-level ``speedup_summary.json`` (``python -m launcher.speedup DIR``).
+
+docs/speedup.md defines every figure.
+"""

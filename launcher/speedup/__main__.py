@@ -1,0 +1,5 @@
+import sys
+
+from launcher.speedup.collect import main
+
+sys.exit(main())

@@ -1,0 +1,68 @@
+"""The best num_speculative_tokens per load, and the schedule for vLLM.
+
+vLLM (0.32, ``SpeculativeConfig.num_speculative_tokens_per_batch_size``)
+takes a list of ``[range_start, range_end, k]`` entries: inclusive batch-size
+ranges, sorted and non-overlapping, the first starting at 1; batch sizes in a
+gap or past the last range keep the previous entry's k, and each k is capped
+at ``num_speculative_tokens``. A closed-loop client at concurrency C keeps
+about C sequences in the decode batch, so the concurrency stands in for the
+batch size. Pure functions over plain rows.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable, Optional
+
+
+@dataclass(frozen=True)
+class KChoice:
+    dataset: str
+    temperature: float
+    concurrency: int
+    k: int
+    output_tps: float
+    speedup: Optional[float]        # throughput vs the baseline
+    beats_baseline: Optional[bool]  # beyond the noise (None: cannot tell)
+    candidates: dict                # k -> Output TPS
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["candidates"] = {str(k): v for k, v in self.candidates.items()}
+        return d
+
+
+def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
+    """rows: {dataset, temperature, concurrency, k, output_tps, speedup, beats_baseline}.
+    For each (dataset, temperature, concurrency): the k with the highest Output TPS
+    (ties: the smaller k)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("k") is None or r.get("output_tps") is None:
+            continue
+        groups.setdefault((r["dataset"], float(r["temperature"]), int(r["concurrency"])), []).append(r)
+    out = []
+    for (ds, t, c), rs in sorted(groups.items()):
+        best = max(rs, key=lambda r: (r["output_tps"], -r["k"]))
+        out.append(KChoice(ds, t, c, int(best["k"]), float(best["output_tps"]), best.get("speedup"),
+                           best.get("beats_baseline"), {int(r["k"]): r["output_tps"] for r in sorted(rs, key=lambda r: r["k"])}))
+    return out
+
+
+def vllm_schedule(choices: list[KChoice]) -> dict:
+    """The choices of one (dataset, temperature) as vLLM speculative-config keys:
+    ``num_speculative_tokens`` (the largest k used) and
+    ``num_speculative_tokens_per_batch_size``: concurrency C_i covers batch sizes
+    C_i .. C_{i+1}-1 (the first from 1, the last up to its own C; vLLM keeps the
+    last k beyond it); neighbouring ranges with the same k are merged."""
+    cs = sorted(choices, key=lambda ch: ch.concurrency)
+    if not cs:
+        return {}
+    ranges: list[list[int]] = []
+    for i, ch in enumerate(cs):
+        start = 1 if i == 0 else ch.concurrency
+        end = cs[i + 1].concurrency - 1 if i + 1 < len(cs) else ch.concurrency
+        if ranges and ranges[-1][2] == ch.k:
+            ranges[-1][1] = end
+        else:
+            ranges.append([start, end, ch.k])
+    return {"num_speculative_tokens": max(ch.k for ch in cs), "num_speculative_tokens_per_batch_size": ranges}
