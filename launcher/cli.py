@@ -35,6 +35,10 @@ def print_plan(cfg, plan) -> None:
         out.write(f"\njob {job.server_id}  ->  {job.job_dir}\n")
         for p in job.points:
             out.write(f"  point {p.id:<28} T={p.temperature:g} C={p.concurrency} dataset={p.dataset}\n")
+    if plan.baseline:
+        out.write(f"\nbaseline {plan.baseline.server_id}  ->  {plan.baseline.job_dir}\n"
+                  f"  the same {len(plan.baseline.points)} point(s) without speculation, run by job "
+                  f"{plan.jobs[0].server_id} after its own (one restart, shared with the lossless check)\n")
     if cfg.cluster.executor == "slurm":
         out.write("\n# ---- sbatch script (submitit) ----\n")
         out.write(render_sbatch(cfg.cluster, plan.jobs, submitit_folder(plan), f"specdec-{cfg.name}"))

@@ -14,10 +14,17 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.config.schema import LauncherConfig
-from launcher.server_args import build_server_flags, speculative_config
+from launcher.server_args import build_server_flags, drop_flags, speculative_config
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
+# What turns a speculative server into its matched baseline (the lossless check's reference too).
+SPECULATIVE_FLAGS = {"--speculative-config", "--per-request-spec-decode-metrics"}
+# Environment of the speculative jobs when sweep.baseline=true: where the baseline's
+# job folder is (each job writes speedups against it when it ends), and, for the one
+# job that hosts the baseline, that it runs the baseline points after its own.
+BASELINE_DIR_ENV = "SPECDEC_BASELINE_DIR"
+RUN_BASELINE_ENV = "SPECDEC_RUN_BASELINE"
 
 
 def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
@@ -58,6 +65,7 @@ class JobPlan:
     container_image: Optional[str]
     runtime_params: dict = field(default_factory=dict)
     compare_thresholds: dict = field(default_factory=dict)  # read by launcher.compare
+    role: str = "speculative"  # or "baseline": the matched no-speculation configuration
 
     def run_sh_argv(self) -> list[str]:
         return ["bash", str(RUN_SH), *self.server_flags, "--", *self.bench_args]
@@ -73,10 +81,13 @@ class Plan:
     recipe: str
     results_dir: str
     jobs: list[JobPlan]
+    # sweep.baseline=true: the matched baseline. Not a job of its own: the first
+    # speculative job runs its points on the server it restarts without speculation.
+    baseline: Optional[JobPlan] = None
 
     @property
     def num_points(self) -> int:
-        return sum(len(j.points) for j in self.jobs)
+        return sum(len(j.points) for j in self.jobs) + (len(self.baseline.points) if self.baseline else 0)
 
 
 def _digest(obj) -> str:
@@ -150,9 +161,45 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                             "chat_template_args": dict(cfg.sweep.runtime_params.chat_template_args),
                             "dataset_kwargs": dict(cfg.sweep.runtime_params.dataset_kwargs)},
             compare_thresholds={"al": cfg.bench.gates.compare_al_threshold,
-                                "tps": cfg.bench.gates.compare_tps_threshold},
+                                "tps": cfg.bench.gates.compare_tps_threshold,
+                                "min_speedup": dict(cfg.bench.gates.min_speedup)},
         ))
-    return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs)
+    plan = Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs)
+    if cfg.sweep.baseline and jobs and jobs[0].speculative_config:
+        plan.baseline = baseline_job(cfg, jobs[0], results_dir, num_gpus)
+        for i, j in enumerate(jobs):
+            j.env[BASELINE_DIR_ENV] = plan.baseline.job_dir
+            if i == 0:
+                j.env[RUN_BASELINE_ENV] = "1"
+    return plan
+
+
+def baseline_job(cfg: LauncherConfig, host: JobPlan, results_dir: Path, num_gpus: int) -> JobPlan:
+    """The matched baseline of ``host``: its server flags without the speculative
+    ones (as the lossless reference restarts it), the same client points, no
+    acceptance gates, no preflight and no lossless check."""
+    import copy
+
+    flags = drop_flags(host.server_flags, SPECULATIVE_FLAGS)
+    identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
+                "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
+    readable = f"{_slug(cfg.model.served_name)}-none-tp{cfg.parallel.tp}" + \
+               (f"-ep{cfg.parallel.ep}" if cfg.parallel.ep > 1 else "")
+    server_id = f"{readable}-{_digest(identity)}"
+    job_dir = results_dir / server_id
+    base = copy.deepcopy(cfg)
+    base.draft.method = "none"
+    base.bench.lossless.enabled = False
+    base.bench.gates.min_acceptance_length = {}
+    base.bench.gates.min_tokens_per_step = None
+    env = {k: v for k, v in host.env.items() if k not in (BASELINE_DIR_ENV, RUN_BASELINE_ENV)}
+    return JobPlan(
+        recipe=cfg.name, server_id=server_id, job_dir=str(job_dir), num_speculative_tokens=None,
+        method="none", model=host.model, served_name=host.served_name, server_command=host.server_command,
+        server_flags=flags, bind_host=host.bind_host, port=host.port, ready_timeout_s=host.ready_timeout_s,
+        env=env, bench_args=bench_args(base, job_dir, num_gpus), points=list(host.points), num_gpus=num_gpus,
+        speculative_config=None, container_image=host.container_image, runtime_params=dict(host.runtime_params),
+        compare_thresholds=dict(host.compare_thresholds), role="baseline")
 
 
 def shell_join(argv: list[str]) -> str:

@@ -63,8 +63,8 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
 
     folder = submitit_folder(plan)
     folder.mkdir(parents=True, exist_ok=True)
-    for job in plan.jobs:
-        write_job_files(job)
+    for job in plan.jobs + ([plan.baseline] if plan.baseline else []):
+        write_job_files(job)  # the baseline's too: its host job runs it
     ex = make_executor(cfg, folder, plan.jobs)
     specs = [j.to_dict() for j in plan.jobs]
     if len(specs) == 1:

@@ -83,6 +83,9 @@ class SweepConfig:
     runtime_params: RuntimeParams = field(default_factory=RuntimeParams)
     # Server-side sweep: one server per value (empty: draft.num_speculative_tokens).
     num_speculative_tokens: list[int] = field(default_factory=list)
+    # A matched baseline: the same server without speculation runs the same client
+    # points (after the first k's sweep, in the restart the lossless check also uses).
+    baseline: bool = False
 
 
 @dataclass
@@ -107,6 +110,9 @@ class GatesConfig:
     # python -m launcher.compare flags a change only beyond these relative thresholds
     compare_al_threshold: float = 0.02
     compare_tps_threshold: float = 0.05
+    # python -m launcher.compare fails when a point's throughput speedup over the
+    # baseline (sweep.baseline=true) is below this, per dataset
+    min_speedup: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

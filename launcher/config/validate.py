@@ -55,6 +55,15 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     for k in ("method", "model", "num_speculative_tokens"):
         if k in d.extra:
             add(f"draft.extra.{k}", f"overrides draft.{k}", f"set draft.{k} instead and remove draft.extra.{k}")
+    if sw.baseline and d.method == "none":
+        add("sweep.baseline", "is true but draft.method is none: there is no speculation to compare",
+            "pick a draft (e.g. draft=tiny_noisy) or set sweep.baseline=false")
+    for ds, v in cfg.bench.gates.min_speedup.items():
+        if not sw.baseline:
+            add(f"bench.gates.min_speedup.{ds}", "needs a baseline to measure the speedup against",
+                "set sweep.baseline=true")
+        if v <= 0:
+            add(f"bench.gates.min_speedup.{ds}", f"is {v}, must be > 0", "e.g. 1.1 for at least 10% faster")
     for k in sw.num_speculative_tokens:
         if k < 1:
             add("sweep.num_speculative_tokens", f"contains {k}, every value must be >= 1", "remove it")
@@ -144,9 +153,10 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     g = cfg.bench.gates
     if not 0 <= g.max_failed_fraction <= 1:
         add("bench.gates.max_failed_fraction", f"is {g.max_failed_fraction}", "use a fraction in [0, 1]")
-    for ds in g.min_acceptance_length:
+    for key, ds in [("min_acceptance_length", d_) for d_ in g.min_acceptance_length] + \
+            [("min_speedup", d_) for d_ in g.min_speedup]:
         if ds not in sw.datasets:
-            add(f"bench.gates.min_acceptance_length.{ds}", "names a dataset that is not in the sweep",
+            add(f"bench.gates.{key}.{ds}", "names a dataset that is not in the sweep",
                 f"use one of: {', '.join(sw.datasets)}")
 
     # --- output

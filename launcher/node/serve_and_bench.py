@@ -17,6 +17,11 @@ comes from the environment:
     SPECDEC_BENCH_MODULE   the benchmark module (default launcher.bench); it runs as
                            PYTHON -m MODULE [BENCH ARGS...] --url http://HOST:PORT
     SPECDEC_STOP_GRACE     seconds between SIGTERM and SIGKILL when stopping (default 10)
+    SPECDEC_BASELINE_DIR   the matched baseline's job folder (sweep.baseline=true): at
+                           the end, speedups are written against it (launcher.speedup)
+    SPECDEC_RUN_BASELINE   1: after the benchmark, restart the server without
+                           speculation and run the baseline's points (its job.json's
+                           bench_args) there, in the restart the lossless check shares
 
 It writes, in the job folder: logs/server.log (the server's output),
 logs/job.log (lifecycle events), logs/error.txt (one line, on failure only),
@@ -408,25 +413,55 @@ class NodeJob:
                                       server.tail())
             time.sleep(WATCH_INTERVAL_S)
 
-    def _lossless_reference(self, spec_outputs: Path) -> int:
-        """The lossless check's second half: the same server without speculation
-        answers the same prompts; launcher.bench.lossless compares the outputs."""
+    def _restart_without_speculation(self, why: str) -> ServerProcess:
+        """Stop the speculative server and start the same one without speculation:
+        the lossless reference and the matched baseline share this one start."""
         from launcher.server_args import drop_flags
 
-        self.log("lossless check: restarting the server without speculation for the reference outputs")
+        self.log(f"restarting the server without speculation ({why})")
         terminate_trees([self.server.proc], self.stop_grace_s, self.log, "speculative server")
         spec_args = self.server_args
         self.server_args = drop_flags(spec_args, {"--speculative-config", "--per-request-spec-decode-metrics"})
         try:
-            server = self._start_server()
+            return self._start_server()
         finally:
             self.server_args = spec_args
+
+    def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
+        """The lossless check's second half: the server without speculation
+        answers the same prompts; launcher.bench.lossless compares the outputs."""
         ready = self.job_dir / "lossless" / "reference_server_ready.json"
         ready.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
         argv = [self.cfg.python, "-m", "launcher.bench.lossless", "compare", "--url", server.url,
                 "--model", served_name(self.server_args, self.cfg.model), "--spec", str(spec_outputs),
                 "--save_dir", str(self.job_dir)]
         return self._run_watched(argv, server, ready, "lossless comparison")
+
+    def _baseline_bench(self, server: ServerProcess, baseline_dir: Path) -> int:
+        """The matched baseline (sweep.baseline=true): the baseline job's benchmark
+        arguments (its job.json, written by the launcher) against this server."""
+        try:
+            args = json.loads((baseline_dir / "job.json").read_text())["bench_args"]
+        except (OSError, ValueError, KeyError) as e:
+            self.log(f"baseline: cannot read {baseline_dir / 'job.json'} ({e})", logging.ERROR)
+            return 2
+        (baseline_dir / "logs").mkdir(parents=True, exist_ok=True)
+        ready = baseline_dir / "server_ready.json"
+        ready.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
+        argv = [self.cfg.python, "-m", self.cfg.bench_module, *args, "--url", server.url]
+        return self._run_watched(argv, server, ready, "baseline benchmark")
+
+    def _write_speedups(self, results_dir: Path) -> None:
+        """Speedups against the baseline, for whatever is complete now (never fails the job)."""
+        argv = [self.cfg.python, "-m", "launcher.speedup", str(results_dir), "--job", str(self.job_dir)]
+        self.log(f"writing speedups: {subprocess_line(argv)}")
+        import subprocess
+        try:
+            p = subprocess.run(argv, env=self._bench_env(self.server, self.job_dir / "server_ready.json"),
+                               capture_output=True, text=True, timeout=600)
+            self.log(f"speedups: {(p.stdout + p.stderr).strip()[-2000:] or 'exit ' + str(p.returncode)}")
+        except (OSError, subprocess.SubprocessError) as e:
+            self.log(f"speedups not written: {e}", logging.ERROR)
 
     def _cleanup(self) -> None:
         self._cleaning = True
@@ -472,12 +507,27 @@ class NodeJob:
             ready = self._write_ready(server)
             rc = self._run_bench(server, ready)
             spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
-            if "--lossless_prompts" in self.bench_args and spec_outputs.exists():
-                lrc = self._lossless_reference(spec_outputs)
-                if rc == 0 and lrc != 0:
-                    rc = lrc
-                    self.fail("lossless check failed: speculative and reference outputs differ "
-                              "(see lossless/result.json)")
+            lossless = "--lossless_prompts" in self.bench_args and spec_outputs.exists()
+            baseline_dir = os.environ.get("SPECDEC_BASELINE_DIR", "").strip()
+            run_baseline = bool(baseline_dir) and os.environ.get("SPECDEC_RUN_BASELINE") == "1"
+            if lossless or run_baseline:
+                server = self._restart_without_speculation(
+                    " and ".join(w for w, on in (("matched baseline", run_baseline),
+                                                 ("lossless reference", lossless)) if on))
+                if run_baseline:
+                    brc = self._baseline_bench(server, Path(baseline_dir))
+                    if rc == 0 and brc != 0:
+                        rc = brc
+                        self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
+                                  f"see {Path(baseline_dir) / 'logs'})")
+                if lossless:
+                    lrc = self._lossless_reference(server, spec_outputs)
+                    if rc == 0 and lrc != 0:
+                        rc = lrc
+                        self.fail("lossless check failed: speculative and reference outputs differ "
+                                  "(see lossless/result.json)")
+            if baseline_dir:
+                self._write_speedups(Path(baseline_dir).parent)
             if rc != 0:
                 err = self.logs / "error.txt"
                 if err.exists():  # the benchmark said why
