@@ -103,5 +103,8 @@ def main(argv: list[str] | None = None) -> int:
               else "jobs run in the background")
         return 0
     ok = follow(subs)
+    if plan.baseline:  # every job has ended: the speedups with every k, in every summary.json
+        from launcher.speedup.collect import main as speedup_main
+        speedup_main([plan.results_dir])
     print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
     return 0 if ok else 1

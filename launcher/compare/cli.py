@@ -29,6 +29,15 @@ def recipe_threshold(jobs, key: str, default: float) -> float:
     return default
 
 
+def recipe_min_speedup(jobs) -> dict:
+    """bench.gates.min_speedup of the candidate's recipe (job.json), {} when unset."""
+    for job in jobs:
+        gates = ((getattr(job, "plan", None) or {}).get("compare_thresholds") or {}).get("min_speedup")
+        if gates:
+            return {str(k): float(v) for k, v in gates.items()}
+    return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m launcher.compare",
@@ -51,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     th = Thresholds(al=args.al_threshold if args.al_threshold is not None else recipe_threshold(jobs_b, "al", 0.02),
                     tps=args.tps_threshold if args.tps_threshold is not None else recipe_threshold(jobs_b, "tps", 0.05))
+    th.min_speedup = recipe_min_speedup(jobs_b)
     diffs = compare_runs(jobs_a, jobs_b, th)
     render(diffs, args.a, args.b, th)
     return print_verdict(diffs, args.allow_missing)

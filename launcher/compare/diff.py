@@ -28,6 +28,11 @@ class PointDiff:
     tps_key: str = "Output TPS"
     al_flag: str | None = None
     tps_flag: str | None = None
+    speedup_a: float | None = None   # throughput speedup over each run's matched baseline
+    speedup_b: float | None = None
+    speedup_rel: float | None = None
+    speedup_flag: str | None = None
+    gate: str | None = None          # why B fails bench.gates.min_speedup
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
@@ -41,6 +46,10 @@ class PointDiff:
             parts.append(f"Average_AL {self.al_rel:+.1%}{ci}")
         if self.tps_flag:
             parts.append(f"{self.tps_key} {self.tps_rel:+.1%}")
+        if self.speedup_flag:
+            parts.append(f"speedup {self.speedup_a:.2f}x -> {self.speedup_b:.2f}x ({self.speedup_rel:+.1%})")
+        if self.gate:
+            parts.append(self.gate)
         return f"{self.dir} [job {self.job}]: " + ", ".join(parts)
 
 
@@ -48,6 +57,7 @@ class PointDiff:
 class Thresholds:
     al: float = 0.02
     tps: float = 0.05
+    min_speedup: dict = field(default_factory=dict)  # dataset -> least throughput speedup of B
 
 
 def pair_jobs(jobs_a: list[Job], jobs_b: list[Job]) -> tuple[list[tuple[str, Job, Job]], list[Job], list[Job]]:
@@ -98,9 +108,29 @@ def judge_point(job: str, a: Point, b: Point, th: Thresholds) -> PointDiff:
     else:
         d.tps_rel = _rel(a.output_tps, b.output_tps)
     d.tps_flag = _flag(d.tps_rel, th.tps)
-    flags = {d.al_flag, d.tps_flag}
+    _judge_speedup(d, a, b, th)
+    flags = {d.al_flag, d.tps_flag, d.speedup_flag, REGRESSION if d.gate else None}
     d.verdict = REGRESSION if REGRESSION in flags else IMPROVEMENT if IMPROVEMENT in flags else NOISE
     return d
+
+
+def _judge_speedup(d: PointDiff, a: Point, b: Point, th: Thresholds) -> None:
+    """Speedup over each run's matched baseline (speedup.json): the delta is
+    flagged beyond the TPS threshold; B below bench.gates.min_speedup fails."""
+    from launcher.speedup.collect import read_speedup
+
+    sa, sb = ((read_speedup(p) or {}).get("speedup", {}).get("throughput") for p in (a, b))
+    d.speedup_a, d.speedup_b = sa, sb
+    d.speedup_rel = _rel(sa, sb)
+    d.speedup_flag = _flag(d.speedup_rel, th.tps)
+    gate = th.min_speedup.get(b.dataset)
+    sc = (b.configuration or {}).get("speculative_config") or {}
+    speculative = sb is not None or (bool(sc) and sc.get("method") != "none")
+    if gate is not None and speculative:
+        if sb is None:
+            d.gate = f"no throughput speedup for B (no speedup.json; gate min_speedup.{b.dataset}={gate})"
+        elif sb < gate:
+            d.gate = f"speedup {sb:.2f}x below the gate min_speedup.{b.dataset}={gate}"
 
 
 def _missing(job: str, rel_dir: str, a: Point | None, b: Point | None, why: str) -> PointDiff:

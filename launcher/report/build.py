@@ -41,6 +41,14 @@ def _overview(jobs: list[Job], out: Path) -> str:
     return f"<h2>Overview ({len(jobs)} jobs)</h2>{html.jobs_table(jobs)}<h3>Plots</h3>{html.figures(figs)}"
 
 
+def _speedup(results_dir: Path, jobs: list[Job], out: Path) -> str:
+    """The speedup section when the results hold a matched baseline."""
+    from launcher.report.speedup_section import speedup_section
+    from launcher.speedup.collect import load_analysis
+
+    return speedup_section(load_analysis(results_dir, jobs), out)
+
+
 def build_report(results_dir: Path, out: Path | None = None) -> Path:
     """Write the report for ``results_dir`` (a job folder or a folder of them);
     returns the path of index.html. Raises load.ResultsError for unusable input."""
@@ -51,7 +59,7 @@ def build_report(results_dir: Path, out: Path | None = None) -> Path:
     multi = len(jobs) > 1
     sections = [html.job_section(j, _job_figures(j, out, f"job{i + 1}_" if multi else ""), heading=multi)
                 for i, j in enumerate(jobs)]
-    overview = _overview(jobs, out) if multi else ""
+    overview = (_overview(jobs, out) if multi else "") + _speedup(results_dir, jobs, out)
     title = "Speculative decoding benchmark" + ("" if multi else f": {jobs[0].name}")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     index = out / "index.html"

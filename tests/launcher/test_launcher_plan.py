@@ -226,3 +226,33 @@ def test_cli_dry_run_with_spec_token_sweep(cfg, recipe_env, tmp_path, capsys):
 def test_draft_extra_cannot_override_method_or_k(cfg):
     cfg.draft.extra = {"num_speculative_tokens": 5}
     assert any(e.field == "draft.extra.num_speculative_tokens" for e in validate(cfg))
+
+
+def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
+    cfg.sweep.baseline = True
+    cfg.sweep.num_speculative_tokens = [1, 3]
+    cfg.bench.gates.min_acceptance_length = {"mtbench": 2.0}
+    cfg.bench.gates.min_speedup = {"mtbench": 1.1}
+    plan = make_plan(cfg)
+    base, host, other = plan.baseline, plan.jobs[0], plan.jobs[1]
+    assert len(plan.jobs) == 2 and base.role == "baseline" and base.method == "none"
+    assert base.server_id.startswith("qwen3-8b-none-tp1-") and Path(base.job_dir).parent == Path(plan.results_dir)
+    # the same server without the speculative flags, in the same order; the same points
+    assert not any(f.startswith(("--speculative-config", "--per-request-spec-decode-metrics")) for f in base.server_flags)
+    assert [f for f in host.server_flags if f in base.server_flags] == base.server_flags
+    assert len(host.server_flags) == len(base.server_flags) + 4
+    assert base.points == host.points and plan.num_points == 3 * len(host.points)
+    # no acceptance gates, no preflight, no lossless check; its own folder
+    assert "--no_preflight" in base.bench_args and "--min_acceptance_length" not in base.bench_args
+    assert base.bench_args[base.bench_args.index("--save_dir") + 1] == base.job_dir
+    assert "--lossless_prompts" not in base.bench_args
+    # the first job runs it; every job knows where it is (speedups at each job's end)
+    assert host.env["SPECDEC_RUN_BASELINE"] == "1" and "SPECDEC_RUN_BASELINE" not in other.env
+    assert host.env["SPECDEC_BASELINE_DIR"] == other.env["SPECDEC_BASELINE_DIR"] == base.job_dir
+    assert host.compare_thresholds["min_speedup"] == {"mtbench": 1.1}
+    assert cfg.draft.method != "none"  # the recipe itself is untouched
+
+
+def test_no_baseline_by_default(cfg):
+    plan = make_plan(cfg)
+    assert plan.baseline is None and all("SPECDEC_BASELINE_DIR" not in j.env for j in plan.jobs)

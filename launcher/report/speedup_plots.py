@@ -1,0 +1,90 @@
+"""The report's speedup figures (sweep.baseline=true): speedup against
+concurrency, one curve per k, and the predicted speedup beside the measured
+one. Rows are launcher.speedup.collect.analyse()'s ``points``."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from launcher.report.plots import _MARKERS, _save, plt
+
+
+def _g(d) -> float | None:
+    return (d or {}).get("geomean")
+
+
+def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
+    """One panel per (dataset, temperature); per k the throughput speedup (solid)
+    and the per-request end-to-end speedup with its 95% interval (dotted);
+    the baseline is the line at 1."""
+    panels: dict[tuple, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["speedup"].get("throughput") is not None:
+            panels[(r["dataset"], r["temperature"])][r["k"]].append(r)
+    if not panels:
+        return None
+    keys = sorted(panels)
+    cols = min(2, len(keys))
+    nrows = (len(keys) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.6 * cols, 3.9 * nrows), squeeze=False)
+    for ax, key in zip(axes.flat, keys):
+        for i, (k, rs) in enumerate(sorted(panels[key].items())):
+            rs.sort(key=lambda r: r["concurrency"])
+            cs = [r["concurrency"] for r in rs]
+            line, = ax.plot(cs, [r["speedup"]["throughput"] for r in rs], marker=_MARKERS[i % len(_MARKERS)],
+                            label=f"k={k} throughput")
+            e2e = [(r["concurrency"], r["speedup"].get("e2e_speedup")) for r in rs if _g(r["speedup"].get("e2e_speedup"))]
+            if e2e:
+                xs = [c for c, _ in e2e]
+                ys = [s["geomean"] for _, s in e2e]
+                lo = [y - (s["lo"] if s.get("lo") is not None else y) for y, (_, s) in zip(ys, e2e)]
+                hi = [(s["hi"] if s.get("hi") is not None else y) - y for y, (_, s) in zip(ys, e2e)]
+                ax.errorbar(xs, ys, yerr=[lo, hi], color=line.get_color(), ls=":", capsize=3, alpha=0.8,
+                            label=f"k={k} per-request e2e (95% CI)")
+        ax.axhline(1.0, color="black", lw=1.0, ls="--", label="baseline = 1")
+        ax.set_xscale("log", base=2)
+        cs_all = sorted({r["concurrency"] for rs in panels[key].values() for r in rs})
+        ax.set_xticks(cs_all, [str(c) for c in cs_all])
+        ax.set_title(f"{key[0]}, T={key[1]:g}", fontsize=10)
+        ax.set_xlabel("concurrency")
+        ax.set_ylabel("speedup over no speculation")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.set_visible(False)
+    fig.suptitle("Speedup vs concurrency (one curve per k; baseline = 1)", fontsize=11)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def predicted_vs_measured(rows: list[dict], path: Path) -> Path | None:
+    """Measured throughput and per-user decode speedups against the speedup the
+    acceptance predicts (Leviathan et al. 2023); on the diagonal they agree."""
+    pts = [r for r in rows if (r.get("prediction") or {}).get("predicted_speedup") is not None]
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(6.2, 5.0))
+    for key, label, marker in (("measured_throughput_speedup", "throughput (Output TPS)", "o"),
+                               ("measured_decode_speedup", "per-user decode", "s")):
+        xs = [r["prediction"]["predicted_speedup"] for r in pts if r["prediction"].get(key) is not None]
+        ys = [r["prediction"][key] for r in pts if r["prediction"].get(key) is not None]
+        ax.scatter(xs, ys, marker=marker, label=f"measured {label}", alpha=0.8)
+        for r in pts:
+            if r["prediction"].get(key) is not None and marker == "o":
+                ax.annotate(f"{r['dataset'][:4]} T{r['temperature']:g} c{r['concurrency']} k{r['k']}",
+                            (r["prediction"]["predicted_speedup"], r["prediction"][key]),
+                            textcoords="offset points", xytext=(4, 3), fontsize=6)
+    vals = [v for r in pts for v in (r["prediction"]["predicted_speedup"], r["prediction"].get("measured_throughput_speedup"),
+                                      r["prediction"].get("measured_decode_speedup")) if v is not None]
+    lo, hi = min(vals + [1.0]) * 0.9, max(vals + [1.0]) * 1.1
+    ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1, label="measured = predicted")
+    ax.axhline(1.0, color="black", lw=0.6)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("predicted speedup  E / (k c + 1)")
+    ax.set_ylabel("measured speedup")
+    ax.set_title("Predicted (from the acceptance) vs measured speedup\nbelow the diagonal: overheads, not the draft",
+                 fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

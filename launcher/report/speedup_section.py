@@ -1,0 +1,84 @@
+"""The report's speedup section (sweep.baseline=true): the figures, the best-k
+table with the vLLM schedule, and predicted vs measured per point."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from launcher.report.html import _e, _num, figures
+from launcher.report.speedup_plots import predicted_vs_measured, speedup_vs_concurrency
+
+
+def _g(d) -> float | None:
+    return (d or {}).get("geomean")
+
+
+def _ci(d) -> str:
+    if not d or d.get("geomean") is None:
+        return "–"
+    if d.get("lo") is None:
+        return f"{d['geomean']:.2f}" + ("" if d.get("paired", True) else " (unpaired)")
+    return f"{d['geomean']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"
+
+
+def _beats(v) -> str:
+    return {True: '<span class="st-complete">yes</span>', False: '<span class="st-failed">no</span>'}.get(
+        v, '<span class="sub">cannot tell</span>')
+
+
+def best_k_table(analysis: dict) -> str:
+    ks = sorted({int(k) for c in analysis["best_k"] for k in c["candidates"]})
+    head = ["dataset", "T", "concurrency", "best k"] + [f"Output TPS k={k}" for k in ks] + \
+           ["speedup", "beats baseline (beyond noise)"]
+    rows = []
+    for c in analysis["best_k"]:
+        cells = [_e(c["dataset"]), f"{c['temperature']:g}", str(c["concurrency"]), f"<b>{c['k']}</b>"]
+        cells += [_num(c["candidates"].get(str(k)), 1) for k in ks]
+        cells += [_num(c["speedup"], 2) + ("×" if c["speedup"] is not None else ""), _beats(c["beats_baseline"])]
+        rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    table = (f'<table class="bestk"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table>')
+    scheds = "".join(
+        f"<p><b>{_e(s['dataset'])}, T={s['temperature']:g}</b> (vLLM <code>--speculative-config</code> keys):</p>"
+        f"<pre>{_e(json.dumps(s['speculative_config']))}</pre>" for s in analysis["schedules"])
+    return table + scheds
+
+
+def prediction_table(analysis: dict) -> str:
+    head = ["point", "k", "E tokens/step", "step cost (target steps)", "draft cost c", "verify cost v",
+            "predicted", "measured (step times)", "measured decode [95% CI]", "measured throughput",
+            "TTFT ratio", "e2e latency ratio [95% CI]", "paired requests"]
+    rows = []
+    for r in sorted(analysis["points"], key=lambda r: (r["dataset"], r["temperature"], r["concurrency"], r["k"] or 0)):
+        pr, sp = r["prediction"], r["speedup"]
+        cost = pr.get("draft_cost") or {}
+        cells = [f'{_e(r["dataset"])}/t{r["temperature"]:g}_c{r["concurrency"]}', str(r["k"]),
+                 _num(r["acceptance"]["expected_tokens_per_step"], 3), _num(r["step_time"]["ratio"], 3),
+                 _num(cost.get("c"), 3), _num(cost.get("v"), 3), _num(pr.get("predicted_speedup"), 2),
+                 _num(pr.get("measured_step_speedup"), 2), _ci(sp.get("decode")), _num(sp.get("throughput"), 2),
+                 _ci(sp.get("ttft_ratio")), _ci(sp.get("e2e_ratio")), str(sp.get("paired_requests"))]
+        rows.append("<tr>" + "".join(f'<td{" class=l" if i == 0 else ""}>{x}</td>' for i, x in enumerate(cells)) + "</tr>")
+    methods = sorted({(r["prediction"].get("draft_cost") or {}).get("method", "") for r in analysis["points"]} - {""})
+    return (f'<table class="pvm"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>'
+            f'<p class="sub">Predicted = E / (k c + 1), the expected-tokens-per-step over cost-per-step model of '
+            f"Leviathan et al. 2023, with E from the measured per-position acceptance and c from the measured "
+            f"step times ({_e('; '.join(methods))}). Ratios are speculative / baseline, geometric means over "
+            f"requests paired by question; see docs/speedup.md.</p>")
+
+
+def speedup_section(analysis: dict | None, out: Path) -> str:
+    """The whole section; empty when the results hold no baseline."""
+    if not analysis or not analysis.get("points"):
+        return ""
+    made = [(speedup_vs_concurrency(analysis["points"], out / "speedup_vs_concurrency.png"),
+             "Throughput speedup (solid) and per-request end-to-end speedup with its 95% interval (dotted) "
+             "against concurrency, one curve per k; the dashed line at 1 is the matched baseline.", True),
+            (predicted_vs_measured(analysis["points"], out / "speedup_predicted_vs_measured.png"),
+             "Measured speedup against the speedup the measured acceptance predicts.", False)]
+    figs = [(p.relative_to(out).as_posix(), cap, wide) for p, cap, wide in made if p is not None]
+    return (f'<section id="speedup"><h2>Speedup over the matched baseline</h2>'
+            f'<p class="sub">Baseline job(s): {_e(", ".join(analysis["baseline_jobs"]))}: the same server '
+            f"without speculation, the same client points.</p>{figures(figs)}"
+            f"<h3>Best k per load</h3>{best_k_table(analysis)}"
+            f"<h3>Predicted vs measured</h3>{prediction_table(analysis)}</section>")
