@@ -47,7 +47,7 @@ def best_k_table(analysis: dict) -> str:
 def prediction_table(analysis: dict) -> str:
     head = ["point", "k", "E tokens/step", "step cost (target steps)", "draft cost c", "verify cost v",
             "predicted", "measured (step times)", "measured decode [95% CI]", "measured throughput",
-            "TTFT ratio", "e2e latency ratio [95% CI]", "paired requests"]
+            "TTFT ratio", "e2e latency ratio [95% CI]", "paired requests", "diagnosis"]
     rows = []
     for r in sorted(analysis["points"], key=lambda r: (r["dataset"], r["temperature"], r["concurrency"], r["k"] or 0)):
         pr, sp = r["prediction"], r["speedup"]
@@ -56,8 +56,10 @@ def prediction_table(analysis: dict) -> str:
                  _num(r["acceptance"]["expected_tokens_per_step"], 3), _num(r["step_time"]["ratio"], 3),
                  _num(cost.get("c"), 3), _num(cost.get("v"), 3), _num(pr.get("predicted_speedup"), 2),
                  _num(pr.get("measured_step_speedup"), 2), _ci(sp.get("decode")), _num(sp.get("throughput"), 2),
-                 _ci(sp.get("ttft_ratio")), _ci(sp.get("e2e_ratio")), str(sp.get("paired_requests"))]
-        rows.append("<tr>" + "".join(f'<td{" class=l" if i == 0 else ""}>{x}</td>' for i, x in enumerate(cells)) + "</tr>")
+                 _ci(sp.get("ttft_ratio")), _ci(sp.get("e2e_ratio")), str(sp.get("paired_requests")),
+                 _e(pr.get("diagnosis") or "")]
+        rows.append("<tr>" + "".join(f'<td{" class=l" if i in (0, len(cells) - 1) else ""}>{x}</td>'
+                                     for i, x in enumerate(cells)) + "</tr>")
     methods = sorted({(r["prediction"].get("draft_cost") or {}).get("method", "") for r in analysis["points"]} - {""})
     return (f'<table class="pvm"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'

@@ -139,6 +139,8 @@ def _add_predictions(rows: list[dict]) -> None:
                 "measured_decode_speedup": (r["speedup"]["decode"] or {}).get("geomean"),
                 "measured_throughput_speedup": r["speedup"]["throughput"],
             }
+            r["prediction"]["diagnosis"] = predict.diagnose(
+                r["prediction"]["predicted_speedup"], r["speedup"]["throughput"], cost.v if cost else None)
 
 
 def load_analysis(root: Path, jobs: list[Job]) -> Optional[dict]:

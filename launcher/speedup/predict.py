@@ -14,9 +14,13 @@ rate a; here E comes from the measured per-position acceptance instead
 
     E(k) = 1 + sum_{i=1..k} P(at least i drafts accepted in a step).
 
-The cost c comes from measured step times: the baseline's decode time per
-token (one target step) and the speculative run's decode time per verify
-step, at the same (dataset, temperature, concurrency). With two or more k,
+The cost c comes from measured step times: the baseline's latency per
+engine step (one target step per token) and the speculative run's latency per
+engine step (prefill, then one verify step per chunk), at the same (dataset,
+temperature, concurrency). Whole-request latency is used rather than
+latency - TTFT: AIPerf stamps the SSE events of one network read with one
+time, so on short or fast answers the first chunk can carry most of the text
+and the decode time collapses. With two or more k,
 a least-squares line  spec_step / base_step = v + c k  separates the draft's
 cost per drafted token (c) from the fixed cost of a verify step (v, in target
 steps; the model assumes v = 1). With one k the split is not identifiable: c =
@@ -60,19 +64,20 @@ def expected_tokens_per_step(hist: Mapping[int, int], k: Optional[int] = None) -
 
 
 def base_step_s(records: list[RequestTiming]) -> Optional[float]:
-    """Baseline decode seconds per token (one target step): pooled decode time / (tokens - 1)."""
-    t = sum(r.decode_s for r in records if r.decode_s is not None and (r.output_tokens or 0) >= 2)
-    n = sum(r.output_tokens - 1 for r in records if r.decode_s is not None and (r.output_tokens or 0) >= 2)
-    return t / n if n and t > 0 else None
+    """Baseline seconds per engine step (one target step): pooled end-to-end
+    latency / output tokens (the prefill step that makes the first token counts
+    as one step, each later token as one)."""
+    use = [r for r in records if r.e2e_s and r.output_tokens]
+    n = sum(r.output_tokens for r in use)
+    return sum(r.e2e_s for r in use) / n if n else None
 
 
 def spec_step_s(records: list[RequestTiming]) -> Optional[float]:
-    """Speculative decode seconds per verify step: pooled decode time / verify steps
-    (the first token comes from prefill; each later chunk is one verify step)."""
-    use = [r for r in records if r.decode_s is not None and r.spec_steps]
-    t = sum(r.decode_s for r in use)
-    n = sum(r.spec_steps for r in use)
-    return t / n if n and t > 0 else None
+    """Speculative seconds per engine step: pooled end-to-end latency / (1 + verify
+    steps) (the prefill step, then one verify step per later chunk)."""
+    use = [r for r in records if r.e2e_s and r.spec_steps is not None]
+    n = sum(1 + r.spec_steps for r in use)
+    return sum(r.e2e_s for r in use) / n if n else None
 
 
 @dataclass(frozen=True)
@@ -116,3 +121,19 @@ def measured_step_speedup(expected_tokens: Optional[float], step_ratio: Optional
     if expected_tokens is None or not step_ratio:
         return None
     return expected_tokens / step_ratio
+
+
+def diagnose(predicted: Optional[float], measured: Optional[float], v: Optional[float] = None) -> str:
+    """One phrase on why a point is (not) faster than its baseline:
+    measured >= 1: faster; predicted < 1: the acceptance cannot pay for the
+    draft's cost; predicted >= 1 > measured: overheads, not the draft."""
+    if measured is None:
+        return "no measurement"
+    if measured >= 1.0:
+        return "faster than the baseline"
+    if predicted is None:
+        return "slower; no prediction"
+    if predicted < 1.0:
+        return "slower: the draft costs more than its accepted tokens save"
+    extra = f" (a verify step costs {v:.2f} target steps)" if v is not None and v > 1.0 else ""
+    return "slower than predicted: overheads, not the draft" + extra

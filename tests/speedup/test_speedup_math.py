@@ -79,11 +79,12 @@ def test_expected_tokens_per_step_from_the_histogram():
     assert predict.merge_histograms([{"0": 1, "2": 3}, {0: 1, 1: 0}, None]) == {0: 2, 2: 3}
 
 
-def test_step_times_pool_decode_time():
-    base = [_rec("a", 0.1, 1.1, 11), _rec("b", 0.2, 0.7, 6)]       # 1.5 s over 15 tokens
-    assert predict.base_step_s(base) == pytest.approx(0.1)
-    spec = [_rec("a", 0.1, 1.1, 11, steps=4), _rec("b", 0.2, 0.7, 6, steps=1)]   # 1.5 s over 5 steps
-    assert predict.spec_step_s(spec) == pytest.approx(0.3)
+def test_step_times_pool_latency_per_engine_step():
+    base = [_rec("a", 0.1, 1.1, 11), _rec("b", 0.2, 0.4, 5)]       # 1.5 s over 11 + 5 = 16 steps
+    assert predict.base_step_s(base) == pytest.approx(1.5 / 16)
+    spec = [_rec("a", 0.1, 1.1, 11, steps=4), _rec("b", 0.2, 0.4, 5, steps=1)]   # 1.5 s over 5 + 2 steps
+    assert predict.spec_step_s(spec) == pytest.approx(1.5 / 7)
+    assert predict.base_step_s([]) is None and predict.spec_step_s(base) is None
 
 
 def test_draft_cost_fit_over_two_k_and_the_leviathan_prediction():
@@ -124,3 +125,11 @@ def test_schedule_starts_at_batch_size_one():
     ch = best_k.best_k_per_load([_row(4, 2, 5.0), _row(16, 3, 9.0)])
     assert best_k.vllm_schedule(ch)["num_speculative_tokens_per_batch_size"] == [[1, 15, 2], [16, 16, 3]]
     assert best_k.vllm_schedule([]) == {}
+
+
+def test_diagnosis_separates_the_draft_from_overheads():
+    assert predict.diagnose(1.8, 1.2) == "faster than the baseline"
+    assert predict.diagnose(0.9, 0.8) == "slower: the draft costs more than its accepted tokens save"
+    assert predict.diagnose(1.8, 0.8, v=1.4) == ("slower than predicted: overheads, not the draft "
+                                                 "(a verify step costs 1.40 target steps)")
+    assert predict.diagnose(None, None) == "no measurement"
