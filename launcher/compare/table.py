@@ -34,8 +34,10 @@ def render(diffs: list[PointDiff], a_name: str, b_name: str, th: Thresholds, fil
     out = file or sys.stdout
     console = Console(file=out, width=None if out.isatty() else 170, highlight=False)
     table = Table(title=f"A = {a_name}\nB = {b_name}\n(thresholds: AL {th.al:.1%}, TPS {th.tps:.1%})")
+    # speedup over each run's matched baseline: only when a run has one (sweep.baseline=true)
+    speedup = any(d.speedup_a is not None or d.speedup_b is not None or d.gate for d in diffs)
     for col in ("job", "point", "AL A", "AL B", "ΔAL", "paired ΔRequest_AL [95% CI]", "TPS A", "TPS B", "ΔTPS",
-                "speedup A", "speedup B", "Δspeedup", "verdict", "notes"):
+                *(("speedup A", "speedup B", "Δspeedup") if speedup else ()), "verdict", "notes"):
         table.add_column(col, justify="left" if col in ("job", "point", "verdict", "notes") else "right")
     for d in diffs:
         a, b = d.a, d.b
@@ -45,8 +47,8 @@ def render(diffs: list[PointDiff], a_name: str, b_name: str, th: Thresholds, fil
             d.job, d.dir,
             _n(a and a.average_al, "{:.3f}"), _n(b and b.average_al, "{:.3f}"), _pct(d.al_rel, d.al_flag), _ci(d),
             _n(tps_a, "{:.1f}"), _n(tps_b, "{:.1f}"), _pct(d.tps_rel, d.tps_flag),
-            _n(d.speedup_a, "{:.2f}x"), _n(d.speedup_b, "{:.2f}x"),
-            _pct(d.speedup_rel, d.speedup_flag or (REGRESSION if d.gate else None)),
+            *((_n(d.speedup_a, "{:.2f}x"), _n(d.speedup_b, "{:.2f}x"),
+               _pct(d.speedup_rel, d.speedup_flag or (REGRESSION if d.gate else None))) if speedup else ()),
             f"[{_STYLE[d.verdict]}]{d.verdict}[/]", "; ".join(d.notes + ([d.gate] if d.gate else [])))
     console.print(table)
 
