@@ -81,6 +81,8 @@ def speedup_section(analysis: dict | None, out: Path) -> str:
     figs = [(p.relative_to(out).as_posix(), cap, wide) for p, cap, wide in made if p is not None]
     return (f'<section id="speedup"><h2>Speedup over the matched baseline</h2>'
             f'<p class="sub">Baseline job(s): {_e(", ".join(analysis["baseline_jobs"]))}: the same server '
-            f"without speculation, the same client points.</p>{figures(figs)}"
+            f"without speculation, the same client points.</p>"
+            + "".join(f'<p class="warn">No speedup for {_e(x)}</p>' for x in analysis.get("skipped") or [])
+            + f"{figures(figs)}"
             f"<h3>Best k per load</h3>{best_k_table(analysis)}"
             f"<h3>Predicted vs measured</h3>{prediction_table(analysis)}</section>")

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from launcher.bench.metrics import RecordError
 from launcher.report.load import Job, Point, ResultsError, load_results, read_json
 from launcher.speedup import best_k, paired, predict
 
@@ -34,7 +35,7 @@ SCHEMA_VERSION = 1
 
 def point_records(point: Point) -> list[paired.RequestTiming]:
     """The successful profiling turns of a point, as RequestTiming (seconds)."""
-    from launcher.bench.metrics import profiling_records, read_profile_export
+    from launcher.bench.metrics import profiling_records, read_profile_export  # the one reader of the exports
 
     path = point.path / "aiperf" / "profile_export.jsonl"
     if not path.is_file():
@@ -82,6 +83,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     if not baselines:
         return None
     rows: list[dict] = []
+    skipped: list[str] = []
     base_cache: dict[str, list] = {}
     for job in jobs:
         if is_baseline(job):
@@ -93,9 +95,13 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
             bp = base_points.get(p.dir)
             if not p.ok or bp is None:
                 continue
-            if bp.dir not in base_cache:
-                base_cache[bp.dir] = point_records(bp)
-            brec, srec = base_cache[bp.dir], point_records(p)
+            try:
+                if bp.dir not in base_cache:
+                    base_cache[bp.dir] = point_records(bp)
+                brec, srec = base_cache[bp.dir], point_records(p)
+            except (RecordError, OSError) as e:  # an unreadable export: that point has no speedup
+                skipped.append(f"{job.name}/{p.dir}: {str(e).splitlines()[0]}")
+                continue
             sp = paired.point_speedup(srec, brec, p.output_tps, bp.output_tps)
             hist = predict.merge_histograms(r.histogram for r in srec)
             b_step, s_step = predict.base_step_s(brec), predict.spec_step_s(srec)
@@ -119,7 +125,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
         mine = [c for c in choices if (c.dataset, c.temperature) == (ds, t)]
         schedules.append({"dataset": ds, "temperature": t, "speculative_config": best_k.vllm_schedule(mine)})
     return {"schema_version": SCHEMA_VERSION, "baseline_jobs": [b.name for b in baselines], "points": rows,
-            "best_k": [c.to_dict() for c in choices], "schedules": schedules}
+            "best_k": [c.to_dict() for c in choices], "schedules": schedules, "skipped": skipped}
 
 
 def _add_predictions(rows: list[dict]) -> None:

@@ -159,3 +159,11 @@ def test_compare_reports_speedup_deltas_and_gates_on_them(run, tmp_path):
     p = _compare(run, b)
     assert p.returncode == 1
     assert f"speedup {was:.2f}x -> {was * 0.5:.2f}x (-50.0%)" in p.stdout, p.stdout[-3000:]
+
+
+def test_an_unreadable_export_leaves_that_point_out(run):
+    jobs = _jobs(run)
+    (jobs[3] / "mtbench" / "t0_c2" / "aiperf" / "profile_export.jsonl").write_text("{not json\n")
+    res = collect.write_all(run)
+    assert len(res["points"]) == 3 and len(res["skipped"]) == 1 and "t0_c2" in res["skipped"][0]
+    assert not (jobs[3] / "mtbench" / "t0_c2" / "speedup.json").exists()
