@@ -37,6 +37,7 @@ ENTRY_POINTS = {
     "report": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.report(?:\s|$)"),
     "compare": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.compare(?:\s|$)"),
     "bench": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.bench(?:\s|$)"),
+    "speedup": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.speedup(?:\s|$)"),
     "upload": re.compile(r"^(?:upload_to_s3|\S*python3?\s+-m\s+upload)(?:\s|$)"),
     "run_sh": re.compile(r"^(?:bash\s+)?\S*common/specdec_aiperf/run\.sh(?:\s|$)"),
     "script": re.compile(r"^(?:\S*python3?|bash)\s+\S+\.(?:py|sh)(?:\s|$)"),
@@ -72,7 +73,7 @@ def strip_env_prefix(text: str) -> str:
 def entry_point(text: str) -> Optional[str]:
     """Which entry point a command line runs (the first of `a && b` counts)."""
     first = strip_env_prefix(text.split("&&")[-1].strip())
-    for name in ("report", "compare", "bench", "launcher", "upload", "run_sh", "script"):
+    for name in ("report", "compare", "bench", "speedup", "launcher", "upload", "run_sh", "script"):
         if ENTRY_POINTS[name].match(first):
             return name
     return None

@@ -28,7 +28,7 @@ from tests.docs.doc_commands import REPO_ROOT, DocCommand, collect
 COMMANDS = collect()
 RUN = [c for c in COMMANDS if c.skip_reason is None]
 MARKED = [c for c in COMMANDS if c.skip_reason is not None]
-NEEDS_RESULTS = {"report", "compare", "upload"}
+NEEDS_RESULTS = {"report", "compare", "upload", "speedup"}
 
 
 def as_run(cmd: DocCommand) -> str:
