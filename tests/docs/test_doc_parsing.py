@@ -10,7 +10,7 @@ import pytest
 
 from tests.docs.doc_commands import REPO_ROOT, collect, entry_point, flags, parse_markdown
 
-RUNNABLE = {"launcher", "report", "compare", "upload", "override"}
+RUNNABLE = {"launcher", "report", "compare", "upload", "override", "speedup"}
 
 
 def test_blocks_inline_spans_markers_and_continuations():
