@@ -35,8 +35,11 @@ class GroupRun:
 
 
 def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: GroupRun,
-                request_timeout_s: int) -> list[str]:
-    """The `aiperf profile` command for a group. Pure."""
+                request_timeout_s: int, api_key: Optional[str] = None) -> list[str]:
+    """The `aiperf profile` command for a group. Pure. With ``api_key`` AIPerf sends
+    `Authorization: Bearer <key>`; AIPerf redacts it in every file it writes
+    (run_config.json, cli_command), so the argv itself must never be logged."""
+    auth = ["--api-key", api_key] if api_key else []
     return [
         *aiperf.split(), "profile",
         "-m", model, "--url", url,
@@ -53,6 +56,7 @@ def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: Group
         "--no-gpu-telemetry",
         "--random-seed", "0",
         "--ui-type", "none",
+        *auth,
     ]
 
 

@@ -101,6 +101,7 @@ class Progress:
     def __init__(self, save_dir: Path, total: int):
         self.path, self.total, self.done, self.start = save_dir / "progress.json", total, 0, time.time()
         self.current = ""
+        self.running: list[str] = []  # point folders AIPerf is measuring now
         self._last = ""
 
     def update(self, current: str) -> None:
@@ -111,7 +112,7 @@ class Progress:
         self._last = line
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"points_total": self.total, "points_done": self.done, "current": current,
-                                   "elapsed_s": round(time.time() - self.start, 1)}))
+                                   "running": self.running, "elapsed_s": round(time.time() - self.start, 1)}))
         tmp.replace(self.path)
 
 

@@ -132,8 +132,9 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
                                       ctx.runtime.get("chat_template_args") or {})
     run = ar.GroupRun(dataset, temperature, concurrencies, input_file, len(questions), group_dir, extra)
+    from launcher.node.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
-                          request_timeout_s=args.request_timeout_s)
+                          request_timeout_s=args.request_timeout_s, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)
     total = len(concurrencies) * n_turns
     first = progress.done + 1
@@ -144,6 +145,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
         progress.update(f"{span}/{progress.total} {label}: {done_in_phase}/{n_turns} requests of the current point")
 
     span = f"point {first}" if len(concurrencies) == 1 else f"points {first}-{first + len(concurrencies) - 1}"
+    progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
     progress.update(f"{span}/{progress.total} {label}: starting AIPerf")
     res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_{tag}.log",
                         timeout_s=args.point_timeout_s * len(concurrencies), on_progress=on_progress)
@@ -160,6 +162,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
             ar.move_artifacts(src, point_dir / "aiperf")
             process_point(ctx, spec, questions, o, point_dir, total_hint=total)
         progress.done += 1
+        progress.running = [r for r in progress.running if r != o.dir]
         progress.update(f"{o.dir}: {o.status}" + (f" ({o.reason})" if o.reason else ""))
     shutil.rmtree(group_dir, ignore_errors=True)
 

@@ -13,8 +13,10 @@ class PreflightError(RuntimeError):
 
 
 def http_json(url: str, body: Optional[dict] = None, timeout: float = 60.0) -> dict:
+    from launcher.node.apikey import auth_headers
+
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **auth_headers()})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read().decode())
 
@@ -38,6 +40,10 @@ def check_spec_stats(base_url: str, model: str) -> dict:
     try:
         resp = chat(base_url, model, "Say hello.", 8, {"temperature": 0.0})
     except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            raise PreflightError(f"preflight request to {base_url} was refused (HTTP {e.code}): the server wants "
+                                 "an API key the client does not have (fix: export SPECDEC_API_KEY=<the server's "
+                                 "key> for the benchmark)") from None
         raise PreflightError(f"preflight request to {base_url} failed: HTTP {e.code} {e.read()[:200]!r}") from None
     except (OSError, urllib.error.URLError) as e:
         raise PreflightError(f"preflight request to {base_url} failed: {e}") from None

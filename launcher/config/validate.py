@@ -159,7 +159,66 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
             add(f"bench.gates.{key}.{ds}", "names a dataset that is not in the sweep",
                 f"use one of: {', '.join(sw.datasets)}")
 
+    # --- the server's API key: through the environment only
+    from launcher.node.apikey import FIX as API_KEY_FIX, api_key_in_args
+    if api_key_in_args(srv.extra_args):
+        add("server.extra_args", "passes --api-key on the command line, where it would be written to job.json, "
+            "the logs and the process list", API_KEY_FIX)
+
+    # --- inputs visible from here (the node checks them all again before its server starts)
+    errs.extend(check_input_paths(cfg))
+
     # --- output
     if not _writable(Path(cfg.output_dir)):
         add("output_dir", f"'{cfg.output_dir}' cannot be written", "choose a folder you can write, e.g. output_dir=./results")
     return errs
+
+
+def visible_here(path: str, executor: str) -> bool:
+    """Whether this (login) machine can judge ``path``: always for the local
+    executor; on Slurm only for a relative path or one whose top-level folder
+    exists here (a shared filesystem such as /lustre), never for an HF id."""
+    if executor == "local":
+        return True
+    p = Path(os.path.expanduser(path))
+    if not p.is_absolute():
+        return True
+    parts = p.parts
+    return len(parts) > 1 and Path(parts[0], parts[1]).exists()
+
+
+def _strip(line: str, prefix: str) -> str:
+    return line[len(prefix):] if line.startswith(prefix) else line
+
+
+def check_input_paths(cfg: LauncherConfig) -> list[ConfigError]:
+    """Model, draft, tokenizer and dataset files, where this machine can see them:
+    the same checks the node runs (launcher.node.inputs), one line each."""
+    from launcher.node.inputs import HF_ID, check_dataset, check_model, check_tokenizer
+
+    out: list[ConfigError] = []
+    ex = cfg.cluster.executor
+
+    def is_hf_id(name: str) -> bool:
+        return bool(HF_ID.match(name)) and not Path(os.path.expanduser(name)).exists()
+
+    def path_problem(field: str, line: str | None) -> None:
+        if line:
+            out.append(ConfigError(field, _strip(line, f"{field}: ")))
+
+    m = cfg.model
+    if m.path and not is_hf_id(m.path) and visible_here(m.path, ex):
+        path_problem("model.path", check_model(m.path, "model", "model.path", {}))
+    if cfg.draft.model and cfg.draft.method not in METHODS_WITHOUT_DRAFT_CKPT and not is_hf_id(cfg.draft.model) \
+            and visible_here(cfg.draft.model, ex):
+        path_problem("draft.model", check_model(cfg.draft.model, "draft", "draft.model", {}))
+    if m.tokenizer and not is_hf_id(m.tokenizer) and visible_here(m.tokenizer, ex):
+        path_problem("model.tokenizer", check_tokenizer(m.tokenizer))
+    sw = cfg.sweep
+    for ds in sw.datasets:
+        path = sw.dataset_paths.get(ds)
+        if not path or not known_dataset(ds) or not visible_here(path, ex):
+            continue
+        field = f"sweep.dataset_paths.{ds}"
+        path_problem(field, check_dataset(ds, path, sw.num_requests, field))
+    return out

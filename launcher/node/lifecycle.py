@@ -71,6 +71,10 @@ class ServerStartError(ServerError):
     """The server exited, or did not become ready in time, before it was ready."""
 
 
+class ServerAuthError(ServerStartError):
+    """The server refused the readiness probe (401/403): it wants a different API key."""
+
+
 class ServerDiedError(ServerError):
     """The server exited after it was ready (e.g. during the benchmark)."""
 
@@ -119,14 +123,15 @@ def log_tail(path: str | os.PathLike[str], n: int = TAIL_LINES, start_offset: in
     return "\n".join(lines[-n:])
 
 
-def http_get(host: str, port: int, path: str, timeout: float) -> tuple[Optional[int], bytes]:
+def http_get(host: str, port: int, path: str, timeout: float,
+             headers: Optional[dict] = None) -> tuple[Optional[int], bytes]:
     """(status, body) of a GET, or (None, b"") when it cannot connect or times out.
 
     http.client directly: no proxy from the environment applies to a probe of
     our own server."""
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        conn.request("GET", path, headers={"Connection": "close"})
+        conn.request("GET", path, headers={"Connection": "close", **(headers or {})})
         resp = conn.getresponse()
         return resp.status, resp.read()
     except (OSError, http.client.HTTPException):
@@ -279,7 +284,7 @@ class ServerProcess:
 
     def __init__(self, argv: list[str], *, probe_host: str, port: int, served_name: str,
                  log_path: str | os.PathLike[str], env: Optional[dict] = None,
-                 log: Callable[[str], None] = lambda m: None):
+                 log: Callable[[str], None] = lambda m: None, api_key: Optional[str] = None):
         self.argv = list(argv)
         self.probe_host = probe_host
         self.port = int(port)
@@ -287,6 +292,7 @@ class ServerProcess:
         self.log_path = Path(log_path)
         self.env = env
         self._log = log
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.proc: Optional[subprocess.Popen] = None
         self._log_offset = 0
         self.t_spawn: Optional[float] = None  # time.monotonic() at spawn
@@ -336,7 +342,13 @@ class ServerProcess:
         status, _ = http_get(self.probe_host, self.port, "/health", health_timeout_s)
         if status != 200:
             return False, "GET /health " + ("no answer" if status is None else f"-> {status}")
-        status, body = http_get(self.probe_host, self.port, "/v1/models", models_timeout_s)
+        status, body = http_get(self.probe_host, self.port, "/v1/models", models_timeout_s, self._headers)
+        if status in (401, 403):
+            how = ("with this job's API key" if self._headers else "without an API key")
+            raise ServerAuthError(
+                f"server refused the readiness probe: GET /v1/models -> {status} {how}; the server was started "
+                f"with a different key (fix: give the key only through SPECDEC_API_KEY in the job's environment, "
+                f"not --api-key or a different VLLM_API_KEY)")
         if status != 200:
             return False, "GET /v1/models " + ("no answer" if status is None else f"-> {status}")
         try:
@@ -381,7 +393,7 @@ class ServerProcess:
                     self._log(f"waiting for the server ({now - self.t_spawn:.0f} s): {note}")
                 last_note, t_note = note, now
             time.sleep(max(0.0, min(poll_interval_s, deadline - now)))
-        status, body = http_get(self.probe_host, self.port, "/version", 2.0)
+        status, body = http_get(self.probe_host, self.port, "/version", 2.0, self._headers)
         if status == 200:
             try:
                 self.engine_version = json.loads(body).get("version")

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from launcher.node import apikey, outcome
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
     Interrupted,
@@ -284,6 +285,9 @@ class NodeJob:
         self._signal: Optional[int] = None
         self._cleaning = False
         self._old_handlers: dict = {}
+        self.api_key: Optional[str] = None  # never logged, never written
+        self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
+        self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
         self.logger = logging.getLogger(f"specdec.node.{id(self)}")
 
     # -- logging and signals
@@ -358,7 +362,8 @@ class NodeJob:
             argv = compose_server_argv(self.cfg.server_cmd, self.cfg.model, self.server_args, host, port)
             self.log(f"starting server on {host}:{port}: {subprocess_line(argv)}")
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
-                                   log_path=self.logs / "server.log", log=self.log)
+                                   log_path=self.logs / "server.log", log=self.log,
+                                   env=apikey.server_env(self.api_key, os.environ), api_key=self.api_key)
             self.server = server
             server.start()
             try:
@@ -380,7 +385,7 @@ class NodeJob:
         return path
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
-        env = dict(os.environ)
+        env = apikey.client_env(self.api_key, os.environ)
         root = str(repo_root())
         pp = env.get("PYTHONPATH", "")
         if root not in pp.split(os.pathsep):
@@ -395,6 +400,7 @@ class NodeJob:
 
     def _run_watched(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
         """Run a client process while a watchdog checks that the server stays alive."""
+        self.phase = what
         self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
         self.bench = spawn(argv, env=self._bench_env(server, ready_path), cwd=str(Path.cwd()))
@@ -403,12 +409,23 @@ class NodeJob:
             if rc is not None:
                 self.log(f"{what} finished with exit code {describe_returncode(rc)} "
                          f"after {time.monotonic() - t0:.1f} s")
+                if rc != 0:
+                    self.check_signal()  # the job's own stop signal is the cause, not the benchmark's end
+                    src = server.poll()
+                    if src is not None:  # the server died first; the client only noticed
+                        self.end_cause = outcome.end_cause(server_rc=src)
+                        raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the "
+                                              f"{what}", server.tail())
+                if rc < 0 or rc >= 128:  # killed: the benchmark could not record its own end
+                    self.end_cause = f"the {what} was killed by " + (
+                        signal_name(-rc) if rc < 0 else signal_name(rc - 128))
                 return rc
             self.check_signal()
             src = server.poll()
             if src is not None:
                 self.log(f"server exited (code {describe_returncode(src)}) during the {what}; "
                          f"stopping the {what}")
+                self.end_cause = outcome.end_cause(server_rc=src)
                 raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the {what}",
                                       server.tail())
             time.sleep(WATCH_INTERVAL_S)
@@ -463,6 +480,35 @@ class NodeJob:
         except (OSError, subprocess.SubprocessError) as e:
             self.log(f"speedups not written: {e}", logging.ERROR)
 
+    def _check_inputs(self) -> list[str]:
+        """The inputs the server and the benchmark need, checked before the server starts."""
+        from launcher.node.inputs import check_job_inputs
+
+        is_launcher = self.cfg.bench_module == DEFAULT_BENCH_MODULE
+        return check_job_inputs(self.cfg.model, self.server_args, self.bench_args, env=os.environ,
+                                bench_is_launcher=is_launcher)
+
+    def _finalize_summary(self, rc: int) -> None:
+        """summary.json true after every end: each point from disk + what the job was doing."""
+        if rc == 0 and self.end_cause is None:
+            return  # the benchmark wrote the truth itself
+        if self.cfg.bench_module != DEFAULT_BENCH_MODULE and not (self.job_dir / "summary.json").exists():
+            return  # someone else's benchmark: its points are unknown
+        err = self.logs / "error.txt"
+        reason = err.read_text().strip().splitlines()[0] if err.exists() and err.read_text().strip() else None
+        cause = self.end_cause
+        if cause is None and rc != 0:
+            cause = outcome.end_cause(bench_rc=rc, phase=self.phase)
+        try:
+            s = outcome.finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
+                                         bench_args=self.bench_args)
+            counts: dict[str, int] = {}
+            for p in s["points"]:
+                counts[p["status"]] = counts.get(p["status"], 0) + 1
+            self.log("summary.json finalized: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+        except Exception as e:  # noqa: BLE001 - never hide the job's own status
+            self.log(f"could not finalize summary.json: {type(e).__name__}: {e}", logging.ERROR)
+
     def _cleanup(self) -> None:
         self._cleaning = True
         procs = []
@@ -503,6 +549,25 @@ class NodeJob:
             except Exception as e:  # telemetry never breaks the job
                 self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
                 sampler = None
+            if apikey.api_key_in_args(self.server_args):
+                rc = EXIT_USAGE
+                self.end_cause = "the server arguments pass --api-key"
+                self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
+                return rc
+            problems = self._check_inputs()
+            if problems:
+                rc = EXIT_USAGE
+                self.end_cause = "an input check failed"
+                for line in problems[1:]:
+                    self.log(f"ERROR: {line}", logging.ERROR)
+                self.fail(f"input check failed before the server started: {problems[0]}"
+                          + (f" (and {len(problems) - 1} more in logs/job.log)" if len(problems) > 1 else ""))
+                return rc
+            self.api_key = apikey.job_key(self.cfg.bind_host, os.environ)
+            self.log("server API key: " + (
+                "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
+                else "generated for this job (server bound off loopback)" if self.api_key
+                else "none (server bound to loopback)"))
             server = self._start_server()
             ready = self._write_ready(server)
             rc = self._run_bench(server, ready)
@@ -538,19 +603,24 @@ class NodeJob:
                 self.log("benchmark succeeded")
         except Interrupted as e:
             rc = 128 + e.signum
-            self.fail(f"interrupted by {signal_name(e.signum)} (Slurm time limit, preemption or cancel?)")
+            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=slurm_job_state(os.environ))
+            self.fail(f"interrupted by {signal_name(e.signum)}: {self.end_cause}")
         except ServerError as e:
             rc = EXIT_SERVER_FAILED
+            if self.end_cause is None:
+                self.end_cause = f"the server failed to start ({e.reason})"
             self.fail(f"{e.reason} (see logs/server.log)")
             if e.tail:
                 self.log(f"last server log lines:\n{e.tail}", logging.ERROR)
         except Exception as e:
             rc = 1
+            self.end_cause = self.end_cause or f"the job failed ({type(e).__name__}: {e})"
             self.log(traceback.format_exc(), logging.ERROR)
             self.fail(f"{type(e).__name__}: {e}")
         finally:
             try:
                 self._cleanup()
+                self._finalize_summary(rc)
             finally:
                 if sampler is not None:
                     try:
@@ -565,6 +635,22 @@ class NodeJob:
                 self._restore_signals()
                 self._teardown_logging()
         return rc
+
+
+def slurm_job_state(env: Mapping[str, str]) -> Optional[str]:
+    """Slurm's state of this job (CANCELLED, TIMEOUT, ...) when running under Slurm,
+    "" when Slurm does not say, None outside Slurm."""
+    job_id = env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID") and \
+        f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}" or env.get("SLURM_JOB_ID")
+    if not job_id:
+        return None
+    import subprocess
+    try:
+        r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(r"\bJobState=(\S+)", r.stdout)
+    return m.group(1) if m else ""
 
 
 def subprocess_line(argv: Sequence[str]) -> str:

@@ -39,9 +39,20 @@ def launcher_runner():
     return run_launcher
 
 
+def stub_specdec_home(home: Path) -> Path:
+    """The tiny models' folders as the login-side input checks see them (config.json,
+    tokenizer files): recipes pointing at them validate without the real models."""
+    for name in ("tiny-target", "tiny-draft-noisy", "tiny-draft-identical"):
+        d = home / "models" / name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.json").write_text("{}")
+        (d / "tokenizer_config.json").write_text("{}")
+    return home
+
+
 @pytest.fixture
 def specdec_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("specdec_home")
+    return stub_specdec_home(tmp_path_factory.mktemp("specdec_home"))
 
 
 @pytest.fixture
@@ -82,7 +93,7 @@ def qwen3_dflash_cfg(tmp_path_factory):
     from launcher.config.validate import validate
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPECDEC_HOME", str(tmp_path_factory.mktemp("specdec_home")))
+        mp.setenv("SPECDEC_HOME", str(stub_specdec_home(tmp_path_factory.mktemp("specdec_home"))))
         for k in ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA"):
             mp.delenv(k, raising=False)
         cfg = compose_recipe(["recipe=qwen3_dflash", f"output_dir={tmp_path_factory.mktemp('out')}"])

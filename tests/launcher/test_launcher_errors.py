@@ -55,7 +55,8 @@ CLI_CASES = [
 def results(tmp_path_factory, launcher_runner):
     tmp = tmp_path_factory.mktemp("errors")
     (tmp / "a_file").write_text("not a folder")
-    home = tmp_path_factory.mktemp("specdec_home")
+    from tests.launcher.conftest import stub_specdec_home
+    home = stub_specdec_home(tmp_path_factory.mktemp("specdec_home"))
 
     def one(param):
         cid, args, _ = param.values

@@ -17,6 +17,7 @@ RUN_SH = REPO / "common" / "specdec_aiperf" / "run.sh"
 PYTHON = sys.executable
 FAKE_SERVER = HERE / "fake_server.py"
 FAKE_SERVER_CMD = f"{PYTHON} {FAKE_SERVER}"
+FAKE_MODEL = HERE / "data" / "fake-model"  # a stub folder: the input checks want config.json
 
 from tests.support.stack import DRAFT_NOISY as DRAFT, SERVER_CMD as VLLM_CMD, TARGET, VLLM_PYTHON as VLLM_PY  # noqa: E402,F401
 
@@ -31,7 +32,7 @@ def job_env(job_dir: Path, **overrides: str) -> dict:
     client (mini_client) importable, CPU-server settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECDEC_")}
     env.update({
-        "HF_MODEL_CKPT": "/models/fake-model",
+        "HF_MODEL_CKPT": str(FAKE_MODEL),
         "SPECDEC_SERVER_CMD": FAKE_SERVER_CMD,
         "SPECDEC_JOB_DIR": str(job_dir),
         "SPECDEC_PYTHON": PYTHON,

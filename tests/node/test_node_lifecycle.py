@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from node_testlib import (
-    PYTHON, RUN_SH, error_line, job_env, leftovers, read, run_job, server_pid_from_log, start_job, wait_for,
+    FAKE_MODEL, PYTHON, RUN_SH, error_line, job_env, leftovers, read, run_job, server_pid_from_log, start_job, wait_for,
 )
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc")
@@ -42,7 +42,7 @@ def test_success_writes_ready_file_telemetry_and_stops_server(tmp_path):
     assert ready["bind_host"] == "0.0.0.0" and ready["served_model_name"] == "fk"
     argv = ready["argv"]
     assert argv[argv.index("--host") + 1] == "0.0.0.0" and argv[argv.index("--port") + 1] == str(ready["port"])
-    assert argv[argv.index("--model") + 1] == "/models/fake-model"  # not a `... serve` command: --model
+    assert argv[argv.index("--model") + 1] == str(FAKE_MODEL)  # not a `... serve` command: --model
     # the benchmark got the URL and could read the ready file
     stats = json.loads((job / "out" / "spec_stats.json").read_text())
     assert stats["url"] == ready["url"] and stats["server_ready"]["port"] == ready["port"]
@@ -250,7 +250,7 @@ def test_launcher_job_contract(tmp_path):
     from launcher.job import run_job as launcher_run_job
 
     def spec(job_dir, flags):
-        return {"server_id": "fake-job", "job_dir": str(job_dir), "model": "/models/fake-model",
+        return {"server_id": "fake-job", "job_dir": str(job_dir), "model": str(FAKE_MODEL),
                 "server_command": f"{PYTHON} {Path(__file__).with_name('fake_server.py')}", "bind_host": "0.0.0.0",
                 "ready_timeout_s": 60, "port": None, "server_flags": flags,
                 "env": {"SPECDEC_BENCH_MODULE": "mini_client", "PYTHONPATH": str(Path(__file__).parent)},
