@@ -78,6 +78,15 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
     return out
 
 
+def points_complete(job: JobPlan, default: int = 0) -> int:
+    """Points complete or skipped-as-complete, from summary.json."""
+    try:
+        pts = json.loads((Path(job.job_dir) / "summary.json").read_text())["points"]
+        return sum(1 for p in pts if p.get("status") in ("complete", "skipped"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return default
+
+
 def job_progress(job: JobPlan) -> dict:
     """What the node side reported so far (progress.json, written by the benchmark)."""
     p = Path(job.job_dir) / "progress.json"
@@ -87,11 +96,49 @@ def job_progress(job: JobPlan) -> dict:
         return {}
 
 
+def job_end_reason(job: JobPlan) -> str | None:
+    """Why a job ended, in words, from what the node side wrote: summary.json's
+    job_end (the node job's own finalization), else logs/error.txt."""
+    d = Path(job.job_dir)
+    try:
+        end = json.loads((d / "summary.json").read_text()).get("job_end") or {}
+    except (OSError, ValueError, AttributeError):
+        end = {}
+    if end.get("status") == "failed" and (end.get("reason") or end.get("cause")):
+        return str(end.get("reason") or end.get("cause"))
+    try:
+        lines = (d / "logs" / "error.txt").read_text().strip().splitlines()
+        return lines[0] if lines else None
+    except OSError:
+        return None
+
+
+def finalize_lost_job(job: JobPlan, cause: str) -> None:
+    """The node job could not finalize summary.json (it was SIGKILLed, or never
+    started): do it here, from the files on disk, with ``cause`` in words."""
+    from launcher.node.outcome import finalize_job_dir
+
+    d = Path(job.job_dir)
+    try:
+        end = json.loads((d / "summary.json").read_text()).get("job_end")
+    except (OSError, ValueError, AttributeError):
+        end = None
+    if end:  # the node job wrote its own end
+        return
+    try:
+        finalize_job_dir(d, rc=-9, cause=cause, reason=cause, bench_args=job.bench_args)
+    except OSError:
+        pass
+
+
 def job_outcome(s: Submitted) -> tuple[bool, str]:
-    """(ok, message) for a finished job."""
+    """(ok, message) for a finished job; a failure's message is the reason in words."""
     try:
         res = s.handle.result()
     except Exception as e:  # submitit re-raises the job's exception
+        reason = job_end_reason(s.job)
+        if reason:
+            return False, reason
         msg = str(e).strip().splitlines()
         tail = next((ln for ln in reversed(msg) if ln.strip()), type(e).__name__)
         return False, tail[:300]
@@ -132,8 +179,8 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
 
     def table() -> Table:
         t = Table(title=f"specdec jobs ({time.time() - start:.0f}s)", expand=False)
-        for col in ("job id", "server", "state", "points", "current"):
-            t.add_column(col)
+        for col in ("job id", "server", "state", "points", "current / reason"):
+            t.add_column(col, overflow="fold")
         for s in subs:
             prog = job_progress(s.job)
             if s.job_id in outcomes:
@@ -147,7 +194,9 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
                     state = "?"
                 cur = prog.get("current", "")
             done = prog.get("points_done", 0)
-            t.add_row(s.job_id, s.job.server_id, state, f"{done}/{len(s.job.points)}", str(cur)[:80])
+            if s.job_id in outcomes:  # the final count: every point complete on disk
+                done = points_complete(s.job, done)
+            t.add_row(s.job_id, s.job.server_id, state, f"{done}/{len(s.job.points)}", str(cur))
         return t
 
     with Live(table(), console=console, refresh_per_second=2, transient=not console.is_terminal) as live:
@@ -158,7 +207,9 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
                 if s.handle.done():
                     outcomes[s.job_id] = job_outcome(s)
                 elif left_queue_without_result(s):
-                    outcomes[s.job_id] = (False, f"left the Slurm queue without a result; see {s.log_path()}")
+                    cause = "the job was killed before it could record its end (it left the Slurm queue without a result)"
+                    finalize_lost_job(s.job, cause)
+                    outcomes[s.job_id] = (False, job_end_reason(s.job) or cause)
             live.update(table())
             if len(outcomes) < len(subs):
                 time.sleep(poll_s)

@@ -84,7 +84,8 @@ def check_dataset(name: str, path: str, num_requests: Optional[int], field: str)
     except ImportError as e:  # pyarrow missing on this Python: the benchmark's side reads it
         return None if path.endswith(".parquet") else f"{field}: {path}: cannot be read ({e})"
     except (DatasetError, OSError, UnicodeDecodeError) as e:
-        return f"{field}: {e}"
+        msg = " ".join(str(e).split())
+        return f"{field}: {msg}" + ("" if "fix" in msg else f" (fix: correct the file or point {field} at another)")
     if not questions:
         return f"{field}: {path}: no questions (fix: point {field} at a non-empty dataset)"
     if num_requests is not None and len(questions) < num_requests:

@@ -95,10 +95,26 @@ def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], run
     return out
 
 
-def job_end_record(rc: int, cause: Optional[str], reason: Optional[str]) -> dict:
+def end_reason(cause: Optional[str], points: Sequence[Mapping], running: Iterable[str] = ()) -> str:
+    """Pure: one sentence for the launcher's table, e.g. "server exited with SIGKILL
+    during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run"."""
+    running = [r for r in running if any(p.get("dir") == r for p in points)]
+    counts: dict[str, int] = {}
+    for p in points:
+        counts[p.get("status") or "pending"] = counts.get(p.get("status") or "pending", 0) + 1
+    done = counts.pop("complete", 0) + counts.pop("skipped", 0)
+    head = cause or "the job ended"
+    if running:
+        head += f" during point{'s' if len(running) > 1 else ''} {', '.join(running)}"
+    tail = f"{done} of {len(points)} points complete" + "".join(
+        f", {n} {k.replace('_', ' ')}" for k, n in sorted(counts.items()))
+    return f"{head}; {tail}"
+
+
+def job_end_record(rc: int, cause: Optional[str], reason: Optional[str], detail: Optional[str] = None) -> dict:
     """summary.json's ``job_end``: how the job ended, in words."""
     return {"exit_code": rc, "status": "succeeded" if rc == 0 else "failed",
-            "cause": cause, "reason": reason,
+            "cause": cause, "reason": reason, "detail": detail,
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
@@ -160,7 +176,8 @@ def planned_points(bench_args: Sequence[str]) -> list[dict]:
 def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Optional[str],
                      bench_args: Sequence[str] = ()) -> dict:
     """Make summary.json (and progress.json) true after the job ended; returns the
-    summary written. ``cause`` None means a normal end."""
+    summary written. ``cause`` None means a normal end; ``reason`` is the job's own
+    error line (logs/error.txt), kept as ``job_end.detail``."""
     job_dir = Path(job_dir)
     summary = _read_json(job_dir / "summary.json")
     if summary is None or not summary.get("points"):
@@ -175,11 +192,12 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
     complete = [p["dir"] for p in summary["points"]
                 if p.get("dir") and (job_dir / p["dir"] / COMPLETE_MARKER).is_file()]
     summary["points"] = finalize_points(summary["points"], complete, running, cause)
-    summary["job_end"] = job_end_record(rc, cause, reason)
+    words = end_reason(cause, summary["points"], running) if (cause or rc != 0) else None
+    summary["job_end"] = job_end_record(rc, cause, words, reason)
     _write_json_atomic(job_dir / "summary.json", summary)
     if progress:
         done = sum(1 for p in summary["points"] if p["status"] in DONE)
-        progress.update({"running": [], "current": reason or "finished", "points_done_total": done,
+        progress.update({"running": [], "current": words or "finished", "points_done_total": done,
                          "finished": True})
         _write_json_atomic(job_dir / "progress.json", progress)
     return summary

@@ -557,7 +557,7 @@ class NodeJob:
             problems = self._check_inputs()
             if problems:
                 rc = EXIT_USAGE
-                self.end_cause = "an input check failed"
+                self.end_cause = f"input check failed: {problems[0]}"
                 for line in problems[1:]:
                     self.log(f"ERROR: {line}", logging.ERROR)
                 self.fail(f"input check failed before the server started: {problems[0]}"

@@ -8,6 +8,8 @@ Takes the flags compose_server_argv produces (--model, --served-model-name,
                     ignores SIGTERM, so only SIGKILL ends it
   --ignore_term     ignore SIGTERM itself
   --list_name N     list N in /v1/models instead of the served name
+  --require_key K   answer /v1/* with 401 unless `Authorization: Bearer K`
+Like vLLM, it requires VLLM_API_KEY from its environment on /v1/* when set.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ def main() -> None:
     p.add_argument("--child", action="store_true")
     p.add_argument("--ignore_term", action="store_true")
     p.add_argument("--list_name")
+    p.add_argument("--require_key")
     a, _unknown = p.parse_known_args()
     name = a.list_name or (a.served_model_name[0] if a.served_model_name else a.model)
     if a.ignore_term:
@@ -47,6 +50,12 @@ def main() -> None:
 
     class H(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802
+            key = a.require_key or os.environ.get("VLLM_API_KEY")
+            if key and self.path.startswith("/v1") and self.headers.get("Authorization") != f"Bearer {key}":
+                self.send_response(401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             routes = {"/health": b"", "/version": json.dumps({"version": "fake-1.0"}).encode(),
                       "/v1/models": json.dumps({"object": "list", "data": [{"id": name, "object": "model"}]}).encode()}
             if self.path not in routes:

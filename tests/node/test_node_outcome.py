@@ -1,0 +1,78 @@
+"""Pure rules: each point's final status from disk + the job's record, and the end in words."""
+from __future__ import annotations
+
+import json
+import signal
+
+from launcher.node.outcome import end_cause, end_reason, finalize_job_dir, finalize_points, planned_points
+
+PTS = [{"dir": f"mtbench/t0_c{c}", "status": "pending", "reason": None} for c in (1, 2, 3, 4)]
+
+
+def test_server_sigkill_during_point_2_of_4():
+    cause = end_cause(server_rc=-9)
+    assert cause == "server exited with SIGKILL"
+    rows = finalize_points(PTS, complete_dirs=["mtbench/t0_c1"], running=["mtbench/t0_c2"], cause=cause)
+    assert [r["status"] for r in rows] == ["complete", "failed", "not_run", "not_run"]
+    assert rows[1]["reason"] == "server exited with SIGKILL during this point"
+    assert rows[2]["reason"] == "server exited with SIGKILL before this point started"
+    assert end_reason(cause, rows, ["mtbench/t0_c2"]) == (
+        "server exited with SIGKILL during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run")
+
+
+def test_slurm_states_in_words():
+    assert end_cause(signum=signal.SIGTERM, slurm_state="CANCELLED") == "cancelled by Slurm (scancel)"
+    assert end_cause(signum=signal.SIGTERM, slurm_state="TIMEOUT") == "the Slurm time limit was reached"
+    assert end_cause(signum=signal.SIGTERM, slurm_state="PREEMPTED") == "preempted by Slurm"
+    assert end_cause(signum=signal.SIGTERM) == "stopped by SIGTERM"
+    assert end_cause(bench_rc=-9) == "the benchmark exited with SIGKILL"
+    assert end_cause(bench_rc=2, phase="lossless comparison") == "the lossless comparison exited with code 2"
+
+
+def test_benchmark_verdicts_and_disk_truth_win():
+    pts = [{"dir": "a/t0_c1", "status": "failed", "reason": "Average_AL 0.5 is below 1"},
+           {"dir": "a/t0_c2", "status": "complete", "reason": None},  # marker gone: not complete
+           {"dir": "a/t0_c3", "status": "skipped", "reason": "already complete"},
+           {"dir": "a/t0_c4", "status": "pending", "reason": None}]
+    rows = finalize_points(pts, complete_dirs=["a/t0_c3", "a/t0_c4"], running=["a/t0_c1"], cause="x")
+    assert rows[0]["reason"] == "Average_AL 0.5 is below 1"
+    assert rows[1]["status"] == "failed" and "COMPLETE" in rows[1]["reason"]
+    assert rows[2]["status"] == "skipped"
+    assert rows[3] == {"dir": "a/t0_c4", "status": "complete", "reason": None}
+
+
+def test_normal_end_changes_nothing_but_disk_truth():
+    rows = finalize_points(PTS, complete_dirs=[p["dir"] for p in PTS], running=[], cause=None)
+    assert {r["status"] for r in rows} == {"complete"}
+
+
+def test_planned_points_from_bench_args():
+    rows = planned_points(["--mtbench", "m.jsonl", "--speed", "/d/qualitative.parquet", "--temperature", "0", "0.7",
+                           "--concurrency", "1", "8", "--save_dir", "x"])
+    assert [r["dir"] for r in rows] == ["mtbench/t0_c1", "mtbench/t0_c8", "mtbench/t0.7_c1", "mtbench/t0.7_c8",
+                                        "speed_qualitative/t0_c1", "speed_qualitative/t0_c8",
+                                        "speed_qualitative/t0.7_c1", "speed_qualitative/t0.7_c8"]
+
+
+def test_finalize_job_dir_from_files(tmp_path):
+    (tmp_path / "mtbench" / "t0_c1").mkdir(parents=True)
+    (tmp_path / "mtbench" / "t0_c1" / "COMPLETE").write_text("x\n")
+    (tmp_path / "summary.json").write_text(json.dumps({"points": PTS, "model": "tiny"}))
+    (tmp_path / "progress.json").write_text(json.dumps({"running": ["mtbench/t0_c2"], "current": "point 2/4"}))
+    s = finalize_job_dir(tmp_path, rc=143, cause="cancelled by Slurm (scancel)", reason="interrupted by SIGTERM")
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk == s and on_disk["model"] == "tiny"
+    assert [p["status"] for p in s["points"]] == ["complete", "failed", "not_run", "not_run"]
+    assert s["job_end"]["reason"].startswith("cancelled by Slurm (scancel) during point mtbench/t0_c2")
+    assert s["job_end"]["detail"] == "interrupted by SIGTERM" and s["job_end"]["exit_code"] == 143
+    prog = json.loads((tmp_path / "progress.json").read_text())
+    assert prog["running"] == [] and prog["finished"] is True
+
+
+def test_finalize_without_summary_uses_the_plan(tmp_path):
+    """The job failed before the benchmark wrote anything (server start, input check)."""
+    s = finalize_job_dir(tmp_path, rc=3, cause="the server failed to start", reason=None,
+                         bench_args=["--specbench", "s.jsonl", "--concurrency", "1", "2"])
+    assert [(p["dir"], p["status"]) for p in s["points"]] == [("specbench/t0_c1", "not_run"),
+                                                             ("specbench/t0_c2", "not_run")]
+    assert s["points"][0]["reason"] == "the server failed to start before this point started"
