@@ -214,4 +214,9 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
             if len(outcomes) < len(subs):
                 time.sleep(poll_s)
     console.print(table())
+    for s in subs:  # the reasons again, one unwrapped line each
+        ok, msg = outcomes[s.job_id]
+        if not ok:
+            console.print(f"job {s.job_id} ({s.job.server_id}) FAILED: {msg}", soft_wrap=True, markup=False,
+                          highlight=False)
     return all(ok for ok, _ in outcomes.values())

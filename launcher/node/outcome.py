@@ -65,6 +65,37 @@ def end_cause(*, server_rc: Optional[int] = None, bench_rc: Optional[int] = None
     return "the job ended"
 
 
+def slurm_seconds(v: str) -> Optional[float]:
+    """Slurm's `[D-]HH:MM:SS` / `MM:SS` durations in seconds (None for UNLIMITED or junk)."""
+    days = 0
+    if "-" in v:
+        d, v = v.split("-", 1)
+        if not d.isdigit():
+            return None
+        days = int(d)
+    parts = v.split(":")
+    if not parts or not all(x.isdigit() for x in parts) or len(parts) > 3:
+        return None
+    secs = 0
+    for x in parts:
+        secs = secs * 60 + int(x)
+    return days * 86400 + secs
+
+
+def slurm_state_from_scontrol(line: str, slack_s: float = 15.0) -> str:
+    """Pure: the state of a job from `scontrol -o show job` while it is being
+    stopped. Slurm shows COMPLETING (not CANCELLED or TIMEOUT) to the job itself,
+    so a run time at the time limit means TIMEOUT, anything else CANCELLED."""
+    fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+    state = fields.get("JobState", "")
+    if state and state not in ("COMPLETING", "RUNNING"):
+        return state
+    run, limit = slurm_seconds(fields.get("RunTime", "")), slurm_seconds(fields.get("TimeLimit", ""))
+    if run is not None and limit is not None and run >= limit - slack_s:
+        return "TIMEOUT"
+    return "CANCELLED" if state else ""
+
+
 def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], running: Iterable[str],
                     cause: Optional[str]) -> list[dict]:
     """Pure: the final status of every point.

