@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from launcher.node.lifecycle import terminate_trees
+from launcher.node.lifecycle import terminate_trees, with_parent_death_signal
 
 # Environment variables that make AIPerf fail on a local tokenizer directory.
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -115,7 +115,8 @@ def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
     start = time.time()
     timed_out = False
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # AIPerf ends with the benchmark, even when the benchmark is SIGKILLed
+        proc = subprocess.Popen(with_parent_death_signal(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True, bufsize=1)
 
         def killer():

@@ -261,11 +261,16 @@ def terminate_trees(procs: list[subprocess.Popen], grace_s: float = DEFAULT_STOP
     return left
 
 
+def with_parent_death_signal(argv: list[str]) -> list[str]:
+    """``argv`` run through the exec shim: it gets SIGTERM when this process dies (Linux)."""
+    return [sys.executable, "-c", _EXEC_SHIM, str(os.getpid()), *argv]
+
+
 def spawn(argv: list[str], *, stdout=None, env: Optional[dict] = None, cwd: Optional[str] = None,
           pdeathsig: bool = True) -> subprocess.Popen:
     """Start ``argv`` in a new session (its own process group), stdin closed.
     With ``pdeathsig`` it gets SIGTERM if this process dies (Linux)."""
-    full = [sys.executable, "-c", _EXEC_SHIM, str(os.getpid()), *argv] if pdeathsig else list(argv)
+    full = with_parent_death_signal(argv) if pdeathsig else list(argv)
     return subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=stdout,
                             stderr=subprocess.STDOUT if stdout is not None else None,
                             env=env, cwd=cwd, start_new_session=True)

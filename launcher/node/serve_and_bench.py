@@ -571,6 +571,8 @@ class NodeJob:
             server = self._start_server()
             ready = self._write_ready(server)
             rc = self._run_bench(server, ready)
+            if rc < 0:
+                rc = 128 - rc  # killed by signal N: 128+N, as a shell reports it
             spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
             lossless = "--lossless_prompts" in self.bench_args and spec_outputs.exists()
             baseline_dir = os.environ.get("SPECDEC_BASELINE_DIR", "").strip()
@@ -605,6 +607,7 @@ class NodeJob:
             rc = 128 + e.signum
             self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=slurm_job_state(os.environ))
             self.fail(f"interrupted by {signal_name(e.signum)}: {self.end_cause}")
+            self._finalize_summary(rc)  # now too: Slurm's SIGKILL may follow within KillWait (default 30 s)
         except ServerError as e:
             rc = EXIT_SERVER_FAILED
             if self.end_cause is None:

@@ -44,16 +44,23 @@ def progress(job: Path) -> dict:
         return {}
 
 
+def bench_args(job: Path) -> list[str]:
+    return ["--model", "tiny", "--tokenizer", str(stack.TARGET), "--mtbench", str(MTBENCH), "--num_requests", "2",
+            "--output_length", "24", "--temperature", "0", "--concurrency", "1", "2", "3", "4",
+            "--save_dir", str(job), "--aiperf", str(stack.AIPERF)]
+
+
+def start_real_job(job: Path, **env):
+    return start_job(job, REAL_FLAGS, bench_args(job), HF_MODEL_CKPT=str(stack.TARGET),
+                     SPECDEC_SERVER_CMD=stack.SERVER_CMD, SPECDEC_READY_TIMEOUT="600",
+                     SPECDEC_BENCH_MODULE="launcher.bench", PYTHONPATH=str(stack.REPO_ROOT), **env)
+
+
 def test_server_sigkill_during_point_2_of_4(tmp_path):
     """run.sh with the real server bound to 0.0.0.0 (so a per-job key), the real
     benchmark and AIPerf; the API server is SIGKILLed while point 2 of 4 runs."""
     job = tmp_path / "job"
-    bench = ["--model", "tiny", "--tokenizer", str(stack.TARGET), "--mtbench", str(MTBENCH), "--num_requests", "2",
-             "--output_length", "24", "--temperature", "0", "--concurrency", "1", "2", "3", "4",
-             "--save_dir", str(job), "--aiperf", str(stack.AIPERF)]
-    p = start_job(job, REAL_FLAGS, bench, HF_MODEL_CKPT=str(stack.TARGET), SPECDEC_SERVER_CMD=stack.SERVER_CMD,
-                  SPECDEC_READY_TIMEOUT="600", SPECDEC_HOST="0.0.0.0", SPECDEC_BENCH_MODULE="launcher.bench",
-                  PYTHONPATH=str(stack.REPO_ROOT))
+    p = start_real_job(job, SPECDEC_HOST="0.0.0.0")
     try:
         wait_for(lambda: progress(job).get("running") == ["mtbench/t0_c2"] or p.poll() is not None, 900,
                  interval=0.2, what="point 2 to start")
@@ -83,6 +90,40 @@ def test_server_sigkill_during_point_2_of_4(tmp_path):
     assert "generated for this job" in read(job / "logs" / "job.log")
     assert files_holding([job], key) == []
     assert leftovers(ready["pid"], ready["port"], extra_pids=children) == []
+
+
+def test_benchmark_sigkilled_during_point_2_of_4(tmp_path):
+    """The benchmark process dies hard (OOM killer, a user's kill -9): the node job
+    survives it, finalizes summary.json, and AIPerf does not outlive the benchmark."""
+    from tests.e2e.procs import processes_matching
+
+    job = tmp_path / "job"
+    p = start_real_job(job)
+    try:
+        wait_for(lambda: progress(job).get("running") == ["mtbench/t0_c2"] or p.poll() is not None, 900,
+                 interval=0.2, what="point 2 to start")
+        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
+        ready = json.loads((job / "server_ready.json").read_text())
+        bench = [pid for pid, cmd in processes_matching("-m launcher.bench", str(job)) if "-c" not in cmd.split()]
+        assert len(bench) == 1, bench
+        time.sleep(1.0)
+        os.kill(bench[0], signal.SIGKILL)
+        rc = p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 128 + 9
+    s = json.loads((job / "summary.json").read_text())
+    assert [(x["dir"], x["status"], x["reason"]) for x in s["points"]] == [
+        ("mtbench/t0_c1", "complete", None),
+        ("mtbench/t0_c2", "failed", "the benchmark was killed by SIGKILL during this point"),
+        ("mtbench/t0_c3", "not_run", "the benchmark was killed by SIGKILL before this point started"),
+        ("mtbench/t0_c4", "not_run", "the benchmark was killed by SIGKILL before this point started"),
+    ], json.dumps(s["points"], indent=1)
+    assert "server API key: none (server bound to loopback)" in read(job / "logs" / "job.log")
+    time.sleep(2)  # AIPerf got SIGTERM from its parent's death; give it a moment to exit
+    assert processes_matching("aiperf", str(job)) == []
+    assert leftovers(ready["pid"], ready["port"]) == []
 
 
 def test_scancel_during_point_2_of_4_under_slurm(slurm_cluster, tmp_path):
@@ -121,3 +162,30 @@ def test_scancel_during_point_2_of_4_under_slurm(slurm_cluster, tmp_path):
     assert f"job {job_id} ({job.name}) FAILED: {reason}\n" in stderr, stdout + stderr
     assert "logs in" not in stderr
     assert files_holding([out], key) == []  # job dir and _submitit/ (sbatch script, stdout, stderr, pickles)
+
+
+def test_slurm_time_limit(slurm_cluster, tmp_path):
+    """cluster.time_min=1: Slurm stops the job after a minute (during start-up or a
+    point, whichever comes): the launcher prints the time limit as the reason and
+    every point's status agrees with the disk."""
+    out = tmp_path / "results"
+    proc = subprocess.run(stack.launcher_cmd("cluster=slurm", "cluster.time_min=1", f"output_dir={out}", "wait=true",
+                                             "sweep.temperatures=[0]", "sweep.concurrencies=[1,2,3,4]",
+                                             "sweep.datasets=[mtbench]", "sweep.num_requests=8"),
+                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    job = Path(json.loads((out / "smoke" / "submission.json").read_text())[0]["job_dir"])
+    s = json.loads((job / "summary.json").read_text())
+    assert s["job_end"]["cause"] == "the Slurm time limit was reached", s["job_end"]
+    assert f"FAILED: {s['job_end']['reason']}\n" in proc.stderr and "the Slurm time limit was reached" in proc.stderr
+    running = [p for p in s["points"] if p["status"] == "failed"]
+    assert len(running) <= 1
+    for p in s["points"]:
+        on_disk = (job / p["dir"] / "COMPLETE").exists()
+        assert (p["status"] == "complete") == on_disk, p
+        if p["status"] == "failed":
+            assert p["reason"] == "the Slurm time limit was reached during this point"
+        elif p["status"] == "not_run":
+            assert p["reason"] == "the Slurm time limit was reached before this point started"
+        else:
+            assert p["status"] == "complete", p
