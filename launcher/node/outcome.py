@@ -222,8 +222,14 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
     running = progress.get("running") or []
     complete = [p["dir"] for p in summary["points"]
                 if p.get("dir") and (job_dir / p["dir"] / COMPLETE_MARKER).is_file()]
-    summary["points"] = finalize_points(summary["points"], complete, running, cause)
-    words = end_reason(cause, summary["points"], running) if (cause or rc != 0) else None
+    point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run
+    summary["points"] = finalize_points(summary["points"], complete, running, point_cause)
+    if cause:
+        words = end_reason(cause, summary["points"], running)
+    elif rc != 0:  # the benchmark ended on its own and said why
+        words = reason or end_reason(None, summary["points"], running)
+    else:
+        words = None
     summary["job_end"] = job_end_record(rc, cause, words, reason)
     _write_json_atomic(job_dir / "summary.json", summary)
     if progress:

@@ -497,7 +497,7 @@ class NodeJob:
         err = self.logs / "error.txt"
         reason = err.read_text().strip().splitlines()[0] if err.exists() and err.read_text().strip() else None
         cause = self.end_cause
-        if cause is None and rc != 0:
+        if cause is None and rc != 0 and reason is None:
             cause = outcome.end_cause(bench_rc=rc, phase=self.phase)
         try:
             s = outcome.finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,

@@ -88,3 +88,14 @@ def test_slurm_state_while_stopping():
     assert slurm_state_from_scontrol(base.format("01:01")) == "TIMEOUT"
     assert slurm_state_from_scontrol("JobId=5 JobState=PREEMPTED RunTime=00:00:10") == "PREEMPTED"
     assert slurm_state_from_scontrol("") == ""
+
+
+def test_a_benchmark_that_said_why_keeps_its_words(tmp_path):
+    pts = [{"dir": "m/t0_c1", "status": "complete", "reason": None},
+           {"dir": "m/t0_c2", "status": "failed", "reason": "Average_AL 0.9 is below 1"}]
+    (tmp_path / "m" / "t0_c1").mkdir(parents=True)
+    (tmp_path / "m" / "t0_c1" / "COMPLETE").write_text("x")
+    (tmp_path / "summary.json").write_text(json.dumps({"points": pts}))
+    s = finalize_job_dir(tmp_path, rc=1, cause=None, reason="1 of 2 points failed: m/t0_c2: Average_AL 0.9 is below 1")
+    assert s["points"] == pts
+    assert s["job_end"]["reason"] == "1 of 2 points failed: m/t0_c2: Average_AL 0.9 is below 1"
