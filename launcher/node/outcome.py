@@ -219,7 +219,7 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
         for k in ("recipe", "server_id", "method", "num_speculative_tokens"):
             summary.setdefault(k, job.get(k))
     progress = _read_json(job_dir / "progress.json") or {}
-    running = progress.get("running") or []
+    running = progress.get("running") or progress.get("running_at_end") or []  # finalizing twice is harmless
     complete = [p["dir"] for p in summary["points"]
                 if p.get("dir") and (job_dir / p["dir"] / COMPLETE_MARKER).is_file()]
     point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run
@@ -234,7 +234,8 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
     _write_json_atomic(job_dir / "summary.json", summary)
     if progress:
         done = sum(1 for p in summary["points"] if p["status"] in DONE)
-        progress.update({"running": [], "current": words or "finished", "points_done_total": done,
+        progress.update({"running": [], "running_at_end": running, "current": words or "finished",
+                         "points_done_total": done,
                          "finished": True})
         _write_json_atomic(job_dir / "progress.json", progress)
     return summary

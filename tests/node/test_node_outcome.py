@@ -67,6 +67,8 @@ def test_finalize_job_dir_from_files(tmp_path):
     assert s["job_end"]["detail"] == "interrupted by SIGTERM" and s["job_end"]["exit_code"] == 143
     prog = json.loads((tmp_path / "progress.json").read_text())
     assert prog["running"] == [] and prog["finished"] is True
+    again = finalize_job_dir(tmp_path, rc=143, cause="cancelled by Slurm (scancel)", reason="interrupted by SIGTERM")
+    assert again["points"] == s["points"] and again["job_end"]["reason"] == s["job_end"]["reason"]
 
 
 def test_finalize_without_summary_uses_the_plan(tmp_path):
