@@ -555,6 +555,7 @@ class NodeJob:
                 self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
                 return rc
             problems = self._check_inputs()
+            self.check_signal()  # a stop signal during the checks (it also reaches their subprocesses) wins
             if problems:
                 rc = EXIT_USAGE
                 self.end_cause = f"input check failed: {problems[0]}"
@@ -605,7 +606,9 @@ class NodeJob:
                 self.log("benchmark succeeded")
         except Interrupted as e:
             rc = 128 + e.signum
-            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=slurm_job_state(os.environ))
+            # submitit asks Slurm for SIGUSR2 ahead of the time limit (--signal=USR2@90): judge it with that slack
+            slack = 180.0 if e.signum == getattr(signal, "SIGUSR2", -1) else 15.0
+            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=slurm_job_state(os.environ, slack))
             self.fail(f"interrupted by {signal_name(e.signum)}: {self.end_cause}")
             self._finalize_summary(rc)  # now too: Slurm's SIGKILL may follow within KillWait (default 30 s)
         except ServerError as e:
@@ -640,7 +643,7 @@ class NodeJob:
         return rc
 
 
-def slurm_job_state(env: Mapping[str, str]) -> Optional[str]:
+def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[str]:
     """Slurm's state of this job (CANCELLED, TIMEOUT, ...) when running under Slurm,
     "" when Slurm does not say, None outside Slurm."""
     job_id = env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID") and \
@@ -652,7 +655,7 @@ def slurm_job_state(env: Mapping[str, str]) -> Optional[str]:
         r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return ""
-    return outcome.slurm_state_from_scontrol(r.stdout.strip())
+    return outcome.slurm_state_from_scontrol(r.stdout.strip(), slack_s)
 
 
 def subprocess_line(argv: Sequence[str]) -> str:

@@ -165,9 +165,10 @@ def test_scancel_during_point_2_of_4_under_slurm(slurm_cluster, tmp_path):
 
 
 def test_slurm_time_limit(slurm_cluster, tmp_path):
-    """cluster.time_min=1: Slurm stops the job after a minute (during start-up or a
-    point, whichever comes): the launcher prints the time limit as the reason and
-    every point's status agrees with the disk."""
+    """cluster.time_min=1: submitit has Slurm send SIGUSR2 90 s before the limit
+    (--signal=USR2@90), so here at once; the job reads its run time against the
+    limit from scontrol, the launcher prints the time limit as the reason and every
+    point's status agrees with the disk."""
     out = tmp_path / "results"
     proc = subprocess.run(stack.launcher_cmd("cluster=slurm", "cluster.time_min=1", f"output_dir={out}", "wait=true",
                                              "sweep.temperatures=[0]", "sweep.concurrencies=[1,2,3,4]",
