@@ -443,12 +443,11 @@ class NodeJob:
         return path
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
-        env = dict(os.environ)
+        env = self._server_env()
         root = str(repo_root())
         pp = env.get("PYTHONPATH", "")
         if root not in pp.split(os.pathsep):
             env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
-        env.update({k: str(v) for k, v in self.spec.env.items()})
         env.update({"SPECDEC_JOB_DIR": str(self.job_dir), "SPECDEC_SERVER_URL": server.url,
                     "SPECDEC_SERVER_READY_FILE": str(ready_path)})
         return env
