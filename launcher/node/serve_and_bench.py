@@ -388,7 +388,7 @@ class NodeJob:
         if L.nodes > 1 and len(nodes) < L.nodes:
             raise ServerStartError(f"the spec asks for {L.nodes} nodes but the allocation has {nodes}")
         if sp.port is not None and not port_is_free(host, sp.port):
-            raise ServerStartError(f"port {sp.port} (the spec's port) is already in use on {host}")
+            raise ServerStartError(f"port {sp.port} (SPECDEC_PORT or the spec's port) is already in use on {host}")
         attempts = 1 if sp.port is not None else 1 + PORT_RETRIES
         for attempt in range(attempts):
             port = sp.port if sp.port is not None else pick_free_port(host)
@@ -401,7 +401,7 @@ class NodeJob:
                 with open(self.logs / f"server.node{rank}.log", "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self._server_env()))
             argv = L.server_step_prefix(head) + sp.server_argv(host, port, 0, head, rpc_port, flags)
-            self.log(f"starting the {phase} on {host}:{port}"
+            self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
                                    log_path=self.logs / "server.log", env=self._server_env(), log=self.log)
