@@ -21,8 +21,6 @@ from launcher.config.schema import ClusterConfig
 from launcher.job import REPO_ROOT, node_command
 from launcher.spec import SPEC_FILE, JobSpec, shell_join
 
-JobPlan = JobSpec
-
 
 def container_srun_args(cl: ClusterConfig) -> list[str]:
     """pyxis flags for the job's srun line (container_scope=job only; with the
