@@ -24,7 +24,7 @@ def _err(line: str) -> None:
 
 
 def print_plan(cfg, plan) -> None:
-    from launcher.sbatch import describe_commands, render_sbatch
+    from launcher.sbatch import describe_commands, render_sbatch, render_standalone
     from launcher.submit import submitit_folder
 
     out = sys.stdout
@@ -43,6 +43,9 @@ def print_plan(cfg, plan) -> None:
         out.write("\n# ---- sbatch script (submitit) ----\n")
         out.write(render_sbatch(cfg.cluster, plan.jobs, submitit_folder(plan), f"specdec-{cfg.name}"))
         out.write("\n")
+        for job in plan.jobs:  # written beside each job's spec on submission
+            out.write(f"\n# ---- standalone script {job.job_dir}/job.sbatch (plain `sbatch` runs it) ----\n")
+            out.write(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
     else:
         out.write("\n# ---- local executor commands ----\n")
         for job in plan.jobs:

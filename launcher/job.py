@@ -1,8 +1,9 @@
-"""The node-side job: what submitit runs on the allocation for one server configuration.
+"""The node-side job submitit runs on the allocation for one server configuration.
 
-It runs common/specdec_aiperf/run.sh (server args before `--`, benchmark args
-after), which owns the server's lifecycle, and turns its exit status into the
-job's result. The argument is a plain dict (JobPlan.to_dict()).
+It runs the node side on the job spec the launcher wrote
+(`python -m launcher.node.serve_and_bench --spec JOB_DIR/job.json`, the same
+command the standalone job.sbatch runs) and turns its exit status into the
+job's result. The argument is the spec as a plain dict (JobSpec.to_dict()).
 """
 from __future__ import annotations
 
@@ -13,35 +14,33 @@ import subprocess
 import sys
 from pathlib import Path
 
-from launcher.plan import RUN_SH
+from launcher.spec import SPEC_FILE
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def job_environment(spec: dict) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({k: str(v) for k, v in spec.get("env", {}).items()})
-    env.update({
-        "HF_MODEL_CKPT": spec["model"],
-        "SPECDEC_SERVER_CMD": spec["server_command"],
-        "SPECDEC_HOST": spec["bind_host"],
-        "SPECDEC_READY_TIMEOUT": str(spec["ready_timeout_s"]),
-        "SPECDEC_JOB_DIR": spec["job_dir"],
-        "SPECDEC_PYTHON": sys.executable,
-    })
-    if spec.get("port"):
-        env["SPECDEC_PORT"] = str(spec["port"])
-    repo = str(RUN_SH.parents[2])
-    env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+def node_command(spec_path: str | Path, python: str | None = None) -> list[str]:
+    return [python or sys.executable, "-m", "launcher.node.serve_and_bench", "--spec", str(spec_path)]
+
+
+def node_environment(base: dict | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    repo = str(REPO_ROOT)
+    if repo not in env.get("PYTHONPATH", "").split(os.pathsep):
+        env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
 def run_job(spec: dict) -> dict:
     job_dir = Path(spec["job_dir"])
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
-    argv = ["bash", str(RUN_SH), *spec["server_flags"], "--", *spec["bench_args"]]
-    env = job_environment(spec)
+    spec_path = job_dir / SPEC_FILE
+    if not spec_path.exists():  # submit writes it; a hand call may not have
+        from launcher.spec import JobSpec
+        JobSpec.from_dict({k: v for k, v in spec.items()}).write(spec_path)
     print(f"[specdec] job {spec['server_id']} on {os.uname().nodename} "
           f"(SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')})", flush=True)
-    proc = subprocess.Popen(argv, env=env)
+    proc = subprocess.Popen(node_command(spec_path), env=node_environment())
 
     def forward(signum, _frame):  # Slurm's SIGTERM/SIGUSR2 reach us: pass them on
         try:

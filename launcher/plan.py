@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from launcher.config.schema import LauncherConfig
-from launcher.server_args import build_server_flags, drop_flags, speculative_config
+from launcher.node.serve_and_bench import kv_cache_cap_bytes
+from launcher.server_args import build_server_flags, speculative_config
+from launcher.spec import JobSpec, drop_flags, LaunchSpec, PointSpec, point_dir_name, shell_join  # noqa: F401 (re-exported)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
@@ -27,53 +28,9 @@ BASELINE_DIR_ENV = "SPECDEC_BASELINE_DIR"
 RUN_BASELINE_ENV = "SPECDEC_RUN_BASELINE"
 
 
-def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
-    return f"{dataset}/t{temperature:g}_c{concurrency}"
-
-
-@dataclass(frozen=True)
-class ClientPoint:
-    dataset: str
-    temperature: float
-    concurrency: int
-
-    @property
-    def id(self) -> str:
-        return point_dir_name(self.dataset, self.temperature, self.concurrency)
-
-
-@dataclass
-class JobPlan:
-    """Everything one node-side job needs, as plain data (it is pickled to the job)."""
-    recipe: str
-    server_id: str
-    job_dir: str
-    num_speculative_tokens: Optional[int]
-    method: str
-    model: str
-    served_name: str
-    server_command: str
-    server_flags: list[str]
-    bind_host: str
-    port: Optional[int]
-    ready_timeout_s: int
-    env: dict[str, str]
-    bench_args: list[str]
-    points: list[ClientPoint]
-    num_gpus: int
-    speculative_config: Optional[dict]
-    container_image: Optional[str]
-    runtime_params: dict = field(default_factory=dict)
-    compare_thresholds: dict = field(default_factory=dict)  # read by launcher.compare
-    role: str = "speculative"  # or "baseline": the matched no-speculation configuration
-
-    def run_sh_argv(self) -> list[str]:
-        return ["bash", str(RUN_SH), *self.server_flags, "--", *self.bench_args]
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["points"] = [asdict(p) | {"id": p.id} for p in self.points]
-        return d
+# The planner's output is the job spec (launcher/spec.py): one per server configuration.
+ClientPoint = PointSpec
+JobPlan = JobSpec
 
 
 @dataclass
@@ -135,7 +92,13 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         ks = [None]
     points = [ClientPoint(ds, float(t), int(c)) for ds in cfg.sweep.datasets
               for t in cfg.sweep.temperatures for c in cfg.sweep.concurrencies]
-    num_gpus = max(1, cfg.parallel.tp * cfg.parallel.dp)
+    par, cl = cfg.parallel, cfg.cluster
+    num_gpus = max(1, par.tp * par.pp * par.dp)
+    in_container = bool(cl.container_image) and cl.container_scope == "server"
+    launch = LaunchSpec(server="srun" if cl.executor == "slurm" and cl.container_scope == "server" else "process",
+                        nodes=cl.nodes, gpus_per_node=cl.gpus_per_node, tp=par.tp, pp=par.pp, dp=par.dp,
+                        container_image=cl.container_image if in_container else None,
+                        container_mounts=list(cl.container_mounts) if in_container else [])
     jobs = []
     for k in ks:
         flags = build_server_flags(cfg, k)
@@ -144,19 +107,22 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                     "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
         readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}" if k_eff else "") + \
-                   f"-tp{cfg.parallel.tp}" + (f"-ep{cfg.parallel.ep}" if cfg.parallel.ep > 1 else "")
+                   f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
+                   + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "")
         server_id = f"{readable}-{_digest(identity)}"
         job_dir = results_dir / server_id
         env = {**cfg.cluster.env, **cfg.server.env}
-        if cfg.cluster.container_image:
-            env["CONTAINER_IMAGE"] = cfg.cluster.container_image
-        jobs.append(JobPlan(
+        lossless = cfg.bench.lossless
+        jobs.append(JobSpec(
             recipe=cfg.name, server_id=server_id, job_dir=str(job_dir), num_speculative_tokens=k_eff,
             method=cfg.draft.method, model=cfg.model.path, served_name=cfg.model.served_name,
             server_command=cfg.server.command, server_flags=flags, bind_host=cfg.cluster.bind_host,
             port=cfg.server.port, ready_timeout_s=cfg.server.ready_timeout_s, env=env,
             bench_args=bench_args(cfg, job_dir, num_gpus), points=points, num_gpus=num_gpus,
             speculative_config=spec, container_image=cfg.cluster.container_image,
+            kv_cache_cap_bytes=kv_cache_cap_bytes(flags), launch=launch,
+            lossless=({"num_prompts": lossless.num_prompts, "output_length": lossless.output_length,
+                       "min_match_fraction": lossless.min_match_fraction} if lossless.enabled else None),
             runtime_params={"sampling_kwargs": dict(cfg.sweep.runtime_params.sampling_kwargs),
                             "chat_template_args": dict(cfg.sweep.runtime_params.chat_template_args),
                             "dataset_kwargs": dict(cfg.sweep.runtime_params.dataset_kwargs)},
@@ -199,8 +165,6 @@ def baseline_job(cfg: LauncherConfig, host: JobPlan, results_dir: Path, num_gpus
         server_flags=flags, bind_host=host.bind_host, port=host.port, ready_timeout_s=host.ready_timeout_s,
         env=env, bench_args=bench_args(base, job_dir, num_gpus), points=list(host.points), num_gpus=num_gpus,
         speculative_config=None, container_image=host.container_image, runtime_params=dict(host.runtime_params),
-        compare_thresholds=dict(host.compare_thresholds), role="baseline")
+        compare_thresholds=dict(host.compare_thresholds), role="baseline", launch=host.launch,
+        kv_cache_cap_bytes=host.kv_cache_cap_bytes, stop_grace_s=host.stop_grace_s)
 
-
-def shell_join(argv: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)

@@ -1,7 +1,15 @@
-"""Slurm job parameters and the rendered sbatch text. Pure functions.
+"""Slurm job parameters and the rendered sbatch texts. Pure functions.
 
-submitit renders the script (its `_make_sbatch_string`); we compute the
-parameters it is given, so a dry run shows exactly what a submission sends.
+Two scripts per submission: submitit's (its own `_make_sbatch_string`, fed
+the parameters we compute, so a dry run shows exactly what a submission sends)
+and, per job, a standalone `job.sbatch` that plain `sbatch` runs as is (the
+same node command on the same job spec, no pickle).
+
+Where the container runs (cluster.container_scope): "server" (default) puts
+the pyxis flags on the server's own srun step only (launcher.spec.LaunchSpec),
+the job's orchestration runs from this checkout's environment; "job" puts them
+on the job's srun line, so the image needs the repository mounted and the node
+side's dependencies.
 """
 from __future__ import annotations
 
@@ -10,13 +18,14 @@ import sys
 from pathlib import Path
 
 from launcher.config.schema import ClusterConfig
-from launcher.plan import JobPlan, shell_join
-from launcher.server_args import compose_server_argv
+from launcher.job import REPO_ROOT, node_command
+from launcher.spec import SPEC_FILE, JobSpec, shell_join
 
 
 def container_srun_args(cl: ClusterConfig) -> list[str]:
-    """pyxis flags for srun."""
-    if not cl.container_image:
+    """pyxis flags for the job's srun line (container_scope=job only; with the
+    default scope they go on the server's step, see LaunchSpec.server_step_prefix)."""
+    if not cl.container_image or cl.container_scope != "job":
         return []
     args = [f"--container-image={cl.container_image}"]
     if cl.container_mounts:
@@ -32,7 +41,9 @@ def slurm_parameters(cl: ClusterConfig, job_name: str) -> dict:
         "time": cl.time_min,
         "nodes": cl.nodes,
         "ntasks_per_node": 1,  # one task: the server must start once per node
-        "srun_args": [*cl.srun_args, *container_srun_args(cl)],
+        # multi-node: the job itself is one task on the head node; the server's own
+        # steps (one per node) are started by the node side
+        "srun_args": [*cl.srun_args, *container_srun_args(cl), *(["--nodes=1", "--ntasks=1"] if cl.nodes > 1 else [])],
         "array_parallelism": cl.array_parallelism,
         "signal_delay_s": 120,
     }
@@ -53,17 +64,23 @@ def slurm_parameters(cl: ClusterConfig, job_name: str) -> dict:
     return params
 
 
-def describe_commands(job: JobPlan) -> list[str]:
+def describe_commands(job: JobSpec) -> list[str]:
     """Comment lines for the sbatch script: the exact commands each job runs."""
-    server = compose_server_argv(job.server_command, job.model, job.server_flags, job.bind_host,
-                                 job.port if job.port else "<free port>")
-    bench = [sys.executable, "-m", "launcher.bench", *job.bench_args, "--url", "http://<host>:<port>"]
-    return [
-        f"# job {job.server_id}: {len(job.points)} client points, results in {job.job_dir}",
-        f"#   server: {shell_join(server)}",
-        f"#   bench:  {shell_join(bench)}",
-        f"#   via:    {shell_join(job.run_sh_argv())}",
-    ]
+    L = job.launch
+    port = job.port if job.port else "<free port>"
+    lines = [f"# job {job.server_id}: {len(job.points)} client points, results in {job.job_dir}",
+             f"#   node:   {shell_join(node_command(Path(job.job_dir) / SPEC_FILE))}"]
+    if L.nodes > 1:
+        for rank in range(L.nodes):
+            argv = L.server_step_prefix(f"<node{rank}>") + job.server_argv(
+                job.bind_host, port, rank, "<node0>", "<rpc port>")  # type: ignore[arg-type]
+            lines.append(f"#   server node {rank}: {shell_join(argv)}")
+    else:
+        argv = L.server_step_prefix() + job.server_argv(job.bind_host, port)
+        lines.append(f"#   server: {shell_join(argv)}")
+    bench = [job.python or sys.executable, "-m", job.bench_module, *job.bench_args, "--url", "http://<host>:<port>"]
+    lines.append(f"#   bench:  {shell_join(bench)}")
+    return lines
 
 
 def submitit_command(folder: str | Path, python: str | None = None) -> str:
@@ -71,19 +88,17 @@ def submitit_command(folder: str | Path, python: str | None = None) -> str:
     return " ".join([shlex.quote(python or sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))])
 
 
-def sbatch_setup(cl: ClusterConfig, jobs: list[JobPlan]) -> list[str]:
-    """Lines run by sbatch before srun: the commands as comments, and the container env."""
+def sbatch_setup(cl: ClusterConfig, jobs: list[JobSpec]) -> list[str]:
+    """Lines run by sbatch before srun: the commands as comments."""
     setup = []
     for i, job in enumerate(jobs):
         if len(jobs) > 1:
             setup.append(f"# --- array task {i}")
         setup += describe_commands(job)
-    if cl.container_image:
-        setup.append(f"export CONTAINER_IMAGE={shlex.quote(cl.container_image)}")
     return setup
 
 
-def render_sbatch(cl: ClusterConfig, jobs: list[JobPlan], folder: str | Path, job_name: str) -> str:
+def render_sbatch(cl: ClusterConfig, jobs: list[JobSpec], folder: str | Path, job_name: str) -> str:
     """The sbatch script submitit will submit for these jobs (an array when several)."""
     from submitit.slurm.slurm import _make_sbatch_string
 
@@ -94,3 +109,38 @@ def render_sbatch(cl: ClusterConfig, jobs: list[JobPlan], folder: str | Path, jo
     folder = Path(folder)
     return _make_sbatch_string(command=submitit_command(folder / "%j", cl.node_python), folder=folder / "%j",
                                **params)
+
+
+def sbatch_directives(cl: ClusterConfig, job_name: str, log_dir: str | Path) -> list[str]:
+    """#SBATCH lines for one standalone job (the same resource shape submitit asks for)."""
+    p = slurm_parameters(cl, job_name)
+    d = [f"--job-name={p['job_name']}", f"--output={log_dir}/slurm-%j.out", f"--error={log_dir}/slurm-%j.err",
+         "--open-mode=append", f"--time={p['time']}", f"--nodes={p['nodes']}",
+         f"--ntasks-per-node={p['ntasks_per_node']}", f"--signal=USR2@{p['signal_delay_s']}"]
+    for key, flag in (("partition", "partition"), ("account", "account"), ("qos", "qos"),
+                      ("gpus_per_node", "gpus-per-node"), ("cpus_per_task", "cpus-per-task"), ("mem", "mem")):
+        if key in p:
+            d.append(f"--{flag}={p[key]}")
+    for k, v in p.get("additional_parameters", {}).items():
+        d.append(f"--{k}={v}")
+    return [f"#SBATCH {x}" for x in d]
+
+
+def render_standalone(cl: ClusterConfig, job: JobSpec, job_name: str) -> str:
+    """A self-contained sbatch script for one job: `sbatch JOB_DIR/job.sbatch` runs
+    it as is, on the job spec beside it, and reproduces the job."""
+    job_dir = Path(job.job_dir)
+    node = node_command(job_dir / SPEC_FILE, cl.node_python)
+    run = shell_join(node)
+    if cl.container_scope == "job" and cl.container_image:
+        run = shell_join(["srun", "--ntasks=1", *cl.srun_args, *container_srun_args(cl)]) + " " + run
+    lines = ["#!/bin/bash", *sbatch_directives(cl, job_name, job_dir / "logs"), "",
+             f"# specdec job {job.server_id}: {len(job.points)} client point(s); the job spec is",
+             f"# {job_dir / SPEC_FILE} (server, points, gates, timeouts). Submit with: sbatch {job_dir / 'job.sbatch'}",
+             *describe_commands(job)[2:], "",
+             "set -euo pipefail",
+             f"export PYTHONPATH={shlex.quote(str(REPO_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}",
+             f"mkdir -p {shlex.quote(str(job_dir / 'logs'))}",
+             f"cd {shlex.quote(str(job_dir))}",
+             f"exec {run}", ""]
+    return "\n".join(lines)

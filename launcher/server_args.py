@@ -12,9 +12,9 @@ from typing import Optional
 
 from launcher.config.schema import LauncherConfig
 from launcher.errors import ConfigError
+from launcher.spec import SPEC_METRICS_FLAG, compose_server_argv, drop_flags, flag_names  # noqa: F401 (re-exported)
 
 MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
-SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
 
 
 def speculative_config(cfg: LauncherConfig, k: Optional[int] = None) -> Optional[dict]:
@@ -29,27 +29,6 @@ def speculative_config(cfg: LauncherConfig, k: Optional[int] = None) -> Optional
         spec["draft_tensor_parallel_size"] = cfg.parallel.draft_tp
     spec.update(d.extra)
     return spec
-
-
-def flag_names(args: list[str]) -> set[str]:
-    """The flags present in an argv list (`--x v` and `--x=v` forms)."""
-    return {a.split("=", 1)[0] for a in args if a.startswith("--")}
-
-
-def drop_flags(args: list[str], names: set[str]) -> list[str]:
-    """Remove flags (and their values) named in `names` from an argv list."""
-    out, i = [], 0
-    while i < len(args):
-        a = args[i]
-        name = a.split("=", 1)[0]
-        if a.startswith("--") and name in names:
-            i += 1
-            if "=" not in a and i < len(args) and not args[i].startswith("--"):
-                i += 1  # its value
-            continue
-        out.append(a)
-        i += 1
-    return out
 
 
 def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str]:
@@ -72,6 +51,8 @@ def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str
     if m.tokenizer:
         f += ["--tokenizer", m.tokenizer]
     f += ["--tensor-parallel-size", str(p.tp)]
+    if p.pp > 1:
+        f += ["--pipeline-parallel-size", str(p.pp)]
     if p.dp > 1:
         f += ["--data-parallel-size", str(p.dp)]
     if p.ep > 1:
@@ -94,21 +75,6 @@ def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str
         f += ["--enforce-eager"]
     # The recipe's extra arguments win: drop our computed copy of any flag they set.
     return drop_flags(f, extra_names) + extra
-
-
-def compose_server_argv(command: str, model: str, flags: list[str], host: str, port: int | str,
-                        spec_metrics: str = "summary") -> list[str]:
-    """The full server argv. `vllm serve` takes the model as a positional argument,
-    the OpenAI api_server module (the CPU build's entry point) as --model.
-    Adds --per-request-spec-decode-metrics when there is a speculative config and
-    the flags do not set it already."""
-    cmd = shlex.split(command)
-    model_args = [model] if cmd and cmd[-1] == "serve" else ["--model", model]
-    flags = drop_flags(list(flags), {"--host", "--port"})
-    names = flag_names(flags)
-    if "--speculative-config" in names and SPEC_METRICS_FLAG not in names:
-        flags += [SPEC_METRICS_FLAG, spec_metrics]
-    return cmd + model_args + flags + ["--host", host, "--port", str(port)]
 
 
 def build_server_argv(cfg: LauncherConfig, host: str, port: int | str, k: Optional[int] = None) -> list[str]:

@@ -15,7 +15,9 @@ import yaml
 
 from launcher.config.schema import LauncherConfig
 from launcher.plan import JobPlan, Plan
-from launcher.sbatch import sbatch_setup, slurm_parameters
+from launcher.sbatch import render_standalone, sbatch_setup, slurm_parameters
+
+STANDALONE_SCRIPT = "job.sbatch"
 
 
 @dataclass
@@ -32,12 +34,15 @@ class Submitted:
         return str(self.handle.paths.stdout)
 
 
-def write_job_files(job: JobPlan) -> None:
-    """Write what the node side reads: the plan and the runtime params."""
+def write_job_files(cfg: LauncherConfig, job: JobPlan) -> None:
+    """Write what the node side reads (the job spec, the runtime params) and, on
+    Slurm, the standalone script that reproduces the job with plain sbatch."""
     d = Path(job.job_dir)
     (d / "logs").mkdir(parents=True, exist_ok=True)
-    (d / "job.json").write_text(json.dumps(job.to_dict(), indent=2, sort_keys=True))
+    job.write()
     (d / "runtime_params.yaml").write_text(yaml.safe_dump(job.runtime_params, sort_keys=True))
+    if cfg.cluster.executor == "slurm":
+        (d / STANDALONE_SCRIPT).write_text(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
 
 
 def submitit_folder(plan: Plan) -> Path:
@@ -64,7 +69,7 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
     folder = submitit_folder(plan)
     folder.mkdir(parents=True, exist_ok=True)
     for job in plan.jobs + ([plan.baseline] if plan.baseline else []):
-        write_job_files(job)  # the baseline's too: its host job runs it
+        write_job_files(cfg, job)  # the baseline's too: its host job runs it
     ex = make_executor(cfg, folder, plan.jobs)
     specs = [j.to_dict() for j in plan.jobs]
     if len(specs) == 1:
@@ -72,6 +77,10 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
     else:  # one resource shape per recipe: a single job array
         handles = ex.map_array(run_job, specs)
     out = [Submitted(j, h) for j, h in zip(plan.jobs, handles)]
+    try:  # submitit stages its pickles in the literal "%j" folder before the id is known
+        (folder / "%j").rmdir()
+    except OSError:
+        pass
     (Path(plan.results_dir) / "submission.json").write_text(json.dumps(
         [{"server_id": s.job.server_id, "job_id": s.job_id, "log": s.log_path(), "job_dir": s.job.job_dir,
           "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())} for s in out], indent=2))

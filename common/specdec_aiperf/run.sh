@@ -20,7 +20,10 @@
 #   bash common/specdec_aiperf/run.sh --served-model-name llama \
 #       --speculative-config '{"method":"eagle3","model":"/models/eagle3","num_speculative_tokens":3}' \
 #       -- --model llama --mtbench data/mtbench.jsonl --save_dir "$SPECDEC_JOB_DIR"
-# The lifecycle lives in launcher/node/ (python -m launcher.node.serve_and_bench).
+# It writes the job spec these arguments describe to $SPECDEC_JOB_DIR/job.json
+# (unless the launcher wrote one) and runs it; launcher jobs run
+# `python -m launcher.node.serve_and_bench --spec JOB_DIR/job.json` directly.
+# The lifecycle lives in launcher/node/.
 set -euo pipefail
 
 py="${SPECDEC_PYTHON:-python3}"

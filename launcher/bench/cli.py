@@ -18,7 +18,7 @@ import yaml
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, engine_version
-from launcher.plan import point_dir_name
+from launcher.spec import point_dir_name
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

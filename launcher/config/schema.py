@@ -35,6 +35,7 @@ class DraftConfig:
 @dataclass
 class ParallelConfig:
     tp: int = 1  # tensor parallel size
+    pp: int = 1  # pipeline parallel size
     dp: int = 1  # data parallel size
     ep: int = 1  # expert parallel: 1 (off) or tp * dp (vLLM's EP group spans TP x DP)
     draft_tp: Optional[int] = None  # 1 or tp; default: vLLM's own choice
@@ -60,8 +61,13 @@ class ClusterConfig:
     bind_host: str = "127.0.0.1"  # 0.0.0.0 on clusters
     env: dict[str, str] = field(default_factory=dict)
     array_parallelism: int = 16
-    # The python that runs the job on the node (inside the container, where the repo
-    # must be mounted and the launcher's dependencies installed). Default: this interpreter.
+    # Where the container runs (pyxis): "server" = only the inference server, as its
+    # own srun step (the job's orchestration runs from this checkout's environment on
+    # the shared filesystem); "job" = the whole job inside the container (the image
+    # then needs this repository mounted and the launcher's node dependencies).
+    container_scope: str = "server"
+    # The python that runs the node side of the job. Default: this interpreter (the
+    # login node's environment, on the shared filesystem).
     node_python: Optional[str] = None
 
 

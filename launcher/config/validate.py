@@ -68,21 +68,40 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         if k < 1:
             add("sweep.num_speculative_tokens", f"contains {k}, every value must be >= 1", "remove it")
 
-    # --- parallelism against the node
-    for name, v in (("parallel.tp", par.tp), ("parallel.dp", par.dp), ("parallel.ep", par.ep)):
+    # --- parallelism against the allocation: tp x pp x dp GPUs on nodes x gpus_per_node
+    for name, v in (("parallel.tp", par.tp), ("parallel.pp", par.pp), ("parallel.dp", par.dp),
+                    ("parallel.ep", par.ep), ("cluster.nodes", cl.nodes)):
         if v < 1:
             add(name, f"is {v}, must be >= 1", f"set {name}=1")
-    gpus = par.tp * par.dp
-    if par.ep not in (1, gpus) and par.ep >= 1:
-        add("parallel.ep", f"is {par.ep}; vLLM's expert-parallel group is tp x dp = {gpus}",
-            f"set parallel.ep={gpus} (expert parallel on) or parallel.ep=1 (off)")
-    if cl.gpus_per_node > 0:
-        if gpus > cl.gpus_per_node:
-            add("parallel.tp", f"tp x dp = {gpus} GPUs exceeds cluster '{cl.name}' gpus_per_node={cl.gpus_per_node}",
-                f"use parallel.tp <= {cl.gpus_per_node} or a cluster with more GPUs per node")
+    gpus = par.tp * par.pp * par.dp
+    ep_group = par.tp * par.dp
+    if par.ep not in (1, ep_group) and par.ep >= 1:
+        add("parallel.ep", f"is {par.ep}; vLLM's expert-parallel group is tp x dp = {ep_group}",
+            f"set parallel.ep={ep_group} (expert parallel on) or parallel.ep=1 (off)")
+    total = cl.nodes * cl.gpus_per_node
+    if cl.gpus_per_node > 0 and cl.nodes >= 1:
+        if cl.nodes == 1 and gpus > total:
+            add("parallel.tp", f"tp x pp x dp = {gpus} GPUs exceeds cluster '{cl.name}' gpus_per_node="
+                f"{cl.gpus_per_node}", f"use tp x pp x dp <= {cl.gpus_per_node}, or cluster.nodes="
+                f"{-(-gpus // cl.gpus_per_node)}")
+        elif cl.nodes > 1 and gpus != total:
+            add("cluster.nodes", f"is {cl.nodes}: {cl.nodes} x {cl.gpus_per_node} GPUs = {total}, but one server "
+                f"uses tp x pp x dp = {par.tp} x {par.pp} x {par.dp} = {gpus}",
+                f"make tp x pp x dp equal nodes x gpus_per_node (e.g. cluster.nodes={max(1, gpus // cl.gpus_per_node)})")
+        elif cl.nodes > 1 and par.dp > 1 and par.tp * par.pp <= cl.gpus_per_node and par.dp % cl.nodes:
+            add("parallel.dp", f"is {par.dp}: data parallel across {cl.nodes} nodes needs dp divisible by nodes",
+                f"set parallel.dp to a multiple of {cl.nodes}")
     elif gpus > 1:
-        add("parallel.tp", f"tp x dp = {gpus} but cluster '{cl.name}' has no GPUs (gpus_per_node=0)",
+        add("parallel.tp", f"tp x pp x dp = {gpus} but cluster '{cl.name}' has no GPUs (gpus_per_node=0)",
             "use parallel=tp1 on a CPU cluster, or a GPU cluster such as cluster=gb300")
+    if cl.nodes > 1 and cl.executor != "slurm":
+        add("cluster.nodes", f"is {cl.nodes} on the {cl.executor} executor", "multi-node servers need a Slurm cluster")
+    if cl.container_scope not in ("server", "job"):
+        add("cluster.container_scope", f"is '{cl.container_scope}'",
+            "use server (only vLLM in the container) or job (the whole job in the container)")
+    if cl.nodes > 1 and cl.container_scope == "job":
+        add("cluster.container_scope", "is job with cluster.nodes > 1",
+            "use cluster.container_scope=server: each node's server is its own container step")
     if par.draft_tp is not None and par.draft_tp not in (1, par.tp):
         add("parallel.draft_tp", f"is {par.draft_tp}; vLLM accepts 1 or the target's tp ({par.tp})",
             f"set parallel.draft_tp=1 or parallel.draft_tp={par.tp}")
@@ -93,8 +112,6 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     if cl.requires_container and not cl.container_image:
         add("cluster.container_image", f"cluster '{cl.name}' runs jobs in a container but none is set",
             "set cluster.container_image=<image> or export CONTAINER_IMAGE")
-    if cl.nodes != 1:
-        add("cluster.nodes", f"is {cl.nodes}; one server spans one node for now", "set cluster.nodes=1")
     if cl.time_min < 1:
         add("cluster.time_min", f"is {cl.time_min}", "set a time limit in minutes, e.g. cluster.time_min=120")
 

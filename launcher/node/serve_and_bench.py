@@ -1,10 +1,13 @@
 """One job on the node: start the server, wait until it is ready, run the
 benchmark against it, stop the server, exit with the benchmark's status.
 
+    python -m launcher.node.serve_and_bench --spec JOB_DIR/job.json
     python -m launcher.node.serve_and_bench [SERVER ARGS...] -- [BENCH ARGS...]
 
-(common/specdec_aiperf/run.sh is the thin wrapper jobs call.) Configuration
-comes from the environment:
+The first form is what jobs run: everything comes from the job spec
+(launcher/spec.py) the launcher wrote. The second is run.sh's (the hand-use
+wrapper): it builds the same spec from its arguments and the environment,
+writes it to the job folder as job.json, and runs it:
 
     HF_MODEL_CKPT          the model to serve (required)
     SPECDEC_SERVER_CMD     the server command (default "vllm serve"); the model
@@ -48,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.node import apikey, outcome
+from launcher.node import apikey, outcome, slurm_steps
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
     Interrupted,
@@ -57,10 +60,12 @@ from launcher.node.lifecycle import (
     ServerProcess,
     ServerStartError,
     describe_returncode,
+    log_tail,
     signal_name,
     spawn,
     terminate_trees,
 )
+from launcher.spec import SPEC_FILE, JobSpec, LaunchSpec, SpecError, drop_flags
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -259,6 +264,16 @@ class NodeConfig:
             stop_grace_s=grace,
         )
 
+    def to_spec(self, server_args: list[str], bench_args: list[str]) -> JobSpec:
+        """The job spec run.sh's arguments describe (one process server, on this node)."""
+        return JobSpec(recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
+                       served_name=served_name(server_args, self.model), server_command=self.server_cmd,
+                       server_flags=list(server_args), bind_host=self.bind_host, port=self.port,
+                       ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
+                       bench_args=list(bench_args), kv_cache_cap_bytes=kv_cache_cap_bytes(server_args),
+                       bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process"),
+                       lossless={} if "--lossless_prompts" in bench_args else None)
+
 
 # ---------------------------------------------------------------- the job
 
@@ -273,14 +288,16 @@ class _UtcFormatter(logging.Formatter):
 class NodeJob:
     """Server + benchmark for one job; ``run()`` returns the exit status."""
 
-    def __init__(self, cfg: NodeConfig, server_args: list[str], bench_args: list[str]):
-        self.cfg = cfg
-        self.server_args = server_args
-        self.bench_args = bench_args
-        self.stop_grace_s = cfg.stop_grace_s
-        self.job_dir = cfg.job_dir
+    def __init__(self, spec: JobSpec, python: Optional[str] = None):
+        self.spec = spec
+        self.server_args = list(spec.server_flags)
+        self.bench_args = list(spec.bench_args)
+        self.stop_grace_s = spec.stop_grace_s
+        self.job_dir = Path(spec.job_dir).resolve()
         self.logs = self.job_dir / "logs"
+        self.python = python or spec.python or sys.executable
         self.server: Optional[ServerProcess] = None
+        self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
         self.bench = None
         self._signal: Optional[int] = None
         self._cleaning = False
@@ -344,48 +361,93 @@ class NodeJob:
 
     # -- steps
 
-    def _start_server(self) -> ServerProcess:
-        try:
-            from launcher.server_args import compose_server_argv  # the one authority on server argv
-        except ImportError as e:
-            raise RuntimeError(f"cannot import launcher.server_args ({e}): SPECDEC_PYTHON={sys.executable} needs "
-                               f"the launcher's dependencies (pip install -e {repo_root()})") from e
+    def _server_env(self) -> dict:
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in self.spec.env.items()})
+        return env
 
-        host = self.cfg.bind_host
+    def _check(self) -> None:
+        """Called while waiting and watching: a signal, or a worker node's server gone."""
+        self.check_signal()
+        for i, w in enumerate(self.workers, start=1):
+            rc = w.poll()
+            if rc is not None:
+                raise ServerDiedError(f"the server on node {i} (its srun step) exited with code "
+                                      f"{describe_returncode(rc)}", log_tail(self.logs / f"server.node{i}.log"))
+
+    def serve(self, flags: Optional[list[str]] = None, phase: str = "server") -> ServerProcess:
+        """Start the server (with ``flags``, default the spec's) and wait until it is
+        ready: one server phase. Multi-node: one srun step per node, the head's API
+        on this node. Stop it with ``stop_server()``."""
+        sp, L = self.spec, self.spec.launch
+        flags = list(self.server_args if flags is None else flags)
+        host = sp.bind_host
         probe = client_host(host)
-        name = served_name(self.server_args, self.cfg.model)
-        if self.cfg.port is not None and not port_is_free(host, self.cfg.port):
-            raise ServerStartError(f"port {self.cfg.port} (SPECDEC_PORT) is already in use on {host}")
-        attempts = 1 if self.cfg.port is not None else 1 + PORT_RETRIES
+        name = served_name(flags, sp.model)
+        if L.server == "srun" and not slurm_steps.in_allocation():
+            raise ServerStartError("the spec's launch.server is srun but this is not a Slurm allocation "
+                                   "(SLURM_JOB_ID is unset); run it under sbatch/salloc or set launch.server=process")
+        nodes = slurm_steps.allocation_nodes() if L.nodes > 1 else [None]
+        if L.nodes > 1 and len(nodes) < L.nodes:
+            raise ServerStartError(f"the spec asks for {L.nodes} nodes but the allocation has {nodes}")
+        if sp.port is not None and not port_is_free(host, sp.port):
+            raise ServerStartError(f"port {sp.port} (SPECDEC_PORT or the spec's port) is already in use on {host}")
+        attempts = 1 if sp.port is not None else 1 + PORT_RETRIES
         for attempt in range(attempts):
-            port = self.cfg.port if self.cfg.port is not None else pick_free_port(host)
-            argv = compose_server_argv(self.cfg.server_cmd, self.cfg.model, self.server_args, host, port)
-            self.log(f"starting server on {host}:{port}: {subprocess_line(argv)}")
+            port = sp.port if sp.port is not None else pick_free_port(host)
+            rpc_port = pick_free_port(host) if L.nodes > 1 else None
+            head = nodes[0]
+            self.workers = []
+            for rank in range(1, L.nodes):
+                wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port, flags)
+                self.log(f"starting the {phase} on node {rank} ({nodes[rank]}): {subprocess_line(wargv)}")
+                with open(self.logs / f"server.node{rank}.log", "ab") as f:
+                    self.workers.append(spawn(wargv, stdout=f, env=self._server_env()))
+            argv = L.server_step_prefix(head) + sp.server_argv(host, port, 0, head, rpc_port, flags)
+            self.log(f"starting {phase} on {host}:{port}"
+                     f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
                                    log_path=self.logs / "server.log", log=self.log,
-                                   env=apikey.server_env(self.api_key, os.environ), api_key=self.api_key)
+                                   env=apikey.server_env(self.api_key, self._server_env()), api_key=self.api_key)
             self.server = server
             server.start()
             try:
-                server.wait_ready(self.cfg.ready_timeout_s, check=self.check_signal)
+                server.wait_ready(sp.ready_timeout_s, check=self._check)
                 return server
             except ServerStartError as e:
                 if attempt + 1 < attempts and "address already in use" in e.tail.lower():
                     self.log(f"port {port} was taken before the server bound it; trying another port")
-                    server.stop(self.stop_grace_s)
+                    self.stop_server()
                     continue
                 raise
         raise AssertionError("unreachable")
 
+    def stop_server(self, what: str = "server") -> None:
+        """Stop the server phase: its processes (srun clients forward SIGTERM to their
+        steps), then any server step still listed (scancel)."""
+        procs = [w for w in self.workers]
+        if self.server is not None and self.server.proc is not None:
+            procs.append(self.server.proc)
+        left = terminate_trees(procs, self.stop_grace_s, self.log, what) if procs else set()
+        if self.server is not None and self.server.proc is not None:
+            self.log(f"{what} process ended (exit {describe_returncode(self.server.proc.returncode)})")
+        if self.spec.launch.server == "srun" and slurm_steps.in_allocation():
+            steps = slurm_steps.cancel_steps(os.environ["SLURM_JOB_ID"], slurm_steps.SERVER_STEP_NAME, self.log)
+            if steps:
+                self.log(f"WARNING: server step(s) still listed after scancel: {steps}", logging.ERROR)
+        if left:
+            self.log(f"WARNING: processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
+        self.workers = []
+
     def _write_ready(self, server: ServerProcess) -> Path:
         path = self.job_dir / "server_ready.json"
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
+        tmp.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
         os.replace(tmp, path)
         return path
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
-        env = apikey.client_env(self.api_key, os.environ)
+        env = apikey.client_env(self.api_key, self._server_env())
         root = str(repo_root())
         pp = env.get("PYTHONPATH", "")
         if root not in pp.split(os.pathsep):
@@ -395,11 +457,12 @@ class NodeJob:
         return env
 
     def _run_bench(self, server: ServerProcess, ready_path: Path) -> int:
-        argv = [self.cfg.python, "-m", self.cfg.bench_module, *self.bench_args, "--url", server.url]
-        return self._run_watched(argv, server, ready_path, "benchmark")
+        argv = [self.python, "-m", self.spec.bench_module, *self.bench_args, "--url", server.url]
+        return self.run_client(argv, server, ready_path, "benchmark")
 
-    def _run_watched(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
-        """Run a client process while a watchdog checks that the server stays alive."""
+    def run_client(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
+        """Run a client process while a watchdog checks that the server stays alive
+        (every node's, multi-node); returns its exit status."""
         self.phase = what
         self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
@@ -420,7 +483,7 @@ class NodeJob:
                     self.end_cause = f"the {what} was killed by " + (
                         signal_name(-rc) if rc < 0 else signal_name(rc - 128))
                 return rc
-            self.check_signal()
+            self._check()
             src = server.poll()
             if src is not None:
                 self.log(f"server exited (code {describe_returncode(src)}) during the {what}; "
@@ -433,26 +496,19 @@ class NodeJob:
     def _restart_without_speculation(self, why: str) -> ServerProcess:
         """Stop the speculative server and start the same one without speculation:
         the lossless reference and the matched baseline share this one start."""
-        from launcher.server_args import drop_flags
-
         self.log(f"restarting the server without speculation ({why})")
-        terminate_trees([self.server.proc], self.stop_grace_s, self.log, "speculative server")
-        spec_args = self.server_args
-        self.server_args = drop_flags(spec_args, {"--speculative-config", "--per-request-spec-decode-metrics"})
-        try:
-            return self._start_server()
-        finally:
-            self.server_args = spec_args
+        self.stop_server("speculative server")
+        flags = drop_flags(self.server_args, {"--speculative-config", "--per-request-spec-decode-metrics"})
+        return self.serve(flags, phase="reference server")
 
     def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
         """The lossless check's second half: the server without speculation
         answers the same prompts; launcher.bench.lossless compares the outputs."""
         ready = self.job_dir / "lossless" / "reference_server_ready.json"
-        ready.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
-        argv = [self.cfg.python, "-m", "launcher.bench.lossless", "compare", "--url", server.url,
-                "--model", served_name(self.server_args, self.cfg.model), "--spec", str(spec_outputs),
-                "--save_dir", str(self.job_dir)]
-        return self._run_watched(argv, server, ready, "lossless comparison")
+        ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
+        argv = [self.python, "-m", "launcher.bench.lossless", "compare", "--url", server.url,
+                "--model", server.served_name, "--spec", str(spec_outputs), "--save_dir", str(self.job_dir)]
+        return self.run_client(argv, server, ready, "lossless comparison")
 
     def _baseline_bench(self, server: ServerProcess, baseline_dir: Path) -> int:
         """The matched baseline (sweep.baseline=true): the baseline job's benchmark
@@ -464,13 +520,13 @@ class NodeJob:
             return 2
         (baseline_dir / "logs").mkdir(parents=True, exist_ok=True)
         ready = baseline_dir / "server_ready.json"
-        ready.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
-        argv = [self.cfg.python, "-m", self.cfg.bench_module, *args, "--url", server.url]
-        return self._run_watched(argv, server, ready, "baseline benchmark")
+        ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
+        argv = [self.python, "-m", self.spec.bench_module, *args, "--url", server.url]
+        return self.run_client(argv, server, ready, "baseline benchmark")
 
     def _write_speedups(self, results_dir: Path) -> None:
         """Speedups against the baseline, for whatever is complete now (never fails the job)."""
-        argv = [self.cfg.python, "-m", "launcher.speedup", str(results_dir), "--job", str(self.job_dir)]
+        argv = [self.python, "-m", "launcher.speedup", str(results_dir), "--job", str(self.job_dir)]
         self.log(f"writing speedups: {subprocess_line(argv)}")
         import subprocess
         try:
@@ -484,15 +540,15 @@ class NodeJob:
         """The inputs the server and the benchmark need, checked before the server starts."""
         from launcher.node.inputs import check_job_inputs
 
-        is_launcher = self.cfg.bench_module == DEFAULT_BENCH_MODULE
-        return check_job_inputs(self.cfg.model, self.server_args, self.bench_args, env=os.environ,
+        is_launcher = self.spec.bench_module == DEFAULT_BENCH_MODULE
+        return check_job_inputs(self.spec.model, self.server_args, self.bench_args, env=os.environ,
                                 bench_is_launcher=is_launcher)
 
     def _finalize_summary(self, rc: int) -> None:
         """summary.json true after every end: each point from disk + what the job was doing."""
         if rc == 0 and self.end_cause is None:
             return  # the benchmark wrote the truth itself
-        if self.cfg.bench_module != DEFAULT_BENCH_MODULE and not (self.job_dir / "summary.json").exists():
+        if self.spec.bench_module != DEFAULT_BENCH_MODULE and not (self.job_dir / "summary.json").exists():
             return  # someone else's benchmark: its points are unknown
         err = self.logs / "error.txt"
         reason = err.read_text().strip().splitlines()[0] if err.exists() and err.read_text().strip() else None
@@ -511,22 +567,16 @@ class NodeJob:
 
     def _cleanup(self) -> None:
         self._cleaning = True
-        procs = []
-        if self.bench is not None and self.bench.poll() is None:
-            self.log("stopping the benchmark")
         if self.bench is not None:
-            procs.append(self.bench)
-        if self.server is not None and self.server.proc is not None:
-            self.log("stopping the server")
-            procs.append(self.server.proc)
-        if procs:
-            left = terminate_trees(procs, self.stop_grace_s, self.log, "cleanup")
-            if self.server is not None and self.server.proc is not None:
-                self.log(f"server process ended (exit {describe_returncode(self.server.proc.returncode)})")
+            if self.bench.poll() is None:
+                self.log("stopping the benchmark")
+            left = terminate_trees([self.bench], self.stop_grace_s, self.log, "benchmark")
             if left:
-                self.log(f"WARNING: processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
-            else:
-                self.log("no server or benchmark process left")
+                self.log(f"WARNING: benchmark processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
+        if self.server is not None or self.workers:
+            self.log("stopping the server")
+            self.stop_server()
+        self.log("no server or benchmark process left")
 
     def run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -540,11 +590,11 @@ class NodeJob:
         sampler = None
         rc = 1
         try:
-            self.log(f"job dir {self.job_dir}; model {self.cfg.model}; host {os.uname().nodename}; "
+            self.log(f"job dir {self.job_dir}; model {self.spec.model}; host {os.uname().nodename}; "
                      f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')}")
             try:
                 from launcher.telemetry import GpuMemorySampler
-                sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=kv_cache_cap_bytes(self.server_args))
+                sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
                 sampler.start()
             except Exception as e:  # telemetry never breaks the job
                 self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
@@ -564,20 +614,21 @@ class NodeJob:
                 self.fail(f"input check failed before the server started: {problems[0]}"
                           + (f" (and {len(problems) - 1} more in logs/job.log)" if len(problems) > 1 else ""))
                 return rc
-            self.api_key = apikey.job_key(self.cfg.bind_host, os.environ)
+            self.api_key = apikey.job_key(self.spec.bind_host, os.environ)
             self.log("server API key: " + (
                 "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
                 else "generated for this job (server bound off loopback)" if self.api_key
                 else "none (server bound to loopback)"))
-            server = self._start_server()
+            server = self.serve()
             ready = self._write_ready(server)
             rc = self._run_bench(server, ready)
             if rc < 0:
                 rc = 128 - rc  # killed by signal N: 128+N, as a shell reports it
             spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
-            lossless = "--lossless_prompts" in self.bench_args and spec_outputs.exists()
-            baseline_dir = os.environ.get("SPECDEC_BASELINE_DIR", "").strip()
-            run_baseline = bool(baseline_dir) and os.environ.get("SPECDEC_RUN_BASELINE") == "1"
+            lossless = self.spec.lossless is not None and spec_outputs.exists()
+            job_env = self._server_env()  # the spec's env over the node's
+            baseline_dir = job_env.get("SPECDEC_BASELINE_DIR", "").strip()
+            run_baseline = bool(baseline_dir) and job_env.get("SPECDEC_RUN_BASELINE") == "1"
             if lossless or run_baseline:
                 server = self._restart_without_speculation(
                     " and ".join(w for w, on in (("matched baseline", run_baseline),
@@ -663,25 +714,39 @@ def subprocess_line(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+def _usage_error(msg: str, job_dir: str) -> int:
+    print(f"run.sh: {msg}\n\n{USAGE}", file=sys.stderr)
+    if job_dir:  # the launcher's job reads the reason from here
+        try:
+            (Path(job_dir) / "logs").mkdir(parents=True, exist_ok=True)
+            (Path(job_dir) / "logs" / "error.txt").write_text(f"usage error: {msg}\n")
+        except OSError:
+            pass
+    return EXIT_USAGE
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv in (["-h"], ["--help"]):
         print(USAGE)
         return 0
+    if argv[:1] == ["--spec"] or (argv and argv[0].startswith("--spec=")):
+        path = argv[1] if argv[0] == "--spec" and len(argv) > 1 else argv[0].partition("=")[2]
+        try:
+            spec = JobSpec.read(path)
+        except SpecError as e:
+            return _usage_error(str(e), "")
+        return NodeJob(spec, python=os.environ.get("SPECDEC_PYTHON", "").strip() or None).run()
     try:
         server_args, bench_args = split_args(argv)
         cfg = NodeConfig.from_env(os.environ)
     except UsageError as e:
-        print(f"run.sh: {e}\n\n{USAGE}", file=sys.stderr)
-        job_dir = os.environ.get("SPECDEC_JOB_DIR", "").strip()
-        if job_dir:  # the launcher's job reads the reason from here
-            try:
-                (Path(job_dir) / "logs").mkdir(parents=True, exist_ok=True)
-                (Path(job_dir) / "logs" / "error.txt").write_text(f"usage error: {e}\n")
-            except OSError:
-                pass
-        return EXIT_USAGE
-    return NodeJob(cfg, server_args, bench_args).run()
+        return _usage_error(str(e), os.environ.get("SPECDEC_JOB_DIR", "").strip())
+    spec = cfg.to_spec(server_args, bench_args)
+    spec_path = Path(spec.job_dir) / SPEC_FILE
+    if not spec_path.exists():  # the launcher's own spec wins; by hand, record what ran
+        spec.write(spec_path)
+    return NodeJob(spec).run()
 
 
 if __name__ == "__main__":

