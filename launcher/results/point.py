@@ -93,6 +93,14 @@ class PointResult:
         return c if isinstance(c, int) else None
 
     @property
+    def num_turns(self) -> Optional[int]:
+        """Turns attempted (successful + failed), the population of the timing statistics."""
+        n = self.tim_ext.get("num_turns")
+        if isinstance(n, int):
+            return n + self.failed_requests
+        return self.count("Number of Output Tokens")
+
+    @property
     def num_requests(self) -> Optional[int]:
         """Successful requests (ours), or the requests specdec_bench ran (all succeed or it stops)."""
         n = self.tim_ext.get("num_requests")

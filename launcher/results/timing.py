@@ -58,7 +58,8 @@ def timing_doc(turns: Sequence[Turn], tp_size: int, extension: Optional[dict] = 
             e2e.append(times[-1] - times[0])
             ttft.append(times[1] - times[0])
         if len(times) > 2:
-            gen.append((n - 1) / (times[-1] - times[1]))
+            if times[-1] > times[1]:  # over HTTP a burst of chunks can share one arrival time
+                gen.append((n - 1) / (times[-1] - times[1]))
             step.extend(a - b for a, b in zip(times[1:], times[:-1]))
     counts = {}
     for key, vals in (("E2E Request Time", e2e), ("TTFT Time", ttft)):

@@ -60,3 +60,11 @@ def point_problems(p: PointResult, rule: ValidityRule = ValidityRule()) -> list[
                 out.append(f"tokens per verify step {shown} is below the gate min_tokens_per_step="
                            f"{rule.min_tokens_per_step}")
     return out
+
+
+def thin_sample(count, total) -> bool:
+    """A statistic rests on too few samples to be a headline: fewer than 5,
+    or fewer than half of the requests it should cover."""
+    if count is None:
+        return False
+    return count < 5 or (bool(total) and count < 0.5 * total)
