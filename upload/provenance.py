@@ -37,9 +37,4 @@ def provenance_problems(config: dict) -> list[str]:
                 f"configuration.json: {name} is {state}; {_HINTS[name]}, "
                 f"or pass {ALLOW_FLAG}"
             )
-        elif name == "speculative_config" and not isinstance(value, dict):
-            problems.append(
-                f"configuration.json: speculative_config must be an object "
-                f"(found {type(value).__name__}); {_HINTS[name]}, or pass {ALLOW_FLAG}"
-            )
     return problems

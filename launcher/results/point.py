@@ -93,6 +93,14 @@ class PointResult:
         return c if isinstance(c, int) else None
 
     @property
+    def succeeded_turns(self) -> Optional[int]:
+        """Successful requests (AIPerf counts a turn as a request)."""
+        n = self.tim_ext.get("num_turns")
+        if isinstance(n, int):
+            return n
+        return self.count("Number of Output Tokens") or self.num_requests
+
+    @property
     def num_turns(self) -> Optional[int]:
         """Turns attempted (successful + failed), the population of the timing statistics."""
         n = self.tim_ext.get("num_turns")

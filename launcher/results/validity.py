@@ -38,7 +38,7 @@ def point_problems(p: PointResult, rule: ValidityRule = ValidityRule()) -> list[
             out.append("timing.json has no output token count")
         elif tokens <= 0:
             out.append("the run generated 0 tokens")
-        ok = p.num_requests or 0
+        ok = p.succeeded_turns or 0
         frac = failed_fraction(p.failed_requests, ok)
         if frac is not None and frac > rule.max_failed_fraction:
             out.append(f"{p.failed_requests} of {p.failed_requests + ok} requests failed "
