@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-PROVENANCE_FIELDS = ("container_image", "model", "speculative_config", "engine_version", "timestamp")
+# specdec_bench's configuration.json keys (ours writes the same ones).
+PROVENANCE_FIELDS = ("container_image", "model_dir", "speculative_algorithm", "engine_version", "timestamp")
 
 _HINTS = {
     "container_image": "set CONTAINER_IMAGE in the job's environment",
-    "model": "the launcher records the served model",
-    "speculative_config": 'use {"method": "none"} for a baseline',
+    "model_dir": "the benchmark records the target model",
+    "speculative_algorithm": 'use "NONE" for a baseline',
     "engine_version": "the launcher records the engine's version",
     "timestamp": "the launcher records the UTC start time",
 }

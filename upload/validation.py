@@ -37,7 +37,8 @@ def check_run(run: LocalRun, policy: Policy, key_prefix: str) -> list[str]:
             reasons += provenance_problems(config)
         reasons += find_secrets(config, policy.environment)
     if not policy.allow_invalid:
-        unparsed = {f for f in ("timing.json", "acceptance_rate.json") if run.file(f) and f not in parsed.docs}
+        unparsed = {f for f in ("timing.json", "acceptance_rate.json", "configuration.json")
+                    if run.file(f) and f not in parsed.docs}
         if not unparsed:  # a file that did not parse is already a reason
             reasons += gate_problems(run.root, policy.max_failed_fraction)
     for f in run.files:

@@ -1,6 +1,7 @@
 """The one reader: a result folder (ours, or specdec_bench's own) as a typed view."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -15,9 +16,10 @@ def _num(x) -> Optional[float]:
     if x is None or isinstance(x, bool):
         return None
     try:
-        return float(x)
+        v = float(x)
     except (TypeError, ValueError):
         return None
+    return v if math.isfinite(v) else None
 
 
 def stat(doc: dict, name: str, which: str = "median") -> Optional[float]:
