@@ -55,7 +55,7 @@ def run_specdec_bench(modelopt: Path, questions: Path, out: Path, args) -> float
             "--model_dir", str(TARGET), "--draft_model_dir", str(DRAFT_NOISY), "--tokenizer", str(TARGET),
             "--mtbench", str(questions), "--num_requests", str(args.questions), "--concurrency", str(args.concurrency),
             "--output_length", str(args.output_length), "--draft_length", str(K), "--runtime_params", str(rp),
-            "--save_dir", str(save)]
+            "--tp_size", "1", "--ep_size", "1", "--save_dir", str(save)]
     t = time.time()
     with open(out / "specdec_bench.log", "w") as log:
         rc = subprocess.run(argv, cwd=modelopt / "examples" / "specdec_bench", stdout=log, stderr=subprocess.STDOUT,
