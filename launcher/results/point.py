@@ -50,11 +50,22 @@ class PointResult:
 
     # -- extension areas
     @property
+    def legacy(self) -> bool:
+        """Files of the earlier layout (one object, our figures at the top level, ms)."""
+        return bool(self.timing) and EXTENSION_KEY not in self.timing and "total_output_tokens" in self.timing
+
+    @property
     def acc_ext(self) -> dict:
+        if EXTENSION_KEY not in self.acceptance and "Server_AL" in self.acceptance:
+            return self.acceptance  # earlier layout
         return self.acceptance.get(EXTENSION_KEY) or {}
 
     @property
     def tim_ext(self) -> dict:
+        if self.legacy:
+            ext = dict(self.timing)
+            ext.setdefault("num_turns", self.timing.get("num_requests"))
+            return ext
         return self.timing.get(EXTENSION_KEY) or {}
 
     @property
@@ -84,7 +95,8 @@ class PointResult:
 
     @property
     def ttft_median_s(self) -> Optional[float]:
-        return stat(self.timing, "TTFT Time")
+        v = stat(self.timing, "TTFT Time")
+        return v / 1e3 if v is not None and self.legacy else v  # the earlier layout was in ms
 
     @property
     def decode_tps_median(self) -> Optional[float]:
