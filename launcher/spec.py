@@ -57,7 +57,7 @@ def drop_flags(args: list[str], names: set[str]) -> list[str]:
 
 
 def compose_server_argv(command: str, model: str, flags: list[str], host: str, port: int | str,
-                        spec_metrics: str = "summary") -> list[str]:
+                        spec_metrics: str = "detailed") -> list[str]:
     """The full server argv. `vllm serve` takes the model as a positional argument,
     the OpenAI api_server module (the CPU build's entry point) as --model.
     Adds --per-request-spec-decode-metrics when there is a speculative config and

@@ -12,8 +12,10 @@ from typing import Any
 
 from upload.discovery import LocalRun
 
-# Result files whose top level must be a JSON object.
-OBJECT_FILES = ("configuration.json", "timing.json", "acceptance_rate.json")
+# Result files whose top level must be a JSON object; metric files are
+# specdec_bench's lists of objects (one per run into the folder).
+OBJECT_FILES = ("configuration.json",)
+METRIC_FILES = ("timing.json", "acceptance_rate.json")
 
 
 @dataclass
@@ -76,6 +78,12 @@ def parse_result_files(run: LocalRun) -> ParsedRun:
             parsed.problems.append(
                 f"{f.rel}: top level must be a JSON object, found {type(doc).__name__}; regenerate the file"
             )
+            continue
+        if f.rel in METRIC_FILES and not (isinstance(doc, dict) or (
+                isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc))):
+            parsed.problems.append(
+                f"{f.rel}: top level must be a JSON list of objects, found "
+                f"{'an empty list' if doc == [] else type(doc).__name__}; regenerate the file")
             continue
         parsed.docs[f.rel] = doc
     return parsed

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Mapping
 
 _SECRET_SUFFIXES = ("token", "key", "secret", "password", "passwd")
 _SECRET_WORDS = {"credential", "credentials", "authorization"}
-_MASK_WORDS = {"masked", "redacted", "hidden", "<masked>", "<redacted>", "[masked]", "[redacted]", "<hidden>"}
+_MASK_WORDS = {"masked", "redacted", "***redacted***", "hidden", "<masked>", "<redacted>", "[masked]", "[redacted]", "<hidden>"}
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b")),

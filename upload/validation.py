@@ -37,11 +37,10 @@ def check_run(run: LocalRun, policy: Policy, key_prefix: str) -> list[str]:
             reasons += provenance_problems(config)
         reasons += find_secrets(config, policy.environment)
     if not policy.allow_invalid:
-        timing = parsed.docs.get("timing.json")
-        acceptance = parsed.docs.get("acceptance_rate.json")
-        unparsed = {f for f in ("timing.json", "acceptance_rate.json") if run.file(f) and f not in parsed.docs}
+        unparsed = {f for f in ("timing.json", "acceptance_rate.json", "configuration.json")
+                    if run.file(f) and f not in parsed.docs}
         if not unparsed:  # a file that did not parse is already a reason
-            reasons += gate_problems(config, timing, acceptance, policy.max_failed_fraction)
+            reasons += gate_problems(run.root, policy.max_failed_fraction)
     for f in run.files:
         key = f"{key_prefix}/{f.rel}"
         if len(key.encode("utf-8")) > MAX_KEY_BYTES:

@@ -4,7 +4,7 @@
 #   run.sh [SERVER ARGS...] -- [BENCH ARGS...]
 #
 # Starts `$SPECDEC_SERVER_CMD $HF_MODEL_CKPT [SERVER ARGS...]` (default command
-# `vllm serve`; --per-request-spec-decode-metrics summary is added with a
+# `vllm serve`; --per-request-spec-decode-metrics detailed is added with a
 # --speculative-config unless set), waits until it is ready, runs
 # `$SPECDEC_PYTHON -m $SPECDEC_BENCH_MODULE [BENCH ARGS...] --url http://HOST:PORT`,
 # stops the server and exits with the benchmark's status.

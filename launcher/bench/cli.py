@@ -32,7 +32,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, nargs="+", default=[0.0])
     p.add_argument("--concurrency", type=int, nargs="+", default=[1])
     p.add_argument("--num_gpus", type=int, default=1)
-    p.add_argument("--output_length", type=int, default=256)
+    p.add_argument("--output_length", type=int, default=4096)  # specdec_bench's default
     p.add_argument("--save_dir", required=True)
     p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
     p.add_argument("--model", required=True, help="the served model name")
@@ -69,8 +69,8 @@ class PointOutcome:
     def row(self) -> dict:
         return {"dataset": self.dataset, "temperature": self.temperature, "concurrency": self.concurrency,
                 "dir": self.dir, "status": self.status, "reason": self.reason,
-                "Average_AL": None, "Server_AL": None, "Output TPS": None, "TTFT p50 ms": None,
-                "Decode tok/s p50": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
+                "Average_AL": None, "Server_AL": None, "Output TPS": None, "TTFT median s": None,
+                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
 
 
 def dataset_inputs(args) -> list[tuple[str, Path]]:

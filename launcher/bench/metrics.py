@@ -1,16 +1,17 @@
 """Acceptance-length and timing math from AIPerf 0.13 ``profile_export.jsonl``
 records, plus Prometheus counter deltas.
 
-Pure functions: records in, dicts out (the dict shapes are
-docs/results-layout.md's ``acceptance_rate.json`` and ``timing.json``).
+Pure functions: records in, specdec_bench's objects out (built by
+:mod:`launcher.results`, docs/results-layout.md).
 
-Definitions (specdec_bench):
-  * per turn, from vLLM's per-request stats (S steps, A accepted drafts):
-    chunks = 1 + S (the prefill token, then one chunk a verify step),
-    tokens = 1 + S + A;
-  * ``Request_AL`` = sum(tokens) / sum(chunks) over one conversation's turns;
-  * ``Average_AL`` = mean of ``Request_AL``;
-  * ``Server_AL`` = 1 + sum(A) / sum(S) (token-weighted, no prefill chunks).
+Definitions:
+  * specdec_bench's (``Average_AL``, ``Request_AL``, histogram): per turn, the
+    emitted tokens (the server's ``completion_tokens`` less a final EOS) in
+    chunks: the prefill chunk, then 1 + accepted per verify step, cut where
+    the output ends (:func:`launcher.results.chunks_from_server`);
+  * vLLM's (``Server_AL``): 1 + sum(accepted) / sum(steps), which also counts
+    drafts accepted past EOS or ``max_tokens``; ``al_gap`` splits the
+    difference into a prefill, a truncation and an averaging part.
 
 Only ``benchmark_phase == "profiling"`` records count. A record with an
 ``error`` or ``was_cancelled`` is a failed request: it is left out of every
@@ -22,11 +23,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-import numpy as np
+from launcher.results import EXTENSION_KEY, Turn, acceptance_doc, chunks_from_server, timing_doc
+from launcher.results.layout import dataset_kind
+
 
 PROFILING = "profiling"
 ACCEPTED_COUNTER = "vllm:spec_decode_num_accepted_tokens_total"
@@ -46,6 +48,7 @@ class SpecStats:
     drafted: int
     histogram: dict[int, int]  # accepted drafts j -> verify steps; zero buckets dropped
     num_spec_tokens: int | None
+    per_step_accepted: tuple | None = None  # in step order (vLLM "detailed" metrics)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class TurnRecord:
     ttft_ms: float | None
     latency_ms: float | None
     spec: SpecStats | None
+    completion_tokens: int | None = None   # the server's usage figure (EOS included)
+    chunk_gaps_ms: tuple = ()              # inter_chunk_latency: gaps between streamed chunks
 
     @property
     def label(self) -> str:
@@ -160,7 +165,14 @@ def _spec_stats(raw: object, label: str) -> SpecStats:
     if problems:
         raise RecordError(f"{label}: inconsistent spec_decode_acceptance: " + "; ".join(problems)
                           + "; the export is corrupt, re-run the point")
-    return SpecStats(steps, accepted, drafted, hist, k)
+    per_step = raw.get("per_step_accepted")
+    if per_step is not None:
+        if (not isinstance(per_step, list) or len(per_step) != steps
+                or sum(_count(a, "per_step_accepted[]", label) for a in per_step) != accepted):
+            raise RecordError(f"{label}: per_step_accepted does not match num_spec_steps/num_accepted_draft_tokens; "
+                              "the export is corrupt, re-run the point")
+        per_step = tuple(int(a) for a in per_step)
+    return SpecStats(steps, accepted, drafted, hist, k, per_step)
 
 
 def _metric_value(metrics: Mapping, name: str, label: str) -> float | None:
@@ -228,7 +240,30 @@ def parse_record(obj: object, where: str) -> TurnRecord:
         ttft_ms=_time_ms(metrics, "time_to_first_token", label),
         latency_ms=_time_ms(metrics, "request_latency", label),
         spec=spec,
+        completion_tokens=_completion_tokens(metrics, raw_spec, label),
+        chunk_gaps_ms=_chunk_gaps(metrics, label),
     )
+
+
+def _completion_tokens(metrics: Mapping, raw_spec: object, label: str) -> int | None:
+    v = _metric_value(metrics, "usage_completion_tokens", label)
+    if v is None and isinstance(raw_spec, dict):
+        v = raw_spec.get("completion_tokens")
+    if v is None:
+        return None
+    if not float(v).is_integer() or v < 0:
+        raise RecordError(f"{label}: usage_completion_tokens must be a non-negative integer, got {v!r}")
+    return int(v)
+
+
+def _chunk_gaps(metrics: Mapping, label: str) -> tuple:
+    m = metrics.get("inter_chunk_latency")
+    if not isinstance(m, dict) or not isinstance(m.get("value"), list):
+        return ()
+    f = _TIME_TO_MS.get(m.get("unit", "ms"))
+    if f is None:
+        raise RecordError(f"{label}: metrics.inter_chunk_latency.unit {m.get('unit')!r} is not a time unit")
+    return tuple(float(x) * f for x in m["value"])
 
 
 def parse_records(objs: Iterable[object], source: str = "<records>") -> list[TurnRecord]:
@@ -285,243 +320,133 @@ def profiling_records(records: Sequence) -> tuple[list[TurnRecord], list[TurnRec
 
 # ------------------------------------------------------------- acceptance
 
-def _turn_steps(r: TurnRecord) -> tuple[int, int, dict[int, int]]:
-    """(steps, accepted, histogram) of a successful turn, for a speculative run."""
-    if r.spec is not None:
-        return r.spec.steps, r.spec.accepted, r.spec.histogram
-    if r.osl is not None and r.osl <= 1:
-        # One token is the prefill token: no verify step ran, and vLLM may
-        # leave the stats out (AIPerf drops an empty payload).
-        return 0, 0, {}
-    raise RecordError(
-        f"{r.label}: no spec_decode_acceptance on a speculative run "
-        f"(output_sequence_length {r.osl}); start vLLM with "
-        "--per-request-spec-decode-metrics summary and stream with usage, "
-        "or mark the point speculative=False"
-    )
+def emitted_tokens(r: TurnRecord) -> int | None:
+    """The server's completion tokens (EOS included); AIPerf's own
+    output_sequence_length re-tokenizes the text and can differ."""
+    if r.completion_tokens is not None:
+        return r.completion_tokens
+    return r.osl
 
 
-def _request_sums(records: list[TurnRecord]) -> dict[str, list[int]]:
-    """conversation -> [turns, steps, accepted], in first-appearance order."""
-    sums: dict[str, list[int]] = {}
-    for r in records:
-        s, a, _ = _turn_steps(r)
-        t = sums.setdefault(r.conversation_id, [0, 0, 0])
-        t[0] += 1
-        t[1] += s
-        t[2] += a
-    return sums
-
-
-def acceptance_rate(
-    records: Sequence,
-    categories: Mapping[str, str] | None = None,
-    *,
-    speculative: bool = True,
-    prometheus_al: float | None = None,
-) -> dict:
-    """``acceptance_rate.json`` (docs/results-layout.md) from AIPerf records.
-
-    ``categories`` maps a conversation id (the question id) to its category;
-    ``None`` leaves ``Category_AL`` empty. A conversation missing from a
-    given map is an error (the export is not from this dataset).
-    For a baseline (``speculative=False``) every token is its own chunk:
-    the ALs are 1.0 and the histogram, rates and ``Server_AL`` are null.
-    """
-    ok, _failed = profiling_records(records)
-    conv_ids = list(dict.fromkeys(r.conversation_id for r in ok))
-    if categories is not None:
-        missing = [c for c in conv_ids if c not in categories]
-        if missing:
-            r = next(r for r in ok if r.conversation_id == missing[0])
-            raise RecordError(
-                f"{r.label}: conversation {missing[0]!r} is not a question of the dataset "
-                f"({len(missing)} such); was the export made from another dataset file?"
-            )
-
-    def by_category(request_al: dict[str, float]) -> dict[str, float]:
-        if categories is None:
-            return {}
-        groups: dict[str, list[float]] = {}
-        for cid, al in request_al.items():
-            groups.setdefault(categories[cid], []).append(al)
-        return {cat: float(np.mean(v)) for cat, v in groups.items()}
-
+def turn_chunks(r: TurnRecord, max_tokens: int | None, speculative: bool) -> list[int]:
+    """specdec_bench's chunks of one successful turn. The turn ends with EOS
+    when it stopped before ``max_tokens`` (stop_token_ids = [eos], as
+    specdec_bench sends); a baseline emits one token a chunk."""
+    n = emitted_tokens(r)
+    if n is None:
+        raise RecordError(f"{r.label}: no usage_completion_tokens or output_sequence_length; "
+                          "stream with usage (AIPerf sets stream_options.include_usage)")
+    eos = max_tokens is not None and n < max_tokens
     if not speculative:
-        request_al = {c: 1.0 for c in conv_ids}
-        return {
-            "Average_AL": 1.0 if conv_ids else None,
-            "Category_AL": by_category(request_al),
-            "Request_AL": request_al,
-            "Acceptance_Length_Histogram": None,
-            "Conditional_Acceptance_Rate": None,
-            "Joint_Acceptance_Rate": None,
-            "Server_AL": None,
-            "Prometheus_AL": prometheus_al,
-            "num_requests": len(conv_ids),
-            "num_turns": len(ok),
-            "num_spec_steps": 0,
-            "num_accepted_draft_tokens": 0,
-            "num_draft_tokens": 0,
-            "speculative": False,
-        }
+        return chunks_from_server(n, eos, [0] * max(n - 1, 0))
+    if r.spec is None:
+        if n <= 1:
+            return chunks_from_server(n, eos, [])  # no verify step ran
+        raise RecordError(
+            f"{r.label}: no spec_decode_acceptance on a speculative run ({n} tokens); start vLLM with "
+            "--per-request-spec-decode-metrics detailed and stream with usage, or mark the point speculative=False")
+    return chunks_from_server(n, eos, r.spec.per_step_accepted,
+                              None if r.spec.per_step_accepted is not None else r.spec.histogram)
 
-    sums = _request_sums(ok)
-    request_al = {c: (t + s + a) / (t + s) for c, (t, s, a) in sums.items()}
 
-    # Chunk lengths: each turn's prefill chunk (1 token), then 1 + j per step.
-    lengths: dict[int, int] = {}
-    steps = accepted = drafted = 0
+def _turn_times(r: TurnRecord) -> tuple:
+    """[request start, first chunk, then each later chunk] in seconds (SSE arrival times)."""
+    if r.start_ns is None or r.ttft_ms is None:
+        return ()
+    t0 = r.start_ns / 1e9
+    times = [t0, t0 + r.ttft_ms / 1e3]
+    for g in r.chunk_gaps_ms:
+        times.append(times[-1] + g / 1e3)
+    return tuple(times)
+
+
+def turns_from_records(ok: Sequence[TurnRecord], order: Mapping[str, int], max_tokens: int | None,
+                       speculative: bool = True) -> list[Turn]:
+    """Successful records as :class:`launcher.results.Turn` (request index from ``order``)."""
+    out = []
     for r in ok:
-        s, a, hist = _turn_steps(r)
-        steps += s
-        accepted += a
-        drafted += r.spec.drafted if r.spec is not None else 0
-        lengths[1] = lengths.get(1, 0) + 1
-        for j, n in hist.items():
-            lengths[j + 1] = lengths.get(j + 1, 0) + n
-    histogram, conditional, joint = _length_distribution(lengths)
-
-    return {
-        "Average_AL": float(np.mean(list(request_al.values()))) if request_al else None,
-        "Category_AL": by_category(request_al),
-        "Request_AL": request_al,
-        "Acceptance_Length_Histogram": histogram,
-        "Conditional_Acceptance_Rate": conditional,
-        "Joint_Acceptance_Rate": joint,
-        "Server_AL": (1.0 + accepted / steps) if steps else (1.0 if ok else None),
-        "Prometheus_AL": prometheus_al,
-        "num_requests": len(request_al),
-        "num_turns": len(ok),
-        "num_spec_steps": steps,
-        "num_accepted_draft_tokens": accepted,
-        "num_draft_tokens": drafted,
-        "speculative": True,
-    }
-
-
-def _length_distribution(lengths: dict[int, int]):
-    """Histogram {"L": n} for L = 1..max (zeros kept), and for k = 2..max
-    Joint[k] = P(L >= k), Conditional[k] = P(L >= k) / P(L >= k-1)."""
-    if not lengths:
-        return {}, {}, {}
-    top = max(lengths)
-    total = sum(lengths.values())
-    histogram = {str(L): lengths.get(L, 0) for L in range(1, top + 1)}
-    at_least = {}
-    running = 0
-    for L in range(top, 0, -1):
-        running += lengths.get(L, 0)
-        at_least[L] = running
-    joint = {str(k): at_least[k] / total for k in range(2, top + 1)}
-    conditional = {str(k): at_least[k] / at_least[k - 1] for k in range(2, top + 1)}
-    return histogram, conditional, joint
-
-
-def al_gap_prediction(records: Sequence, *, exact: bool = False) -> dict:
-    """Why ``Server_AL`` and ``Average_AL`` differ, split in two exact parts.
-
-    * ``pooled_chunk_al`` = sum(T+S+A) / sum(T+S) over all requests (T turns =
-      prefill chunks), i.e. chunk AL before averaging per request;
-    * ``prefill_effect`` = Server_AL - pooled_chunk_al (the prefill chunks of
-      length 1 pull the chunk AL down);
-    * ``averaging_effect`` = pooled_chunk_al - Average_AL (mean of per-request
-      ratios vs the pooled ratio).
-    ``total_gap`` = Server_AL - Average_AL = prefill_effect + averaging_effect.
-    With ``exact=True`` the values are ``fractions.Fraction`` (the identity
-    holds exactly); otherwise floats. Needs at least one verify step.
-    """
-    ok, _ = profiling_records(records)
-    sums = _request_sums(ok)
-    T = sum(v[0] for v in sums.values())
-    S = sum(v[1] for v in sums.values())
-    A = sum(v[2] for v in sums.values())
-    if S == 0:
-        raise RecordError("al_gap_prediction: no verify steps in the profiling records; "
-                          "Server_AL is undefined")
-    server = 1 + Fraction(A, S)
-    pooled = Fraction(T + S + A, T + S)
-    average = sum((Fraction(t + s + a, t + s) for t, s, a in sums.values()), Fraction(0)) / len(sums)
-    out = {
-        "Server_AL": server,
-        "pooled_chunk_al": pooled,
-        "Average_AL": average,
-        "prefill_effect": server - pooled,
-        "averaging_effect": pooled - average,
-        "total_gap": server - average,
-    }
-    if not exact:
-        out = {k: float(v) for k, v in out.items()}
-    out.update(num_requests=len(sums), num_turns=T, num_spec_steps=S, num_accepted_draft_tokens=A)
+        if r.conversation_id not in order:
+            raise RecordError(f"{r.label}: conversation {r.conversation_id!r} is not a question of the dataset; "
+                              "was the export made from another dataset file?")
+        out.append(Turn(order[r.conversation_id], r.turn_index, tuple(turn_chunks(r, max_tokens, speculative)),
+                        _turn_times(r)))
     return out
+
+
+def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, categories: Sequence[str],
+                    *, max_tokens: int | None, speculative: bool = True,
+                    prometheus_al: float | None = None) -> dict:
+    """``acceptance_rate.json``'s object: specdec_bench's keys for ``dataset``
+    (requests in the order of ``question_ids``), our figures in the extension."""
+    ok, failed = profiling_records(records)
+    order = {str(q): i for i, q in enumerate(question_ids)}
+    turns = turns_from_records(ok, order, max_tokens, speculative)
+    if not turns:
+        raise RecordError("no successful profiling request: nothing to compute acceptance from")
+    steps = sum(r.spec.steps for r in ok if r.spec is not None)
+    accepted = sum(r.spec.accepted for r in ok if r.spec is not None)
+    drafted = sum(r.spec.drafted for r in ok if r.spec is not None)
+    ext = {
+        "Server_AL": ((1.0 + accepted / steps) if steps else 1.0) if speculative else None,
+        "Prometheus_AL": prometheus_al,
+        "speculative": speculative,
+        "num_requests": len({t.request_index for t in turns}), "num_turns": len(turns),
+        "failed_requests": len(failed),
+        "num_spec_steps": steps, "num_accepted_draft_tokens": accepted, "num_draft_tokens": drafted,
+        "per_step_order": all(r.spec is None or r.spec.per_step_accepted is not None for r in ok),
+    }
+    kind = dataset_kind(dataset)
+    doc = acceptance_doc(kind, turns, question_ids=list(question_ids), categories=list(categories))
+    if speculative and steps:
+        ext["al_gap"] = al_gap(ok, turns, doc["Average_AL"])
+    doc[EXTENSION_KEY] = ext
+    return doc
+
+
+def al_gap(ok: Sequence[TurnRecord], turns: Sequence[Turn], average_al: float) -> dict:
+    """Server_AL - Average_AL = prefill_effect + truncation_effect + averaging_effect:
+    * prefill_effect = Server_AL - (T+S+A)/(T+S): the prefill chunks (T turns);
+    * truncation_effect = (T+S+A)/(T+S) - pooled chunk AL: drafts accepted past
+      EOS/max_tokens and the EOS token, which specdec_bench's chunks leave out;
+    * averaging_effect = pooled chunk AL - Average_AL: per-request means."""
+    T = len(ok)
+    S = sum(r.spec.steps for r in ok if r.spec is not None)
+    A = sum(r.spec.accepted for r in ok if r.spec is not None)
+    server = 1 + A / S
+    untruncated = (T + S + A) / (T + S)
+    chunks = [c for t in turns for c in t.chunks]
+    pooled = sum(chunks) / len(chunks)
+    return {"Server_AL": server, "Average_AL": average_al, "prefill_effect": server - untruncated,
+            "truncation_effect": untruncated - pooled, "averaging_effect": pooled - average_al,
+            "tokens_counted_by_server": T + S + A, "tokens_in_chunks": sum(chunks)}
 
 
 # ----------------------------------------------------------------- timing
 
-def stats(values: Sequence[float]) -> dict:
-    """STATS: min, max, mean, std (population), p25, p50, p75 (linear), count."""
-    if len(values) == 0:
-        return {k: None for k in ("min", "max", "mean", "std", "p25", "p50", "p75")} | {"count": 0}
-    a = np.asarray(values, dtype=float)
-    p25, p50, p75 = np.percentile(a, [25, 50, 75])
-    return {
-        "min": float(a.min()), "max": float(a.max()), "mean": float(a.mean()),
-        "std": float(a.std()), "p25": float(p25), "p50": float(p50), "p75": float(p75),
-        "count": int(a.size),
-    }
-
-
-def generation_tps(r: TurnRecord) -> float | None:
-    """(OSL - 1) / (request_latency - TTFT) in tokens/s; None when OSL < 2
-    or when the whole stream arrived at once (latency == TTFT: AIPerf stamps
-    every SSE event of one network read with the same time)."""
-    if r.osl is None or r.osl < 2 or r.ttft_ms is None or r.latency_ms is None:
-        return None
-    decode_ms = r.latency_ms - r.ttft_ms
-    if decode_ms <= 0:
-        return None
-    return (r.osl - 1) / (decode_ms / 1000.0)
-
-
-def timing(records: Sequence, num_gpus: int = 1) -> dict:
-    """``timing.json`` (docs/results-layout.md) from AIPerf records.
-
-    Output TPS = sum of output_sequence_length over the successful profiling
-    records / (last response - first request_start_ns) over those records,
-    the last response being request_start_ns + request_latency. That window
-    is AIPerf's ``benchmark_duration``; AIPerf's own ``output_token_throughput``
-    divides by its profiling-phase window instead (phase start to end, which
-    also spans failed requests and a few ms of overhead).
-    """
+def timing(records: Sequence, num_gpus: int = 1, *, question_ids: Sequence | None = None,
+           max_tokens: int | None = None, speculative: bool = True) -> dict:
+    """``timing.json``'s object (specdec_bench's Timing, seconds) from AIPerf
+    records: times are the request start, then the arrival of each streamed
+    chunk; tokens per turn are the emitted tokens without a final EOS."""
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or num_gpus < 1:
         raise ValueError(f"num_gpus must be a positive integer, got {num_gpus!r}")
     ok, failed = profiling_records(records)
+    ids = question_ids if question_ids is not None else list(dict.fromkeys(r.conversation_id for r in ok))
+    order = {str(q): i for i, q in enumerate(ids)}
     for r in ok:
-        if r.osl is None:
-            raise RecordError(f"{r.label}: no metrics.output_sequence_length; "
-                              "AIPerf needs a tokenizer to count output tokens")
-        if r.start_ns is None or r.last_response_ns is None:
-            raise RecordError(f"{r.label}: metadata.request_start_ns and "
-                              "request_latency/request_end_ns missing")
-    total = sum(r.osl for r in ok)
-    duration_s = None
-    tps = None
-    if ok:
-        duration_s = (max(r.last_response_ns for r in ok) - min(r.start_ns for r in ok)) / 1e9
-        tps = total / duration_s if duration_s > 0 else None
-    gen = [g for g in (generation_tps(r) for r in ok) if g is not None]
-    return {
-        "Output TPS": tps,
-        "Output TPS/gpu": (tps / num_gpus) if tps is not None else None,
-        "num_gpus": num_gpus,
-        "TTFT Time": stats([r.ttft_ms for r in ok if r.ttft_ms is not None]),
-        "E2E Request Time": stats([r.latency_ms for r in ok if r.latency_ms is not None]),
-        "Request Generation Tokens Per Second": stats(gen),
-        "total_output_tokens": total,
-        "duration_s": duration_s,
-        "num_requests": len(ok),
-        "failed_requests": len(failed),
-    }
+        if r.start_ns is None or r.ttft_ms is None:
+            raise RecordError(f"{r.label}: metadata.request_start_ns or time_to_first_token missing")
+    turns = turns_from_records(ok, order, max_tokens, speculative)
+    if not turns:
+        raise RecordError("no successful profiling request: nothing to time")
+    ext = {"num_gpus": num_gpus, "num_requests": len({t.request_index for t in turns}),
+           "num_turns": len(turns), "failed_requests": len(failed),
+           "total_output_tokens": sum(t.tokens for t in turns)}
+    doc = timing_doc(turns, num_gpus, extension=ext)
+    start = min(t.times[0] for t in turns)
+    end = max(t.times[-1] for t in turns)
+    doc[EXTENSION_KEY]["duration_s"] = end - start
+    return doc
 
 
 # ------------------------------------------------------------- Prometheus

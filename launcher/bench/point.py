@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.bench import aiperf_runner as ar
-from launcher.bench.datasets import DatasetSpec, Question, category_map, write_aiperf_multi_turn
+from launcher.bench.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.bench.metrics import RecordError, acceptance_rate, read_profile_export, timing
 from launcher.bench.result_files import (build_configuration, checkpoint_info, response_texts_from_raw,
-                                         write_point)
+                                         speculative_algorithm, write_point)
+from launcher.results import EXTENSION_KEY, PointResult, ValidityRule, point_problems, read_point
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,33 +55,26 @@ def _gpu_name(save_dir: Path) -> str:
 
 def check_point(acc: dict, tim: dict, dataset: str, speculative: bool, gates: dict,
                 min_tokens_per_step: Optional[float], max_failed_fraction: float) -> Optional[str]:
-    """The validity gates of one point: None when it passes, else why it fails."""
-    n, failed = tim.get("num_requests", 0) + tim.get("failed_requests", 0), tim.get("failed_requests", 0)
-    if n and failed / n > max_failed_fraction:
-        return f"{failed} of {n} requests failed (> {max_failed_fraction:.0%})"
-    if not tim.get("total_output_tokens"):
-        return "0 output tokens were generated"
-    if speculative:
-        al = acc.get("Average_AL")
-        if al is None or al < 1.0:
-            return f"Average_AL {al} is below 1"
-        if dataset in gates and al < gates[dataset]:
-            return f"Average_AL {al:.3f} is below the gate min_acceptance_length.{dataset}={gates[dataset]}"
-        tps = acc.get("Server_AL")
-        if min_tokens_per_step is not None and (tps is None or tps < min_tokens_per_step):
-            shown = "unknown" if tps is None else f"{tps:.3f}"
-            return f"tokens per verify step {shown} is below the gate min_tokens_per_step={min_tokens_per_step}"
-    return None
+    """The validity gates of one point (launcher.results' one rule): None when it passes, else why."""
+    res = PointResult(path=Path("."), acceptance=acc, timing=tim, complete=True)
+    res.acceptance.setdefault(EXTENSION_KEY, {}).setdefault("speculative", speculative)
+    rule = ValidityRule(max_failed_fraction=max_failed_fraction, min_average_al=gates.get(dataset),
+                        min_tokens_per_step=min_tokens_per_step)
+    problems = point_problems(res, rule)
+    return "; ".join(problems) if problems else None
 
 
-def point_values(acc: dict, tim: dict, duration: Optional[float]) -> dict:
+def point_values(res: PointResult, duration: Optional[float]) -> dict:
+    """A point's figures for summary.json (timing in specdec_bench's seconds),
+    with the sample count each timing median rests on."""
     return {
-        "Average_AL": acc.get("Average_AL"), "Server_AL": acc.get("Server_AL"),
-        "Prometheus_AL": acc.get("Prometheus_AL"),
-        "Output TPS": tim.get("Output TPS"), "Output TPS/gpu": tim.get("Output TPS/gpu"),
-        "TTFT p50 ms": (tim.get("TTFT Time") or {}).get("p50"),
-        "Decode tok/s p50": (tim.get("Request Generation Tokens Per Second") or {}).get("p50"),
-        "failed_requests": tim.get("failed_requests", 0), "benchmark_duration_s": duration,
+        "Average_AL": res.average_al, "Server_AL": res.server_al, "Prometheus_AL": res.prometheus_al,
+        "Output TPS": res.output_tps, "Output TPS/gpu": res.output_tps_per_gpu,
+        "TTFT median s": res.ttft_median_s, "TTFT count": res.count("TTFT Time"),
+        "Decode tok/s median": res.decode_tps_median,
+        "Decode tok/s count": res.count("Request Generation Tokens Per Second"),
+        "num_requests": res.num_requests, "num_turns": res.num_turns,
+        "failed_requests": res.failed_requests, "benchmark_duration_s": duration,
     }
 
 
@@ -98,12 +92,10 @@ def speculative_config_from_argv(argv: list[str]) -> Optional[dict]:
 
 
 def load_point_values(point_dir: Path) -> dict:
-    try:
-        acc = json.loads((point_dir / "acceptance_rate.json").read_text())
-        tim = json.loads((point_dir / "timing.json").read_text())
-    except (OSError, ValueError):
+    res = read_point(point_dir)
+    if not res.timing:
         return {}
-    return point_values(acc, tim, ar.aiperf_benchmark_duration(point_dir / "aiperf"))
+    return point_values(res, ar.aiperf_benchmark_duration(point_dir / "aiperf"))
 
 
 def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
@@ -171,11 +163,14 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                   total_hint: int = 0) -> None:
     args = ctx.args
     aip = point_dir / "aiperf"
+    qids = [q.question_id for q in questions]
     try:
         records = read_profile_export(aip / "profile_export.jsonl")
         prom = ar.prometheus_al_from_export(aip) if ctx.speculative else None
-        acc = acceptance_rate(records, category_map(questions), speculative=ctx.speculative, prometheus_al=prom)
-        tim = timing(records, num_gpus=args.num_gpus)
+        acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
+                              max_tokens=args.output_length, speculative=ctx.speculative, prometheus_al=prom)
+        tim = timing(records, num_gpus=args.num_gpus, question_ids=qids, max_tokens=args.output_length,
+                     speculative=ctx.speculative)
     except (RecordError, ValueError, OSError) as e:
         o.status, o.reason = "failed", f"results unreadable: {str(e).splitlines()[0]}"
         return
@@ -183,24 +178,38 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
     job = ctx.job
-    serving = {
-        "server_id": job.get("server_id"), "server_argv": ctx.server_ready.get("argv"),
-        "server_flags": job.get("server_flags"), "url": ctx.base_url,
-        "num_gpus": args.num_gpus, "served_model_name": args.model,
-    }
-    run_args = {"dataset": spec.name, "temperature": o.temperature, "concurrency": o.concurrency,
-                "num_requests": args.num_requests, "output_length": args.output_length,
-                "runtime_params": ctx.runtime, "aiperf": args.aiperf}
     spec_cfg = job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
-    conf = build_configuration(
-        run_args=run_args, serving=serving, model=job.get("model") or args.tokenizer,
-        speculative_config=spec_cfg if ctx.speculative else None,
-        engine="vllm", engine_version=ctx.engine_version or "", argv=sys.argv, tool_version=_tool_version(),
-        git_sha=_git_sha(), gpu=_gpu_name(point_dir), checkpoint=checkpoint_info(job.get("model")),
-        extra={"recipe": job.get("recipe"), "aiperf_benchmark_duration_s": duration})
+    spec_cfg = spec_cfg if ctx.speculative else None
+    sampling = dict(ctx.runtime.get("sampling_kwargs") or {})
+    run_args = {
+        "tokenizer": args.tokenizer, "engine": "VLLM",
+        "mtbench": str(getattr(args, "mtbench", None) or "") or None if spec.name == "mtbench" else None,
+        "specbench": (getattr(args, "specbench", None) or None) if spec.name == "specbench" else None,
+        "dataset": "speed" if spec.name.startswith("speed") else None,
+        "num_requests": args.num_requests,
+        "speculative_algorithm": speculative_algorithm((spec_cfg or {}).get("method")),
+        "model_dir": job.get("model") or args.tokenizer,
+        "draft_model_dir": (spec_cfg or {}).get("model"),
+        "runtime_params": ctx.runtime, "temperature": o.temperature, "output_length": args.output_length,
+        "draft_length": (spec_cfg or {}).get("num_speculative_tokens"), "tp_size": args.num_gpus,
+        "ep_size": 1, "concurrency": o.concurrency, "save_dir": str(point_dir),
+        "ignore_eos": False, "postprocess": "base", "trust_remote_code": False,
+    }
+    serving = {"server_id": job.get("server_id"), "server_argv": ctx.server_ready.get("argv"),
+               "server_flags": job.get("server_flags"), "url": ctx.base_url, "served_model_name": args.model,
+               "speculative_config": spec_cfg, "sampling": {"temperature": o.temperature, **sampling}}
     reason = check_point(acc, tim, spec.name, ctx.speculative, ctx.gates, args.min_tokens_per_step,
                          args.max_failed_fraction)
+    status = {"status": "complete" if reason is None else "failed", "reason": reason}
+    tim[EXTENSION_KEY].update(status)
+    conf = build_configuration(
+        run_args=run_args, serving_config=serving, engine_version=ctx.engine_version or "", argv=sys.argv,
+        gpu=_gpu_name(point_dir), checkpoint=checkpoint_info(job.get("model")),
+        extension={"recipe": job.get("recipe"), "dataset": spec.name, "model": job.get("model") or args.tokenizer,
+                   "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
+                   "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
+                   "tool_version": _tool_version(), "git_sha": _git_sha(), **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
-    o.values.update(point_values(acc, tim, duration))
+    o.values.update(point_values(read_point(point_dir), duration))
     o.status, o.reason = ("complete", None) if reason is None else ("failed", reason)

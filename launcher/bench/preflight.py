@@ -51,6 +51,6 @@ def check_spec_stats(base_url: str, model: str) -> dict:
     if not stats:
         raise PreflightError(
             "the server returns no per-request spec-decode stats (metrics.speculative_decoding): start it with "
-            "--speculative-config and --per-request-spec-decode-metrics summary (run.sh adds the latter), or "
+            "--speculative-config and --per-request-spec-decode-metrics detailed (run.sh adds the latter), or "
             "benchmark a baseline with draft=none")
     return stats

@@ -1,14 +1,13 @@
-"""Writing one sweep point's result files (docs/results-layout.md):
-acceptance_rate.json, timing.json, <dataset>_responses.jsonl,
-configuration.json, and the COMPLETE marker written last.
+"""One sweep point's result files (docs/results-layout.md), written through
+:mod:`launcher.results`: acceptance_rate.json and timing.json (appended, as
+specdec_bench does), the responses file named as specdec_bench names it,
+configuration.json with specdec_bench's flat keys, and COMPLETE last.
 
-Builders are pure (plain dicts in, dicts out); writers are atomic
-(temporary file in the same folder, then ``os.replace``).
+Builders are pure (plain dicts in, dicts out).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import os
@@ -19,52 +18,14 @@ from typing import Iterable, Mapping, Sequence
 
 from .datasets import DatasetSpec, Question, question_key
 
-COMPLETE = "COMPLETE"
-ACCEPTANCE_FILE = "acceptance_rate.json"
-TIMING_FILE = "timing.json"
-CONFIGURATION_FILE = "configuration.json"
-MASK = "***"
+from launcher.results import (ACCEPTANCE_FILE, COMPLETE_FILE as COMPLETE, CONFIGURATION_FILE,  # noqa: F401
+                              EXTENSION_KEY, TIMING_FILE, append_metric, is_complete, mark_complete,
+                              write_json_atomic, write_jsonl_atomic)
+from launcher.results.layout import dataset_kind, responses_file
+from launcher.results.responses import response_rows
+from launcher.results.store import utc_now
 
-
-# ------------------------------------------------------------ atomic writes
-
-def _write_atomic(path: Path, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
-
-
-def write_json_atomic(path: Path | str, obj: object) -> Path:
-    """Write ``obj`` as indented JSON; NaN/Infinity are refused (ValueError)."""
-    return _write_atomic(Path(path), json.dumps(obj, indent=2, allow_nan=False) + "\n")
-
-
-def write_jsonl_atomic(path: Path | str, rows: Iterable[object]) -> Path:
-    text = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
-    return _write_atomic(Path(path), text)
-
-
-def mark_complete(point_dir: Path | str) -> Path:
-    """Write ``COMPLETE`` (the UTC time) atomically; call it after every other file."""
-    return _write_atomic(Path(point_dir) / COMPLETE, utc_now() + "\n")
-
-
-def is_complete(point_dir: Path | str) -> bool:
-    return (Path(point_dir) / COMPLETE).is_file()
-
-
-def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+MASK = "***REDACTED***"  # what specdec_bench writes for a secret
 
 
 # ------------------------------------------------------------ responses
@@ -119,22 +80,20 @@ def _packet_text(packet: Mapping) -> str:
 def responses_rows(
     questions: Sequence[Question],
     texts: Mapping[tuple[str, int], str] | None = None,
+    dataset: str = "mtbench",
 ) -> list[dict]:
-    """``<dataset>_responses.jsonl`` rows: one per question, the assistant
-    text of each turn from ``texts`` ((conversation_id, turn_index) -> text),
-    an empty string where none was recorded."""
+    """The responses file's rows as specdec_bench writes them for ``dataset``:
+    the assistant text of each turn from ``texts`` ((conversation_id,
+    turn_index) -> text), an empty string where none was recorded."""
     texts = texts or {}
-    rows = []
-    for q in questions:
-        key = question_key(q)
-        rows.append({
-            "question_id": q.question_id,
-            "category": q.category,
-            "turns": list(q.turns),
-            "choices": [{"index": 0,
-                         "turns": [texts.get((key, i), "") for i in range(len(q.turns))]}],
-        })
-    return rows
+    answers = [[texts.get((question_key(q), i), "") for i in range(len(q.turns))] for q in questions]
+    return response_rows(dataset_kind(dataset), [q.turns for q in questions], answers,
+                         [_row_id(q.question_id) for q in questions], [q.category for q in questions])
+
+
+def _row_id(qid: str):
+    """A dataset row's question_id with its JSON type (Spec-Bench ids are integers)."""
+    return int(qid) if isinstance(qid, str) and qid.isdigit() else qid
 
 
 # ------------------------------------------------------------ configuration
@@ -212,19 +171,19 @@ def _mask_json_arg(arg: str) -> str:
 
 
 def checkpoint_info(path: str | os.PathLike | None) -> dict:
-    """``{path, size_bytes, index_sha256, index_file}`` of a checkpoint folder.
+    """``{path, size_bytes, index_sha256, index_source}`` of a checkpoint folder.
 
     ``size_bytes`` sums the files below it (symlinks followed to files, as in
     the Hugging Face cache; symlinked folders not entered). ``index_sha256``
     hashes ``model.safetensors.index.json`` when present, else
-    ``config.json`` (a single-file checkpoint has no index); ``index_file``
+    ``config.json`` (a single-file checkpoint has no index); ``index_source``
     says which. A path that is not a local folder (a hub id) gets nulls.
     """
     if path is None:
-        return {"path": None, "size_bytes": None, "index_sha256": None, "index_file": None}
+        return {"path": None, "size_bytes": None, "index_sha256": None, "index_source": None}
     p = Path(path)
     if not p.is_dir():
-        return {"path": str(path), "size_bytes": None, "index_sha256": None, "index_file": None}
+        return {"path": str(path), "size_bytes": None, "index_sha256": None, "index_source": None}
     size = 0
     for root, _dirs, files in os.walk(p):
         for name in files:
@@ -240,57 +199,65 @@ def checkpoint_info(path: str | os.PathLike | None) -> dict:
     digest = None
     if index_file is not None:
         digest = hashlib.sha256((p / index_file).read_bytes()).hexdigest()
-    return {"path": str(p), "size_bytes": size, "index_sha256": digest, "index_file": index_file}
+    return {"path": str(p), "size_bytes": size, "index_sha256": digest, "index_source": index_file}
+
+
+# specdec_bench's run.py arguments, in its order (configuration.json's flat keys).
+SPECDEC_ARGS = ("tokenizer", "mtbench", "specbench", "random_isl", "dataset", "dataset_path", "num_requests",
+                "engine", "speculative_algorithm", "model_dir", "draft_model_dir", "runtime_params", "temperature",
+                "max_seq_len", "output_length", "draft_length", "block_size", "tp_size", "ep_size", "concurrency",
+                "trust_remote_code", "aa_timing", "ignore_eos", "show_progress", "completions", "postprocess",
+                "save_dir")
+_ALGORITHMS = {"eagle3": "EAGLE3", "eagle": "EAGLE", "draft_model": "DRAFT_TARGET", "ngram": "NGRAM",
+               "mtp": "MTP", "dflash": "DFLASH", "none": "NONE"}
+
+
+def speculative_algorithm(method: str | None) -> str:
+    """specdec_bench's --speculative_algorithm name for a vLLM method."""
+    if not method:
+        return "NONE"
+    return _ALGORITHMS.get(method, "MTP" if "mtp" in method else method.upper())
 
 
 def build_configuration(
     *,
     run_args: Mapping,
-    serving: Mapping,
-    model: str,
-    speculative_config: Mapping | None,
-    engine: str,
+    serving_config: Mapping,
     engine_version: str,
     argv: Sequence[str],
-    tool_version: str,
-    git_sha: str | None,
     gpu: str | None = None,
     checkpoint: Mapping | None = None,
     container_image: str | None = None,
     python_version: str | None = None,
     timestamp: str | None = None,
-    extra: Mapping | None = None,
+    extension: Mapping | None = None,
 ) -> dict:
-    """``configuration.json`` from plain dicts, secrets masked at any depth.
-
-    ``speculative_config`` None means a baseline (``{"method": "none"}``).
-    ``container_image`` defaults to ``$CONTAINER_IMAGE`` (empty string if
-    unset: the uploader refuses such a run, by design). ``checkpoint`` is
-    :func:`checkpoint_info`'s dict. ``timestamp`` defaults to now (UTC ISO 8601).
+    """``configuration.json`` as specdec_bench's ``dump_env`` lays it out:
+    its flat run arguments (``run_args``; missing ones null), then
+    ``serving_config`` and the provenance keys; ours under the extension key.
+    Secrets are masked at any depth. ``container_image`` defaults to
+    ``$CONTAINER_IMAGE`` (the uploader refuses a run without one, by design).
     """
+    unknown = set(run_args) - set(SPECDEC_ARGS)
+    if unknown:
+        raise ValueError(f"run_args has keys specdec_bench does not have: {sorted(unknown)}; "
+                         "put them in the extension")
     if container_image is None:
-        container_image = os.environ.get("CONTAINER_IMAGE", "")
-    config = {
-        "model": model,
-        "speculative_config": dict(speculative_config) if speculative_config else {"method": "none"},
-        "run_args": dict(run_args),
-        "serving": dict(serving),
-        "engine": engine,
-        "engine_version": engine_version,
-        "gpu": gpu,
-        "python_version": python_version or platform.python_version(),
-        "argv": mask_argv(argv),
-        "tool_version": tool_version,
-        "git_sha": git_sha,
-        "container_image": container_image,
-        "checkpoint": dict(checkpoint) if checkpoint is not None else checkpoint_info(None),
-        "timestamp": timestamp or utc_now(),
-    }
-    if extra:
-        for k, v in extra.items():
-            if k in config:
-                raise ValueError(f"extra key {k!r} would overwrite a configuration field")
-            config[k] = v
+        container_image = os.environ.get("CONTAINER_IMAGE") or None
+    config: dict = {k: run_args.get(k) for k in SPECDEC_ARGS}
+    config["serving_config"] = dict(serving_config)
+    config["engine_version"] = engine_version
+    config["gpu"] = gpu
+    config["python_version"] = python_version or platform.python_version()
+    config["argv"] = mask_argv(argv)
+    for k in ("specdec_bench_version", "specdec_bench_sha", "modelopt_version", "modelopt_sha"):
+        config[k] = None
+    config["container_image"] = container_image
+    config["checkpoint"] = dict(checkpoint) if checkpoint is not None else checkpoint_info(None)
+    config["timestamp"] = timestamp or utc_now()
+    config["jira_ticket"] = os.environ.get("JIRA_TICKET") or None
+    config["huggingface_model_id"] = os.environ.get("HUGGINGFACE_MODEL_ID") or None
+    config[EXTENSION_KEY] = dict(extension or {})
     return mask_secrets(config)
 
 
@@ -307,12 +274,15 @@ def write_point(
     texts: Mapping[tuple[str, int], str] | None = None,
     complete: bool = True,
 ) -> Path:
-    """Write the four result files of a point, then COMPLETE (if ``complete``)."""
+    """Write a point's files (metric files appended, as specdec_bench does),
+    then COMPLETE (if ``complete``)."""
     point_dir = Path(point_dir)
-    write_json_atomic(point_dir / ACCEPTANCE_FILE, acceptance)
-    write_json_atomic(point_dir / TIMING_FILE, timing)
-    write_jsonl_atomic(point_dir / dataset.responses_file, responses_rows(questions, texts))
-    write_json_atomic(point_dir / CONFIGURATION_FILE, configuration)
+    point_dir.mkdir(parents=True, exist_ok=True)
+    (point_dir / COMPLETE).unlink(missing_ok=True)
+    append_metric(point_dir / ACCEPTANCE_FILE, dict(acceptance))
+    append_metric(point_dir / TIMING_FILE, dict(timing))
+    write_jsonl_atomic(point_dir / responses_file(dataset.name), responses_rows(questions, texts, dataset.name))
+    write_json_atomic(point_dir / CONFIGURATION_FILE, configuration, indent=4)
     if complete:
         mark_complete(point_dir)
     return point_dir

@@ -3,27 +3,48 @@ from __future__ import annotations
 
 import sys
 
+from launcher.results.validity import thin_sample
+
 
 def _f(v, fmt="{:.2f}"):
     return "-" if v is None else fmt.format(v)
+
+
+def timing_cell(value, count, total, fmt: str) -> str:
+    """A timing median, or a marked figure when it rests on few samples
+    (fewer than 5, or fewer than half the requests): "(12.3 n=2)"."""
+    if value is None:
+        return "-"
+    if thin_sample(count, total):
+        return f"({fmt.format(value)} n={count})"
+    return fmt.format(value)
 
 
 def print_table(summary: dict, file=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    out = file or sys.stdout
     t = Table(title=f"{summary.get('server_id') or summary.get('model')}: wall {_f(summary.get('wall_time_s'), '{:.1f}')} s, "
                     f"server start {_f(summary.get('server_startup_s'), '{:.1f}')} s")
-    for col in ("point", "status", "Average_AL", "Server_AL", "Output TPS", "TTFT p50 ms", "decode tok/s",
+    for col in ("point", "status", "Average_AL", "Server_AL", "Output TPS", "TTFT median ms", "decode tok/s",
                 "failed", "bench s"):
         t.add_column(col, justify="left" if col in ("point", "status") else "right")
+    thin = False
     for p in summary.get("points", []):
         status = {"complete": "[green]complete[/]", "failed": "[red]failed[/]"}.get(p["status"], p["status"])
+        total = (p.get("num_turns") or 0) or None
+        ttft = p.get("TTFT median s")
+        ttft_cell = timing_cell(None if ttft is None else ttft * 1e3, p.get("TTFT count"), total, "{:.1f}")
+        dec_cell = timing_cell(p.get("Decode tok/s median"), p.get("Decode tok/s count"), total, "{:.1f}")
+        thin = thin or ttft_cell.startswith("(") or dec_cell.startswith("(")
         t.add_row(p["dir"], status, _f(p.get("Average_AL"), "{:.3f}"), _f(p.get("Server_AL"), "{:.3f}"),
-                  _f(p.get("Output TPS"), "{:.1f}"), _f(p.get("TTFT p50 ms"), "{:.1f}"),
-                  _f(p.get("Decode tok/s p50"), "{:.1f}"), str(p.get("failed_requests", 0)),
+                  _f(p.get("Output TPS"), "{:.1f}"), ttft_cell, dec_cell, str(p.get("failed_requests", 0)),
                   _f(p.get("benchmark_duration_s"), "{:.2f}"))
-    Console(file=file or sys.stdout, width=140).print(t)
+    Console(file=out, width=140).print(t)
+    if thin:
+        print("(x n=N): a median over N samples only (fewer than 5, or fewer than half the requests); "
+              "not a headline figure", file=out)
     for p in summary.get("points", []):
         if p["status"] == "failed":
-            print(f"FAILED {p['dir']}: {p['reason']}", file=file or sys.stdout)
+            print(f"FAILED {p['dir']}: {p['reason']}", file=out)

@@ -100,7 +100,7 @@ def judge_point(job: str, a: Point, b: Point, th: Thresholds) -> PointDiff:
         d.al_rel = _rel(a.average_al, b.average_al)
         d.al_flag = _flag(d.al_rel, th.al)
         d.notes.append("AL: no paired interval, threshold only")
-    gpus_a, gpus_b = ((p.timing or {}).get("num_gpus") for p in (a, b))
+    gpus_a, gpus_b = (p.num_gpus for p in (a, b))
     if gpus_a and gpus_b and gpus_a != gpus_b:
         d.tps_key = "Output TPS/gpu"
         d.tps_rel = _rel(a.output_tps_per_gpu, b.output_tps_per_gpu)

@@ -103,7 +103,7 @@ class ServerConfig:
     kv_cache_memory_bytes: Optional[str] = None  # KV-cache cap per GPU, e.g. "20G"
     gpu_memory_utilization: Optional[float] = None
     enforce_eager: bool = False
-    spec_decode_metrics: str = "summary"  # --per-request-spec-decode-metrics
+    spec_decode_metrics: str = "detailed"  # --per-request-spec-decode-metrics (detailed: per-step order, exact chunks)
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 

@@ -2,6 +2,8 @@
 images referenced by relative paths so it opens straight from disk."""
 from __future__ import annotations
 
+from launcher.results import EXTENSION_KEY
+
 from html import escape
 from typing import Any, Iterable
 
@@ -73,18 +75,21 @@ def provenance(job: Job) -> list[tuple[str, str]]:
     """(label, value) rows; values differing across points are joined with ' | '."""
     cfgs = [p.configuration for p in job.points if p.configuration] or [{}]
     s = job.summary
-    spec = [c.get("speculative_config") or {} for c in cfgs]
-    serving = [c.get("serving") or {} for c in cfgs]
+    ext = [c.get(EXTENSION_KEY) or {} for c in cfgs]
+    # ours: the vLLM speculative config in the extension; specdec_bench: its flat arguments
+    spec = [e.get("speculative_config") or {"method": c.get("speculative_algorithm"), "model": c.get("draft_model_dir"),
+                                            "num_speculative_tokens": c.get("draft_length")}
+            for c, e in zip(cfgs, ext)]
+    serving = [c.get("serving_config") or {} for c in cfgs]
 
     def pick(*vals):
         return _distinct(vals)
 
     gpu = _distinct(c.get("gpu") for c in cfgs)
-    ngpu = _distinct(sv.get("num_gpus") for sv in serving) or _distinct(
-        (p.timing or {}).get("num_gpus") for p in job.points)
+    ngpu = _distinct(p.num_gpus for p in job.points)
     rows = [
         ("recipe / server_id", pick(s.get("recipe")) + " / " + pick(s.get("server_id"), *(sv.get("server_id") for sv in serving))),
-        ("model", pick(s.get("model"), *(c.get("model") for c in cfgs))),
+        ("model", pick(s.get("model"), *(c.get("model_dir") for c in cfgs))),
         ("draft", _distinct(sp.get("model") for sp in spec) or "–"),
         ("method", pick(s.get("method")) or _distinct(sp.get("method") for sp in spec)),
         ("k (num_speculative_tokens)", _distinct([s.get("num_speculative_tokens")])
@@ -94,7 +99,7 @@ def provenance(job: Job) -> list[tuple[str, str]]:
         ("container image", _distinct(c.get("container_image") for c in cfgs)),
         ("GPU", f"{gpu} × {ngpu}" if gpu and ngpu else gpu),
         ("GPU memory (peak)", _telemetry(job.telemetry)),
-        ("tool version / git", pick(*(c.get("tool_version") for c in cfgs)) + " / " + pick(*(c.get("git_sha") for c in cfgs))),
+        ("tool version / git", pick(*(e.get("tool_version") for e in ext)) + " / " + pick(*(e.get("git_sha") for e in ext))),
         ("python", _distinct(c.get("python_version") for c in cfgs)),
         ("timestamps (UTC)", _span(c.get("timestamp") for c in cfgs)),
         ("wall time / server start", f"{_num(s.get('wall_time_s'), 1)} s / {_num(s.get('server_startup_s'), 1)} s"),
@@ -223,9 +228,9 @@ _COLS = [("point", "l"), ("status", "l"), ("reason", "l"), ("Average_AL", ""), (
 
 def _row(p: Point) -> str:
     bench_s = p.row.get("benchmark_duration_s")
-    if bench_s is None and p.timing:
-        bench_s = p.timing.get("duration_s")
-    failed_req = p.row.get("failed_requests", (p.timing or {}).get("failed_requests"))
+    if bench_s is None and p.result:
+        bench_s = p.result.tim_ext.get("duration_s")
+    failed_req = p.row.get("failed_requests", p.result.failed_requests if p.result else None)
     cells = [
         ("l", _e(p.dir)), ("l", f'<span class="st-{_e(p.status)}">{_e(p.status)}</span>'),
         ("l", _e(p.reason or ("result files missing" if not p.ok and p.status != "failed" else ""))),

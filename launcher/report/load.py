@@ -8,7 +8,10 @@ A *job folder* holds ``summary.json`` at its root (one server configuration).
 A *results folder* may be a job folder itself or hold job folders a few levels
 down (``results/<recipe>/<server_id>/``). A job folder whose sweep died before
 ``summary.json`` was written is still recognised by its
-``<dataset>/t<T>_c<C>/`` point folders.
+``<dataset>/t<T>_c<C>/`` point folders. specdec_bench's own output folders
+(``--save_dir``: its metric files directly inside) are read too: one such
+folder, or a folder of them, is a job. Every file is read through
+:mod:`launcher.results`.
 """
 from __future__ import annotations
 
@@ -17,6 +20,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from launcher.results import ACCEPTANCE_FILE, TIMING_FILE, PointResult, ValidityRule, point_problems, read_point
+from launcher.results.validity import thin_sample
 
 POINT_DIR = re.compile(r"^t(?P<t>[0-9.eE+-]+)_c(?P<c>\d+)$")
 # Folders never holding jobs (our own output, AIPerf's artifacts, logs).
@@ -46,61 +52,82 @@ class Point:
     reason: str | None
     path: Path
     row: dict = field(default_factory=dict)      # the summary.json entry (may be empty)
-    acceptance: dict | None = None
-    timing: dict | None = None
-    configuration: dict | None = None
+    result: PointResult | None = None             # the files, read by launcher.results
+
+    @property
+    def acceptance(self) -> dict | None:
+        return (self.result.acceptance or None) if self.result else None
+
+    @property
+    def timing(self) -> dict | None:
+        return (self.result.timing or None) if self.result else None
+
+    @property
+    def configuration(self) -> dict | None:
+        return (self.result.configuration or None) if self.result else None
+
+    @property
+    def problems(self) -> list[str]:
+        """launcher.results' validity rule (the recipe's gates are in the status the bench recorded)."""
+        if self.result is None:
+            return ["no result files"]
+        return point_problems(self.result, ValidityRule(max_failed_fraction=1.0))
 
     @property
     def ok(self) -> bool:
-        """Complete (or skipped on resume, i.e. complete earlier) with its result files."""
-        return self.status in ("complete", "skipped") and self.acceptance is not None
+        """Complete (or skipped on resume, i.e. complete earlier) and valid."""
+        return self.status in ("complete", "skipped") and self.acceptance is not None and not self.problems
 
-    def _value(self, key: str, source: dict | None) -> float | None:
-        if source and isinstance(source.get(key), (int, float)):
-            return float(source[key])
-        v = self.row.get(key)
-        return float(v) if isinstance(v, (int, float)) else None
+    def _value(self, v, key: str) -> float | None:
+        if v is not None:
+            return float(v)
+        r = self.row.get(key)
+        return float(r) if isinstance(r, (int, float)) and not isinstance(r, bool) else None
 
     @property
     def average_al(self) -> float | None:
-        return self._value("Average_AL", self.acceptance)
+        return self._value(self.result and self.result.average_al, "Average_AL")
 
     @property
     def server_al(self) -> float | None:
-        return self._value("Server_AL", self.acceptance)
+        return self._value(self.result and self.result.server_al, "Server_AL")
 
     @property
     def prometheus_al(self) -> float | None:
-        return self._value("Prometheus_AL", self.acceptance)
+        return self._value(self.result and self.result.prometheus_al, "Prometheus_AL")
 
     @property
     def output_tps(self) -> float | None:
-        return self._value("Output TPS", self.timing)
+        return self._value(self.result and self.result.output_tps, "Output TPS")
 
     @property
     def output_tps_per_gpu(self) -> float | None:
-        v = self._value("Output TPS/gpu", self.timing)
-        if v is None and self.output_tps is not None:
-            gpus = (self.timing or {}).get("num_gpus") or 1
-            v = self.output_tps / gpus
-        return v
+        return self._value(self.result and self.result.output_tps_per_gpu, "Output TPS/gpu")
 
-    def _stat(self, name: str, stat: str) -> float | None:
-        s = (self.timing or {}).get(name)
-        if isinstance(s, dict) and isinstance(s.get(stat), (int, float)):
-            return float(s[stat])
-        return None
+    @property
+    def num_gpus(self) -> int | None:
+        if not self.result:
+            return None
+        n = self.result.tim_ext.get("num_gpus") or (self.configuration or {}).get("tp_size")
+        return n if isinstance(n, int) else None
 
     @property
     def decode_tps_p50(self) -> float | None:
         """Per-user decode speed: median over requests of generation tokens/s."""
-        v = self._stat("Request Generation Tokens Per Second", "p50")
-        return v if v is not None else self._value("Decode tok/s p50", None)
+        return self._value(self.result and self.result.decode_tps_median, "Decode tok/s median")
 
     @property
     def ttft_p50_ms(self) -> float | None:
-        v = self._stat("TTFT Time", "p50")
-        return v if v is not None else self._value("TTFT p50 ms", None)
+        v = self.result.ttft_median_s if self.result else None
+        if v is None and isinstance(self.row.get("TTFT median s"), (int, float)):
+            v = self.row["TTFT median s"]
+        return None if v is None else v * 1e3
+
+    def thin(self, statistic: str) -> bool:
+        """The statistic rests on fewer than 5 samples or fewer than half the requests."""
+        if not self.result:
+            return False
+        return thin_sample(self.result.count(statistic), self.result.num_turns)
 
     @property
     def request_al(self) -> dict[str, float]:
@@ -157,11 +184,48 @@ def _point_from_row(job_dir: Path, row: dict) -> Point:
         temperature=float(row.get("temperature") or 0.0),
         concurrency=int(row.get("concurrency") or 0),
         dir=rel, status=str(row.get("status") or "unknown"), reason=row.get("reason"),
-        path=pdir, row=row,
-        acceptance=read_json(pdir / "acceptance_rate.json"),
-        timing=read_json(pdir / "timing.json"),
-        configuration=read_json(pdir / "configuration.json"),
+        path=pdir, row=row, result=read_point(pdir),
     )
+
+
+def is_run_dir(d: Path) -> bool:
+    """A folder holding result files itself (a point of ours, or a specdec_bench output folder)."""
+    return any((Path(d) / f).is_file() for f in (ACCEPTANCE_FILE, TIMING_FILE))
+
+
+def _specdec_dataset(cfg: dict) -> str:
+    if cfg.get("mtbench"):
+        return "mtbench"
+    if cfg.get("specbench"):
+        return "specbench"
+    if cfg.get("dataset") == "speed":
+        return f"speed_{Path(str(cfg.get('dataset_path') or 'speed')).stem}"
+    return str(cfg.get("dataset") or "random")
+
+
+def _specdec_point(job_dir: Path, run_dir: Path) -> Point:
+    """A specdec_bench output folder as a point: dataset, temperature and
+    concurrency from its configuration.json; complete when its files are."""
+    res = read_point(run_dir)
+    cfg = res.configuration
+    temp = cfg.get("temperature")
+    if temp is None:
+        temp = ((cfg.get("runtime_params") or {}).get("sampling_kwargs") or {}).get("temperature", 0.0)
+    problems = point_problems(res, ValidityRule(max_failed_fraction=1.0))
+    rel = "." if run_dir == job_dir else run_dir.relative_to(job_dir).as_posix()
+    return Point(dataset=_specdec_dataset(cfg), temperature=float(temp or 0.0),
+                 concurrency=int(cfg.get("concurrency") or 0), dir=rel,
+                 status="complete" if not problems else "failed", reason="; ".join(problems) or None,
+                 path=run_dir, result=res)
+
+
+def _specdec_runs(d: Path) -> list[Path]:
+    if is_run_dir(d):
+        return [d]
+    try:
+        return sorted(c for c in d.iterdir() if c.is_dir() and c.name not in _SKIP and is_run_dir(c))
+    except OSError:
+        return []
 
 
 def _scan_points(job_dir: Path) -> list[dict]:
@@ -191,6 +255,10 @@ def _has_point_dirs(d: Path) -> bool:
 def load_job(job_dir: Path) -> Job:
     job_dir = Path(job_dir)
     summary_path = job_dir / "summary.json"
+    if not summary_path.exists() and not _has_point_dirs(job_dir) and _specdec_runs(job_dir):
+        points = [_specdec_point(job_dir, r) for r in _specdec_runs(job_dir)]
+        points.sort(key=lambda p: (p.dataset, p.temperature, p.concurrency))
+        return Job(path=job_dir, summary={"server_id": job_dir.name, "source": "specdec_bench"}, points=points)
     if summary_path.exists():
         summary = read_json(summary_path)
         if not isinstance(summary, dict):
@@ -215,7 +283,7 @@ def find_job_dirs(root: Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         raise ResultsError(f"{root}: not a directory")
-    if (root / "summary.json").exists() or _has_point_dirs(root):
+    if (root / "summary.json").exists() or _has_point_dirs(root) or is_run_dir(root):
         return [root]
     found: list[Path] = []
 
@@ -227,6 +295,9 @@ def find_job_dirs(root: Path) -> list[Path]:
         for c in children:
             if (c / "summary.json").exists() or _has_point_dirs(c):
                 found.append(c)
+            elif is_run_dir(c):  # specdec_bench output folders: their parent is the job
+                if d not in found:
+                    found.append(d)
             elif depth < MAX_DEPTH:
                 walk(c, depth + 1)
 

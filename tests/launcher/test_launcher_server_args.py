@@ -66,7 +66,7 @@ def test_speculative_methods(method, model, k, extra, expected):
     assert speculative_config(cfg) == expected
     flags = build_server_flags(cfg)
     assert spec_of(flags) == expected
-    assert value(flags, SPEC_METRICS_FLAG) == "summary"
+    assert value(flags, SPEC_METRICS_FLAG) == "detailed"
     argv = build_server_argv(cfg, "127.0.0.1", 8000)
     assert spec_of(argv) == expected
     assert count(argv, SPEC_METRICS_FLAG) == 1
@@ -224,7 +224,7 @@ def test_api_server_module_takes_model_flag():
 def test_spec_metrics_added_only_with_a_speculative_config():
     spec = ["--speculative-config", '{"method":"ngram","num_speculative_tokens":3}']
     argv = compose_server_argv("vllm serve", "m", spec, "h", 1)
-    assert value(argv, SPEC_METRICS_FLAG) == "summary"
+    assert value(argv, SPEC_METRICS_FLAG) == "detailed"
     argv = compose_server_argv("vllm serve", "m", spec, "h", 1, spec_metrics="detailed")
     assert value(argv, SPEC_METRICS_FLAG) == "detailed"
     argv = compose_server_argv("vllm serve", "m", ["--tensor-parallel-size", "1"], "h", 1)

@@ -65,7 +65,7 @@ def test_spec_metrics_flag_added_for_speculative_config(tmp_path):
     rc, _ = run_job(job, ["--served-model-name", "fk", "--speculative-config", spec], bench(job))
     assert rc == 0, read(job / "run_sh.stderr")
     argv = json.loads((job / "server_ready.json").read_text())["argv"]
-    assert argv[argv.index("--per-request-spec-decode-metrics") + 1] == "summary"
+    assert argv[argv.index("--per-request-spec-decode-metrics") + 1] == "detailed"
     assert argv[argv.index("--speculative-config") + 1] == spec
 
 

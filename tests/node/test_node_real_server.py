@@ -59,7 +59,7 @@ def test_e2e_ready_file(e2e):
     assert 0 < ready["startup_s"] < e2e["took"]
     assert ready["engine_version"] and ready["url"] == f"http://127.0.0.1:{ready['port']}"
     argv = ready["argv"]
-    assert argv[argv.index("--per-request-spec-decode-metrics") + 1] == "summary"
+    assert argv[argv.index("--per-request-spec-decode-metrics") + 1] == "detailed"
     assert argv[argv.index("--model") + 1] == str(TARGET)
     log = read(job / "logs" / "server.log")
     assert "(APIServer pid=" in log

@@ -24,8 +24,9 @@ def _copy(dst: Path, server_id: str | None = None) -> Path:
 
 
 def _edit_json(path: Path, fn) -> None:
+    """Edit a JSON file; in a metric file (a list of runs) the last run."""
     data = json.loads(path.read_text())
-    fn(data)
+    fn(data[-1] if isinstance(data, list) else data)
     path.write_text(json.dumps(data))
 
 
@@ -33,9 +34,11 @@ def _scale_al(job: Path, point: str, factors) -> None:
     """Multiply the point's Request_AL values (factors: one number, or one per
     request in file order) and recompute Average_AL / Category_AL / the summary row."""
     questions = {}
-    for line in next((job / point).glob("*_responses.jsonl")).read_text().splitlines():
+    for i, line in enumerate(next((job / point).glob("*_responses.jsonl")).read_text().splitlines()):
         row = json.loads(line)
         questions[str(row["question_id"])] = row["category"]
+        if point.startswith("mtbench"):  # MT-Bench's Request_AL is keyed by run index
+            questions[str(i)] = row["category"]
 
     def fix(acc):
         ra = acc["Request_AL"]

@@ -93,10 +93,32 @@ def test_loads_the_real_job():
     (job,) = load_results(SMOKE)
     assert len(job.points) == 8 and all(p.ok for p in job.points)
     p = next(p for p in job.points if p.dir == "mtbench/t0_c1")
-    assert p.average_al == pytest.approx(2.22255, abs=1e-4)
-    assert p.output_tps_per_gpu == pytest.approx(114.597, abs=1e-3)
-    assert p.decode_tps_p50 == pytest.approx(145.868, abs=1e-3)
-    assert p.histogram == {1: 50, 2: 25, 3: 26, 4: 21}
+    assert p.average_al == pytest.approx(2.18211, abs=1e-4)
+    assert p.server_al == pytest.approx(2.24779, abs=1e-4)   # vLLM's definition, in our extension
+    assert p.output_tps_per_gpu == pytest.approx(29.549, abs=1e-3)
+    assert p.decode_tps_p50 == pytest.approx(45.648)          # specdec_bench's 4-decimal string
+    assert p.ttft_p50_ms == pytest.approx(174.3)               # seconds in timing.json
+    assert p.histogram == {1: 48, 2: 28, 3: 28, 4: 17}
+    assert not p.thin("TTFT Time")                             # 8 of 8 turns
+
+
+def test_reads_a_specdec_bench_output_folder(tmp_path):
+    """specdec_bench's own --save_dir (no COMPLETE, no extension, flat configuration) is a job of one point."""
+    run = tmp_path / "sdb_run"
+    run.mkdir()
+    src = SMOKE / "mtbench" / "t0_c1"
+    for name in ("acceptance_rate.json", "timing.json"):
+        docs = json.loads((src / name).read_text())
+        (run / name).write_text(json.dumps([{k: v for k, v in d.items() if k != "specdec_launcher"} for d in docs]))
+    cfg = json.loads((src / "configuration.json").read_text())
+    cfg.pop("specdec_launcher")
+    (run / "configuration.json").write_text(json.dumps(cfg))
+    (job,) = load_results(run)
+    (p,) = job.points
+    assert (p.dataset, p.temperature, p.concurrency, p.ok) == ("mtbench", 0.0, 1, True)
+    assert p.average_al == pytest.approx(2.18211, abs=1e-4) and p.server_al is None
+    (job,) = load_results(tmp_path)  # a folder of specdec_bench runs
+    assert [q.dir for q in job.points] == ["sdb_run"]
 
 
 def test_finds_jobs_in_a_folder_of_jobs(tmp_path):
@@ -141,7 +163,7 @@ def test_report_of_one_job(tmp_path):
     assert "Left out of the plots" in text and "specbench/t0.7_c2" in text
     assert "FAILED" in text and "3 of 5 outputs" in text and "2 of 2 mismatch" in text   # lossless block
     assert "NVIDIA H200" in text and "120.25" in text           # telemetry
-    assert "0.32.0" in text and "tiny-target" in text           # engine version, model
+    assert "0.32.0" in text and "tiny-target" in text and "DRAFT_TARGET" not in text  # engine version, model
     html = index.read_text()
     assert "<mark>" in html and "<b>901</b>" in html            # divergence highlighted in text and ids
     assert "(not recorded)" in html                             # divergence past the kept ids

@@ -37,7 +37,7 @@ def spec_flags(draft: Path = DRAFT_NOISY, k: int = 3, metrics: bool = True) -> l
     f = BASE_FLAGS + ["--speculative-config", json.dumps({"method": "draft_model", "model": str(draft),
                                                           "num_speculative_tokens": k})]
     if metrics:
-        f += ["--per-request-spec-decode-metrics", "summary"]
+        f += ["--per-request-spec-decode-metrics", "detailed"]
     return f
 
 

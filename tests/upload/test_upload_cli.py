@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from upload_samples import write_run
+from upload_samples import timing, write_run
 
 NO_CREDENTIALS_ENV = {
     "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
@@ -74,7 +74,7 @@ def test_dry_run_without_credentials_still_validates_and_plans(run_cli, tmp_path
         monkeypatch.setenv(name, value)
     job = tmp_path / "job"
     write_run(job / "good")
-    write_run(job / "bad", timing_doc={"total_output_tokens": 0})
+    write_run(job / "bad", timing_doc=timing(total_output_tokens=0))
     res = run_cli(job, "s3://bucket-a/x", "--dry-run")
     assert res.code == 1
     assert "destination not checked: no S3 credentials" in res.err

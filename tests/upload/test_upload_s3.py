@@ -16,7 +16,7 @@ from pathlib import Path
 
 from s3_fault_proxy import FaultProxy
 from upload_s3_checks import all_versions, object_bytes, subprocess_env
-from upload_samples import configuration, local_files, write_run, write_sweep
+from upload_samples import configuration, local_files, timing, write_run, write_sweep
 
 POINTS = ["mtbench/t0_c1", "mtbench/t0_c4", "specbench/t0.7_c1"]
 
@@ -111,8 +111,9 @@ def test_existing_complete_run_is_refused_and_left_untouched(s3, bucket, moto_se
     write_sweep(job, POINTS)
     assert run_cli(job, f"s3://{bucket}/r", "--endpoint-url", moto_server).code == 0
     before = {k: [v["VersionId"] for v in vs] for k, vs in all_versions(s3, bucket).items()}
-    (job / POINTS[0] / "timing.json").write_text(json.dumps({**json.loads((job / POINTS[0] / "timing.json").read_text()),
-                                                             "duration_s": 99.0}))
+    runs = json.loads((job / POINTS[0] / "timing.json").read_text())  # a list of runs: change the last
+    runs[-1]["specdec_launcher"]["duration_s"] = 99.0
+    (job / POINTS[0] / "timing.json").write_text(json.dumps(runs))
     res = run_cli(job, f"s3://{bucket}/r", "--endpoint-url", moto_server)
     assert res.code == 1
     assert "0 uploaded, 0 skipped, 3 refused, 0 failed" in res.out
@@ -174,7 +175,7 @@ def test_all_runs_refused_sends_nothing_and_the_flag_lets_them_go(s3, bucket, mo
 def test_dry_run_sends_nothing_and_prints_the_plan(s3, bucket, moto_server, run_cli, tmp_path):
     job = tmp_path / "dry"
     write_sweep(job, POINTS)
-    write_run(job / "mtbench/t1_c1", timing_doc={"total_output_tokens": 0, "num_requests": 4, "failed_requests": 0})
+    write_run(job / "mtbench/t1_c1", timing_doc=timing(total_output_tokens=0))
     res = run_cli(job, f"s3://{bucket}/d", "--endpoint-url", moto_server, "--dry-run")
     assert res.code == 1  # one run refused
     assert all_versions(s3, bucket) == {}

@@ -1,0 +1,31 @@
+"""File names and dataset kinds of one result folder (docs/results-layout.md)."""
+from __future__ import annotations
+
+ACCEPTANCE_FILE = "acceptance_rate.json"
+TIMING_FILE = "timing.json"
+CONFIGURATION_FILE = "configuration.json"
+COMPLETE_FILE = "COMPLETE"
+METRIC_FILES = (ACCEPTANCE_FILE, TIMING_FILE)
+# Our additions inside each specdec_bench object (acceptance, timing, configuration).
+EXTENSION_KEY = "specdec_launcher"
+
+MTBENCH_TOPICS = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
+
+# specdec_bench's metric class per dataset: MTBench, SpecBench (Spec-Bench and
+# SPEED-Bench) or AcceptanceRate (anything else).
+MTBENCH, SPECBENCH, GENERIC = "mtbench", "specbench", "generic"
+RESPONSES_FILES = {MTBENCH: "mtbench_responses.jsonl", SPECBENCH: "specbench_responses.jsonl",
+                   GENERIC: "responses.jsonl"}
+
+
+def dataset_kind(dataset: str) -> str:
+    """``mtbench`` -> MTBench; ``specbench`` and ``speed_*`` -> SpecBench; else AcceptanceRate."""
+    if dataset == "mtbench":
+        return MTBENCH
+    if dataset == "specbench" or dataset == "speed" or dataset.startswith("speed_"):
+        return SPECBENCH
+    return GENERIC
+
+
+def responses_file(dataset: str) -> str:
+    return RESPONSES_FILES[dataset_kind(dataset)]
