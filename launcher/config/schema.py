@@ -127,6 +127,9 @@ class LosslessConfig:
 class BenchConfig:
     aiperf: str = "aiperf"  # the aiperf executable
     point_timeout_s: int = 3600
+    # phases: one AIPerf process per dataset x temperature, one profiling phase per point;
+    # point: one AIPerf process per point (the baseline, slower by AIPerf's start-up a point)
+    aiperf_mode: str = "phases"
     request_timeout_s: int = 600
     force: bool = False  # rerun complete points
     preflight: bool = True
