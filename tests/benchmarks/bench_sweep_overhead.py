@@ -10,11 +10,13 @@ Three modes, measured in the same run, so their ratios are comparable on a busy 
 plus AIPerf's own start-up: `aiperf profile` of one request (wall - benchmark duration), and
 the physical limit of the smoke recipe (server start + sum of benchmark durations).
 
-Usage: .venv/bin/python tests/benchmarks/bench_sweep_overhead.py   (about 5 min on 2 idle cores)
+Usage: .venv/bin/python tests/benchmarks/bench_sweep_overhead.py   (8 points; about 5 min on 2 idle cores)
+       [--datasets mtbench --temperatures 0 --concurrencies 1 2 4 8] [--url URL of a running server]
 Re-run it on a quiet machine for figures; on a shared one only the ratios mean much.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -67,33 +69,42 @@ def aiperf_startup(url: str, tmp: Path) -> tuple[float, float]:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
+    ap.add_argument("--temperatures", nargs="+", default=TEMPS)
+    ap.add_argument("--concurrencies", nargs="+", default=CONCS)
+    ap.add_argument("--url", help="a running server started as tests/support/stack.py does (else one is started)")
+    opts = ap.parse_args()
+    datasets, temps, concs = opts.datasets, opts.temperatures, opts.concurrencies
     stack.require_stack()
     tmp = Path(tempfile.mkdtemp(prefix="sweep_overhead_"))
     t0 = time.time()
-    srv = stack.start_server(stack.spec_flags(), tmp / "server.log")
-    server_start = time.time() - t0
+    srv = None if opts.url else stack.start_server(stack.spec_flags(), tmp / "server.log")
+    server_start = time.time() - t0 if srv else float("nan")
+    url = opts.url or srv.url
     try:
-        a_wall, a_bench = aiperf_startup(srv.url, tmp)
+        a_wall, a_bench = aiperf_startup(url, tmp)
         walls, sums, n = {}, {}, 0
         for mode, extra in (("phases", []), ("point", ["--aiperf_mode", "point"])):
-            walls[mode], s = run_bench(srv.url, tmp / mode, TEMPS, CONCS, DATASETS, *extra)
+            walls[mode], s = run_bench(url, tmp / mode, temps, concs, datasets, *extra)
             sums[mode], n = bench_sum(s), len(s["points"])
         walls["naive"], sums["naive"] = 0.0, 0.0
-        for ds in DATASETS:
-            for temp in TEMPS:
-                for c in CONCS:
-                    w, s1 = run_bench(srv.url, tmp / f"naive_{ds}_{temp}_{c}", [temp], [c], [ds],
+        for ds in datasets:
+            for temp in temps:
+                for c in concs:
+                    w, s1 = run_bench(url, tmp / f"naive_{ds}_{temp}_{c}", [temp], [c], [ds],
                                       "--aiperf_mode", "point")
                     walls["naive"] += w
                     sums["naive"] += bench_sum(s1)
     finally:
-        srv.stop()
+        if srv:
+            srv.stop()
 
-    groups = len(DATASETS) * len(TEMPS)
+    groups = len(datasets) * len(temps)
     over = {m: (walls[m] - sums[m]) / n for m in walls}
-    print(f"points: {n} ({len(DATASETS)} datasets x {len(TEMPS)} temperatures x {len(CONCS)} concurrencies; "
+    print(f"points: {n} ({len(datasets)} datasets x {len(temps)} temperatures x {len(concs)} concurrencies; "
           f"{groups} AIPerf processes in the default mode)")
-    print(f"server start-up: {server_start:.1f} s (once, outside the sweeps)")
+    print(f"server start-up: {server_start:.1f} s (once, outside the sweeps; nan: --url given)")
     print(f"AIPerf's own start-up: {a_wall - a_bench:.1f} s (`aiperf profile` of 1 request: wall {a_wall:.1f} s, "
           f"benchmark {a_bench:.2f} s)")
     names = {"phases": "phases (default: one AIPerf per dataset x temperature, one phase per point)",

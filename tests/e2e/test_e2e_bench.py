@@ -100,9 +100,10 @@ def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path)
         assert sorted(acc_a["Request_AL"]) == sorted(acc_b["Request_AL"]) and len(acc_a["Request_AL"]) == 6
         # ... and at T=0 every request accepts exactly as when its point runs alone
         assert acc_a["Request_AL"] == acc_b["Request_AL"], pt
-        # the phase's own Prometheus window gives the same server-side AL as a lone run's
+        # the phase's own Prometheus window gives the server-side AL of a lone run's, up to
+        # the decode step or two that AIPerf 0.13's boundary scrape gives a neighbouring phase
         srv_a, srv_b = (prom_al(d / pt / "aiperf") for d in (a, b))
-        assert srv_a is not None and abs(srv_a - srv_b) < 1e-9, (pt, srv_a, srv_b)
+        assert srv_a is not None and srv_b is not None and abs(srv_a - srv_b) <= 0.1, (pt, srv_a, srv_b)
     # Throughput on a shared 2-core CPU is noisy; AL at temperature 0 is not.
     same = _compare(a, b, "--tps-threshold", "0.5")
     assert same.returncode == 0, same.stdout + same.stderr
