@@ -93,6 +93,7 @@ def point_artifacts(group_dir: Path, concurrency: int, single: bool) -> Path:
 
 
 _PROGRESS = re.compile(r"completed=(\d+)")
+_PHASE_START = re.compile(r"Phase (\S+) \((?:profiling|warmup)\) started")
 
 
 @dataclass
@@ -105,8 +106,10 @@ class AiperfResult:
 
 def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
                on_progress: Optional[Callable[[int], None]] = None,
-               stop: Optional[threading.Event] = None) -> AiperfResult:
-    """Run AIPerf, streaming its output to a log and reporting completed requests."""
+               stop: Optional[threading.Event] = None,
+               on_phase: Optional[Callable[[str], None]] = None) -> AiperfResult:
+    """Run AIPerf, streaming its output to a log and reporting completed requests (and, in
+    a multi-phase run, the name of each phase as it starts)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
     timed_out = False
@@ -127,6 +130,9 @@ def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
         assert proc.stdout is not None
         for line in proc.stdout:
             log.write(line)
+            ph = _PHASE_START.search(line) if on_phase else None
+            if ph:
+                on_phase(ph.group(1))
             m = _PROGRESS.search(line)
             if m and on_progress:
                 on_progress(int(m.group(1)))

@@ -170,21 +170,22 @@ def _run_aiperf_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Que
     total = len(outcomes) * n_turns
     first = progress.done + 1
     label = f"{dataset} T={temperature:g}"
-    seen = {"phase": 0, "last": -1}
+    index = {ar.phase_name(o.concurrency): i for i, o in enumerate(outcomes)}
+    current = {"i": 0}
+
+    def on_phase(name: str) -> None:  # AIPerf logs "Phase <name> (profiling) started"
+        current["i"] = index.get(name, current["i"])
+        on_progress(0)
 
     def on_progress(done_in_phase: int) -> None:
-        # AIPerf's counter restarts at each phase: a drop means the next point began
-        if done_in_phase < seen["last"] and seen["phase"] < len(outcomes) - 1:
-            seen["phase"] += 1
-        seen["last"] = done_in_phase
-        o = outcomes[seen["phase"]]
-        progress.update(f"point {first + seen['phase']}/{progress.total} {label} C={o.concurrency}: "
+        o = outcomes[current["i"]]
+        progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}: "
                         f"{done_in_phase}/{n_turns} requests")
 
     progress.update(f"point {first}/{progress.total} {label} C={outcomes[0].concurrency}: starting AIPerf "
                     f"({len(outcomes)} points in one process)")
     res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_{tag}.log",
-                        timeout_s=args.point_timeout_s * len(outcomes), on_progress=on_progress)
+                        timeout_s=args.point_timeout_s * len(outcomes), on_progress=on_progress, on_phase=on_phase)
     failed_run = ("AIPerf timed out" if res.timed_out else f"AIPerf exited with code {res.returncode}") \
         if (res.timed_out or res.returncode != 0) else None
     for o in outcomes:

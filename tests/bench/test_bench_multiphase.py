@@ -75,3 +75,14 @@ def test_collect_phase_builds_a_single_point_folder_or_says_why_not(tmp_path):
     # AIPerf writes phases/ only at the end of the run: a killed run leaves the point missing
     why = ar.collect_phase(g, "c2", tmp_path / "p2")
     assert why is not None and "c2" in why and not (tmp_path / "p2").exists()
+
+
+def test_run_aiperf_reports_each_phase_start_and_its_requests(tmp_path):
+    script = ("echo 'NOTICE   Phase c1 (profiling) started | phase_index=0'; echo 'x completed=3 y';"
+              "echo 'NOTICE   Phase c4 (profiling) started | phase_index=1'; echo 'completed=1'")
+    seen = []
+    res = ar.run_aiperf(["sh", "-c", script], env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "a.log",
+                        timeout_s=30, on_progress=lambda n: seen.append(n), on_phase=lambda p: seen.append(p))
+    assert res.returncode == 0
+    assert seen == ["c1", 3, "c4", 1]
+    assert "Phase c4" in (tmp_path / "a.log").read_text()
