@@ -110,15 +110,15 @@ def load_point_values(point_dir: Path) -> dict:
 
 def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
               outcomes: list, save_dir: Path, progress) -> None:
-    """The points of one dataset at one temperature. By default (aiperf_mode "phases") one
-    AIPerf process runs them all, one profiling phase per point (AIPerf 0.13's
-    `benchmark.phases`), which pays AIPerf's start-up once per group; aiperf_mode "point"
-    runs one AIPerf process per point (the baseline: its own timeout and failure)."""
+    """The points of one dataset at one temperature. aiperf_mode "phases": one AIPerf
+    process runs them all, one profiling phase per point (AIPerf 0.13's `benchmark.phases`),
+    paying AIPerf's start-up once per group; "point" (the default until the phases mode's
+    lower measured throughput is explained): one AIPerf process per point."""
     ds_dir = save_dir / dataset
     ds_dir.mkdir(parents=True, exist_ok=True)
     input_file = ds_dir / "aiperf_input.jsonl"
     write_aiperf_multi_turn(questions, input_file, ctx.args.output_length)
-    if getattr(ctx.args, "aiperf_mode", "phases") == "phases" and len(outcomes) > 1:
+    if getattr(ctx.args, "aiperf_mode", "point") == "phases" and len(outcomes) > 1:
         _run_aiperf_phases(ctx, spec, questions, dataset, temperature, outcomes, save_dir, progress, input_file)
         return
     for o in outcomes:

@@ -127,9 +127,9 @@ class LosslessConfig:
 class BenchConfig:
     aiperf: str = "aiperf"  # the aiperf executable
     point_timeout_s: int = 3600
-    # phases: one AIPerf process per dataset x temperature, one profiling phase per point;
-    # point: one AIPerf process per point (the baseline, slower by AIPerf's start-up a point)
-    aiperf_mode: str = "phases"
+    # point: one AIPerf process per point (default); phases: one AIPerf process per
+    # dataset x temperature, one profiling phase per point (AIPerf's start-up paid once a group)
+    aiperf_mode: str = "point"
     request_timeout_s: int = 600
     force: bool = False  # rerun complete points
     preflight: bool = True

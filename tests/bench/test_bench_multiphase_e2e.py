@@ -20,7 +20,8 @@ DATA = stack.REPO_ROOT / "common" / "datasets"
 def _argv(url: str, save: Path) -> list[str]:
     return [sys.executable, "-m", "launcher.bench", "--url", url, "--model", "tiny", "--tokenizer", str(stack.TARGET),
             "--aiperf", str(stack.AIPERF), "--mtbench", str(DATA / "mtbench_sample.jsonl"), "--num_requests", "3",
-            "--output_length", "24", "--temperature", "0", "--concurrency", "1", "2", "--save_dir", str(save)]
+            "--output_length", "24", "--temperature", "0", "--concurrency", "1", "2", "--save_dir", str(save),
+            "--aiperf_mode", "phases"]
 
 
 def _points(save: Path) -> dict:

@@ -3,9 +3,9 @@
   overhead/point = (sweep wall - sum of the points' benchmark durations) / points
 
 Three modes, measured in the same run, so their ratios are comparable on a busy machine:
-  phases (default): `python -m launcher.bench`, one AIPerf process per dataset x temperature,
-                    one profiling phase per point
-  point:            the same with --aiperf_mode point (one AIPerf process per point)
+  phases: `python -m launcher.bench --aiperf_mode phases`, one AIPerf process per
+          dataset x temperature, one profiling phase per point
+  point:  the same with --aiperf_mode point (one AIPerf process per point; the default today)
   naive:            one `python -m launcher.bench` (start-up, preflight, AIPerf) per point
 plus AIPerf's own start-up: `aiperf profile` of one request (wall - benchmark duration), and
 the physical limit of the smoke recipe (server start + sum of benchmark durations).
@@ -85,7 +85,7 @@ def main() -> None:
     try:
         a_wall, a_bench = aiperf_startup(url, tmp)
         walls, sums, n = {}, {}, 0
-        for mode, extra in (("phases", []), ("point", ["--aiperf_mode", "point"])):
+        for mode, extra in (("phases", ["--aiperf_mode", "phases"]), ("point", ["--aiperf_mode", "point"])):
             walls[mode], s = run_bench(url, tmp / mode, temps, concs, datasets, *extra)
             sums[mode], n = bench_sum(s), len(s["points"])
         walls["naive"], sums["naive"] = 0.0, 0.0
@@ -103,12 +103,12 @@ def main() -> None:
     groups = len(datasets) * len(temps)
     over = {m: (walls[m] - sums[m]) / n for m in walls}
     print(f"points: {n} ({len(datasets)} datasets x {len(temps)} temperatures x {len(concs)} concurrencies; "
-          f"{groups} AIPerf processes in the default mode)")
+          f"{groups} AIPerf processes in the phases mode)")
     print(f"server start-up: {server_start:.1f} s (once, outside the sweeps; nan: --url given)")
     print(f"AIPerf's own start-up: {a_wall - a_bench:.1f} s (`aiperf profile` of 1 request: wall {a_wall:.1f} s, "
           f"benchmark {a_bench:.2f} s)")
-    names = {"phases": "phases (default: one AIPerf per dataset x temperature, one phase per point)",
-             "point": "point (--aiperf_mode point: one AIPerf per point)",
+    names = {"phases": "phases (one AIPerf per dataset x temperature, one phase per point)",
+             "point": "point (one AIPerf per point, the default)",
              "naive": "naive (one bench + AIPerf process per point)"}
     for m in ("phases", "point", "naive"):
         print(f"{names[m]}: wall {walls[m]:.1f} s, sum of point benchmarks {sums[m]:.1f} s, "
@@ -116,8 +116,11 @@ def main() -> None:
     ratio = over["naive"] / over["phases"] if over["phases"] > 0 else float("inf")
     floor = (a_wall - a_bench) * groups / n
     print(f"physical limit of this sweep: server start + sum of benchmarks = {server_start + sums['phases']:.1f} s; "
-          f"the default took {server_start + walls['phases']:.1f} s with the server start")
-    print(f"floor of the default mode: AIPerf start-up x {groups} processes / {n} points = {floor:.2f} s/point")
+          f"the phases mode took {server_start + walls['phases']:.1f} s with the server start, "
+          f"the point mode {server_start + walls['point']:.1f} s")
+    print(f"throughput check (same points): sum of benchmark durations phases {sums['phases']:.1f} s vs point "
+          f"{sums['point']:.1f} s (should agree within noise)")
+    print(f"floor of the phases mode: AIPerf start-up x {groups} processes / {n} points = {floor:.2f} s/point")
     met = over["phases"] <= GOAL_S and ratio >= GOAL_RATIO
     print(f"goal (<= {GOAL_S:g} s/point and >= {GOAL_RATIO:g}x less overhead than naive): "
           f"{'met' if met else 'NOT met'} ({over['phases']:.2f} s/point, {ratio:.1f}x less than naive)"
