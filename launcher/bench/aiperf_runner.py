@@ -97,6 +97,7 @@ def point_artifacts(group_dir: Path, concurrency: int, single: bool) -> Path:
 
 
 _PROGRESS = re.compile(r"completed=(\d+)")
+_PHASE_START = re.compile(r"Phase (\S+) \((?:profiling|warmup)\) started")
 
 
 @dataclass
@@ -109,8 +110,10 @@ class AiperfResult:
 
 def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
                on_progress: Optional[Callable[[int], None]] = None,
-               stop: Optional[threading.Event] = None) -> AiperfResult:
-    """Run AIPerf, streaming its output to a log and reporting completed requests."""
+               stop: Optional[threading.Event] = None,
+               on_phase: Optional[Callable[[str], None]] = None) -> AiperfResult:
+    """Run AIPerf, streaming its output to a log and reporting completed requests (and, in
+    a multi-phase run, the name of each phase as it starts)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
     timed_out = False
@@ -132,6 +135,9 @@ def run_aiperf(argv: list[str], env: dict, log_path: Path, timeout_s: float,
         assert proc.stdout is not None
         for line in proc.stdout:
             log.write(line)
+            ph = _PHASE_START.search(line) if on_phase else None
+            if ph:
+                on_phase(ph.group(1))
             m = _PROGRESS.search(line)
             if m and on_progress:
                 on_progress(int(m.group(1)))
@@ -173,3 +179,122 @@ def aiperf_benchmark_duration(point_aiperf_dir: Path) -> Optional[float]:
         return float(agg["benchmark_duration"]["avg"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+# --- several points in one AIPerf process: one profiling phase per point -------------------------
+
+def phase_name(concurrency: int) -> str:
+    """The AIPerf phase of one point of a group (a strict identifier, as AIPerf wants)."""
+    return f"c{int(concurrency)}"
+
+
+def multiphase_config(*, model: str, url: str, tokenizer: str, run: GroupRun, request_timeout_s: int,
+                      workers: Optional[int] = None, record_processors: Optional[int] = None) -> dict:
+    """AIPerf 0.13's YAML config (schemaVersion 2.0) running every concurrency of a group as
+    its own profiling phase in one process. Pure. Each phase sends the whole dataset once
+    (`sessions` = its conversations, sequential sampling), as a single-point run does; the
+    request fields (temperature, ...) ride on the endpoint, so a group is one temperature."""
+    runtime: dict = {"ui": "none"}
+    if workers:
+        runtime["workers"] = int(workers)
+    if record_processors:
+        runtime["recordProcessors"] = int(record_processors)
+    return {
+        "schemaVersion": "2.0",
+        "randomSeed": 0,
+        "benchmark": {
+            "model": model,
+            "endpoint": {"url": url, "type": "chat", "streaming": True, "timeout": float(request_timeout_s),
+                         "extra": dict(run.extra_inputs)},
+            "tokenizer": {"name": tokenizer},
+            "dataset": {"type": "file", "path": str(run.input_file), "format": "multi_turn",
+                        "sampling": "sequential"},
+            "phases": [{"name": phase_name(c), "kind": "profiling", "type": "concurrency",
+                        "concurrency": int(c), "sessions": int(run.num_conversations)}
+                       for c in run.concurrencies],
+            "gpuTelemetry": {"enabled": False},
+            "runtime": runtime,
+            "artifacts": {"dir": str(run.artifact_dir), "raw": True},
+        },
+    }
+
+
+def multiphase_argv(aiperf: str, config_path: Path, api_key: Optional[str] = None) -> list[str]:
+    """`aiperf profile --config FILE`; the key (never in the file) as the CLI flag,
+    which AIPerf applies on top of the config."""
+    return [*aiperf.split(), "profile", "--config", str(config_path), *(["--api-key", api_key] if api_key else [])]
+
+
+def split_phase_records(src: Path, dst_by_phase: dict[str, Path]) -> dict[str, int]:
+    """Copy each line of a multi-phase JSONL export into its phase's file (by the record's
+    `metadata.phase_name`, or the raw record's `phase_name`); returns lines per phase.
+    Lines of other phases (a warm-up) are dropped."""
+    counts = {name: 0 for name in dst_by_phase}
+    handles = {}
+    try:
+        for name, dst in dst_by_phase.items():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            handles[name] = dst.open("w", encoding="utf-8")
+        if src.exists():
+            with src.open(encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except ValueError:
+                        continue
+                    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                    name = meta.get("phase_name", obj.get("phase_name"))
+                    if name in handles:
+                        handles[name].write(line if line.endswith("\n") else line + "\n")
+                        counts[name] += 1
+    finally:
+        for h in handles.values():
+            h.close()
+    return counts
+
+
+def phase_server_metrics_export(path: Path) -> Optional[dict]:
+    """AIPerf 0.13's per-phase scrape (`phases/<name>/server_metrics.json`: the phase's own
+    window, per endpoint) in the shape of a run's `server_metrics_export.json` (`metrics`:
+    name -> {type, series: [{endpoint_url, labels, stats}]}), so one reader serves both."""
+    try:
+        data = json.loads(path.read_text())["data"]
+        endpoints = data["endpoint_summaries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    metrics: dict = {}
+    for ep in endpoints.values():
+        for mname, m in (ep.get("metrics") or {}).items():
+            out = metrics.setdefault(mname, {k: v for k, v in m.items() if k != "series"} | {"series": []})
+            out["series"] += [dict(s, endpoint_url=ep.get("endpoint_url")) for s in m.get("series", [])]
+    return {"schema_version": "1.1", "metrics_phase": data.get("phase_name"),
+            "summary": {"start_ns": data.get("start_ns"), "end_ns": data.get("end_ns"),
+                        "source": f"phases/{data.get('phase_name')}/server_metrics.json"},
+            "metrics": metrics}
+
+
+def collect_phase(group_dir: Path, name: str, dst: Path) -> Optional[str]:
+    """Make `dst` a single-point AIPerf folder for phase `name` of a multi-phase run:
+    the phase's aggregates and server-metrics window (AIPerf's `phases/<name>/`) plus its
+    records split out of the run's JSONL exports. None when done, else why not (AIPerf
+    writes `phases/` only when the whole run ends, so a killed run leaves no point)."""
+    pdir = group_dir / "phases" / name
+    if not (pdir / "profile_export_aiperf.json").exists():
+        return f"AIPerf wrote no results for phase {name}"
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    for p in pdir.iterdir():
+        if p.is_file():
+            shutil.copy2(p, dst / p.name)
+    export = phase_server_metrics_export(pdir / "server_metrics.json")
+    if export is not None:
+        (dst / "server_metrics_export.json").write_text(json.dumps(export, indent=2))
+    for fname in ("profile_export.jsonl", "profile_export_raw.jsonl"):
+        split_phase_records(group_dir / fname, {name: dst / fname})
+    for fname in ("inputs.json",):
+        if (group_dir / fname).exists():
+            shutil.copy2(group_dir / fname, dst / fname)
+    return None

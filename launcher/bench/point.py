@@ -1,5 +1,5 @@
 """One group of client points (a dataset at a temperature, all its concurrencies):
-run AIPerf once, then turn each point's export into result files and checks."""
+run AIPerf (once, one phase per point, or once per point), then turn each point's export into result files and checks."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.datasets import DatasetSpec, Question, write_aiperf_multi_turn
@@ -100,17 +102,94 @@ def load_point_values(point_dir: Path) -> dict:
 
 def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
               outcomes: list, save_dir: Path, progress) -> None:
-    """The points of one dataset at one temperature. By default one AIPerf process per
-    point (its own timeout and failure); with --concurrency_list one AIPerf process runs
-    all the concurrencies (AIPerf 0.13 restarts its services per concurrency anyway, so
-    this measured no faster: tests/benchmarks/bench_sweep_overhead.py)."""
+    """The points of one dataset at one temperature. aiperf_mode "phases": one AIPerf
+    process runs them all, one profiling phase per point (AIPerf 0.13's `benchmark.phases`),
+    paying AIPerf's start-up once per group; "point" (the default until the phases mode's
+    lower measured throughput is explained): one AIPerf process per point."""
     ds_dir = save_dir / dataset
     ds_dir.mkdir(parents=True, exist_ok=True)
     input_file = ds_dir / "aiperf_input.jsonl"
     write_aiperf_multi_turn(questions, input_file, ctx.args.output_length)
-    chunks = [outcomes] if getattr(ctx.args, "concurrency_list", False) else [[o] for o in outcomes]
-    for chunk in chunks:
-        _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, chunk, save_dir, progress, input_file)
+    if getattr(ctx.args, "aiperf_mode", "point") == "phases" and len(outcomes) > 1:
+        _run_aiperf_phases(ctx, spec, questions, dataset, temperature, outcomes, save_dir, progress, input_file)
+        return
+    for o in outcomes:
+        _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, [o], save_dir, progress, input_file)
+
+
+def _group_run(ctx: PointContext, dataset: str, temperature: float, outcomes: list, group_dir: Path,
+               input_file: Path, n_conversations: int) -> ar.GroupRun:
+    extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
+                                      ctx.runtime.get("chat_template_args") or {})
+    return ar.GroupRun(dataset, temperature, [o.concurrency for o in outcomes], input_file, n_conversations,
+                       group_dir, extra)
+
+
+def _finish_point(ctx, spec, questions, o, save_dir: Path, src: Optional[Path], why_missing: Optional[str],
+                  total: int, progress) -> None:
+    """Turn one point's AIPerf folder into its results, or record why there is none."""
+    point_dir = save_dir / o.dir
+    if src is None or not (src / "profile_export.jsonl").exists():
+        o.status, o.reason = "failed", why_missing
+    else:
+        point_dir.mkdir(parents=True, exist_ok=True)
+        ar.move_artifacts(src, point_dir / "aiperf")
+        process_point(ctx, spec, questions, o, point_dir, total_hint=total)
+    progress.done += 1
+    progress.running = [r for r in getattr(progress, "running", []) if r != o.dir]
+    progress.update(f"{o.dir}: {o.status}" + (f" ({o.reason})" if o.reason else ""))
+
+
+def _run_aiperf_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str,
+                       temperature: float, outcomes: list, save_dir: Path, progress, input_file: Path) -> None:
+    """One AIPerf process, one profiling phase per point. AIPerf writes each phase's
+    aggregates and server-metrics window to `phases/<name>/` when the run ends and tags
+    every record with its `phase_name`; each point's folder is rebuilt from those, so
+    `process_point` sees what a single-point run writes. A phase with no results (AIPerf
+    killed or failed) fails only its own point(s); the rest are kept."""
+    args = ctx.args
+    ds_dir = save_dir / dataset
+    tag = f"t{temperature:g}_phases"
+    group_dir = ds_dir / f".aiperf_{tag}"
+    shutil.rmtree(group_dir, ignore_errors=True)
+    group_dir.mkdir(parents=True)
+    run = _group_run(ctx, dataset, temperature, outcomes, group_dir, input_file, len(questions))
+    cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
+                               request_timeout_s=args.request_timeout_s)
+    cfg_path = ds_dir / f"aiperf_{tag}.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    from launcher.node.apikey import client_key
+    argv = ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
+    n_turns = sum(len(q.turns) for q in questions)
+    total = len(outcomes) * n_turns
+    first = progress.done + 1
+    label = f"{dataset} T={temperature:g}"
+    index = {ar.phase_name(o.concurrency): i for i, o in enumerate(outcomes)}
+    current = {"i": 0}
+
+    def on_phase(name: str) -> None:  # AIPerf logs "Phase <name> (profiling) started"
+        current["i"] = index.get(name, current["i"])
+        on_progress(0)
+
+    def on_progress(done_in_phase: int) -> None:
+        o = outcomes[current["i"]]
+        progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}: "
+                        f"{done_in_phase}/{n_turns} requests")
+
+    progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
+    progress.update(f"point {first}/{progress.total} {label} C={outcomes[0].concurrency}: starting AIPerf "
+                    f"({len(outcomes)} points in one process)")
+    res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_{tag}.log",
+                        timeout_s=args.point_timeout_s * len(outcomes), on_progress=on_progress, on_phase=on_phase)
+    failed_run = ("AIPerf timed out" if res.timed_out else f"AIPerf exited with code {res.returncode}") \
+        if (res.timed_out or res.returncode != 0) else None
+    for o in outcomes:
+        dst = group_dir / "points" / ar.phase_name(o.concurrency)
+        why = ar.collect_phase(group_dir, ar.phase_name(o.concurrency), dst)
+        if why is not None:
+            why = f"{failed_run or why} before this point finished (log: {res.log_path})"
+        _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
+    shutil.rmtree(group_dir, ignore_errors=True)
 
 
 def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str,
@@ -120,10 +199,8 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     tag = f"t{temperature:g}" + ("" if len(outcomes) > 1 else f"_c{outcomes[0].concurrency}")
     group_dir = ds_dir / f".aiperf_{tag}"
     shutil.rmtree(group_dir, ignore_errors=True)
-    concurrencies = [o.concurrency for o in outcomes]
-    extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
-                                      ctx.runtime.get("chat_template_args") or {})
-    run = ar.GroupRun(dataset, temperature, concurrencies, input_file, len(questions), group_dir, extra)
+    run = _group_run(ctx, dataset, temperature, outcomes, group_dir, input_file, len(questions))
+    concurrencies = run.concurrencies
     from launcher.node.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key())
@@ -131,31 +208,21 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     total = len(concurrencies) * n_turns
     first = progress.done + 1
     label = f"{dataset} T={temperature:g} C={','.join(map(str, concurrencies))}"
+    span = f"point {first}" if len(concurrencies) == 1 else f"points {first}-{first + len(concurrencies) - 1}"
 
     def on_progress(done_in_phase: int) -> None:
-        span = f"point {first}" if len(concurrencies) == 1 else f"points {first}-{first + len(concurrencies) - 1}"
-        progress.update(f"{span}/{progress.total} {label}: {done_in_phase}/{n_turns} requests of the current point")
+        progress.update(f"{span}/{progress.total} {label}: {done_in_phase}/{n_turns} requests")
 
-    span = f"point {first}" if len(concurrencies) == 1 else f"points {first}-{first + len(concurrencies) - 1}"
     progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
     progress.update(f"{span}/{progress.total} {label}: starting AIPerf")
     res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_{tag}.log",
                         timeout_s=args.point_timeout_s * len(concurrencies), on_progress=on_progress)
     single = len(concurrencies) == 1
     for o in outcomes:
-        point_dir = save_dir / o.dir
         src = ar.point_artifacts(group_dir, o.concurrency, single)
-        if not (src / "profile_export.jsonl").exists():
-            o.status = "failed"
-            o.reason = ("AIPerf timed out" if res.timed_out else f"AIPerf exited with code {res.returncode}") + \
-                f" before this point finished (log: {res.log_path})"
-        else:
-            point_dir.mkdir(parents=True, exist_ok=True)
-            ar.move_artifacts(src, point_dir / "aiperf")
-            process_point(ctx, spec, questions, o, point_dir, total_hint=total)
-        progress.done += 1
-        progress.running = [r for r in progress.running if r != o.dir]
-        progress.update(f"{o.dir}: {o.status}" + (f" ({o.reason})" if o.reason else ""))
+        why = ("AIPerf timed out" if res.timed_out else f"AIPerf exited with code {res.returncode}") + \
+            f" before this point finished (log: {res.log_path})"
+        _finish_point(ctx, spec, questions, o, save_dir, src, why, total, progress)
     shutil.rmtree(group_dir, ignore_errors=True)
 
 

@@ -167,6 +167,9 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         add("server.command", "is empty", "set it, e.g. server.command='vllm serve'")
 
     # --- gates
+    if cfg.bench.aiperf_mode not in ("phases", "point"):
+        add("bench.aiperf_mode", f"is '{cfg.bench.aiperf_mode}'",
+            "use bench.aiperf_mode=phases (one AIPerf process per dataset x temperature) or point")
     g = cfg.bench.gates
     if not 0 <= g.max_failed_fraction <= 1:
         add("bench.gates.max_failed_fraction", f"is {g.max_failed_fraction}", "use a fraction in [0, 1]")

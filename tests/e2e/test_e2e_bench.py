@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from launcher.bench.aiperf_runner import prometheus_al_from_export as prom_al
 from tests.support import stack
 
 DATA = stack.REPO_ROOT / "common" / "datasets"
@@ -86,11 +87,23 @@ def _compare(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess:
 def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     # 6 requests per point: enough pairs for a useful 95% interval. Run A takes one AIPerf
-    # process per point (the default), run B one per temperature (--concurrency_list).
-    for d, mode in ((a, []), (b, ["--concurrency_list"])):
+    # process per dataset x temperature, one profiling phase per point (--aiperf_mode phases),
+    # run B one AIPerf process per point (the default): the same points both ways.
+    for d, mode in ((a, ["--aiperf_mode", "phases"]), (b, [])):
         p = bench(spec_server.url, d, "--concurrency", "1", "2", *mode, num_requests=6)
         assert p.returncode == 0, p.stderr[-2000:]
-    assert (a / "mtbench" / "aiperf_t0_c2.log").exists() and (b / "mtbench" / "aiperf_t0.log").exists()
+    assert (a / "mtbench" / "aiperf_t0_phases.log").exists() and not (a / "mtbench" / "aiperf_t0_c2.log").exists()
+    assert (b / "mtbench" / "aiperf_t0_c2.log").exists()
+    for pt in ("mtbench/t0_c1", "mtbench/t0_c2", "specbench/t0_c2"):
+        acc_a, acc_b = (json.loads((d / pt / "acceptance_rate.json").read_text()) for d in (a, b))
+        # each phase's records are its own (6 conversations, none from the other point) ...
+        assert sorted(acc_a["Request_AL"]) == sorted(acc_b["Request_AL"]) and len(acc_a["Request_AL"]) == 6
+        # ... and at T=0 every request accepts exactly as when its point runs alone
+        assert acc_a["Request_AL"] == acc_b["Request_AL"], pt
+        # the phase's own Prometheus window gives the server-side AL of a lone run's, up to
+        # the decode step or two that AIPerf 0.13's boundary scrape gives a neighbouring phase
+        srv_a, srv_b = (prom_al(d / pt / "aiperf") for d in (a, b))
+        assert srv_a is not None and srv_b is not None and abs(srv_a - srv_b) <= 0.1, (pt, srv_a, srv_b)
     # Throughput on a shared 2-core CPU is noisy; AL at temperature 0 is not.
     same = _compare(a, b, "--tps-threshold", "0.5")
     assert same.returncode == 0, same.stdout + same.stderr

@@ -1,0 +1,88 @@
+"""One AIPerf process, one profiling phase per point: the config we hand AIPerf, and how a
+multi-phase run's exports are split back into single-point folders."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from launcher.bench import aiperf_runner as ar
+from tests.support import stack
+
+
+def _run(tmp_path: Path, concs=(1, 2)) -> ar.GroupRun:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"session_id": "81", "turns": [{"text": "hi", "output_length": 8}]}) + "\n")
+    return ar.GroupRun("mtbench", 0.7, list(concs), inp, 4, tmp_path / "art",
+                       ar.request_payload_extras(0.7, {}, {}))
+
+
+def test_multiphase_config_has_one_profiling_phase_per_point(tmp_path):
+    cfg = ar.multiphase_config(model="tiny", url="http://127.0.0.1:8000", tokenizer="/tok", run=_run(tmp_path, (1, 4, 8)),
+                               request_timeout_s=60)
+    phases = cfg["benchmark"]["phases"]
+    assert [p["name"] for p in phases] == ["c1", "c4", "c8"]
+    assert [p["concurrency"] for p in phases] == [1, 4, 8]
+    assert all(p["kind"] == "profiling" and p["sessions"] == 4 for p in phases)
+    assert cfg["benchmark"]["endpoint"]["extra"]["temperature"] == 0.7
+    assert cfg["benchmark"]["dataset"]["sampling"] == "sequential"
+
+
+def test_installed_aiperf_accepts_the_multiphase_config(tmp_path):
+    stack.require_stack()
+    p = tmp_path / "cfg.yaml"
+    cfg = ar.multiphase_config(model="tiny", url="http://127.0.0.1:8000", tokenizer=str(stack.TARGET),
+                               run=_run(tmp_path), request_timeout_s=60)
+    p.write_text(yaml.safe_dump(cfg))
+    r = subprocess.run([str(stack.AIPERF), "config", "validate", str(p)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    bad = dict(cfg, benchmark=dict(cfg["benchmark"], phases=[dict(cfg["benchmark"]["phases"][0], kind="bogus")]))
+    p.write_text(yaml.safe_dump(bad))
+    r = subprocess.run([str(stack.AIPERF), "config", "validate", str(p)], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0  # the check above can fail
+
+
+def _rec(phase: str, cid: str) -> str:
+    return json.dumps({"metadata": {"phase_name": phase, "conversation_id": cid, "turn_index": 0}}) + "\n"
+
+
+def test_split_phase_records_routes_each_record_to_its_phase(tmp_path):
+    src = tmp_path / "profile_export.jsonl"
+    src.write_text(_rec("c1", "a") + _rec("warmup", "w") + _rec("c2", "b") + _rec("c1", "c") + "\n")
+    counts = ar.split_phase_records(src, {"c1": tmp_path / "1.jsonl", "c2": tmp_path / "2.jsonl"})
+    assert counts == {"c1": 2, "c2": 1}
+    ids = [json.loads(line)["metadata"]["conversation_id"] for line in (tmp_path / "1.jsonl").read_text().splitlines()]
+    assert ids == ["a", "c"]
+
+
+def test_collect_phase_builds_a_single_point_folder_or_says_why_not(tmp_path):
+    g = tmp_path / "group"
+    (g / "phases" / "c1").mkdir(parents=True)
+    (g / "phases" / "c1" / "profile_export_aiperf.json").write_text("{}")
+    (g / "phases" / "c1" / "server_metrics.json").write_text(json.dumps({"data": {"phase_name": "c1", "endpoint_summaries": {
+        "h:1": {"endpoint_url": "http://h:1/metrics", "metrics": {
+            "vllm:spec_decode_num_drafts": {"type": "counter", "series": [{"stats": {"total": 10.0}}]},
+            "vllm:spec_decode_num_accepted_tokens": {"type": "counter", "series": [{"stats": {"total": 15.0}}]}}}}}}))
+    (g / "profile_export.jsonl").write_text(_rec("c1", "a") + _rec("c2", "b"))
+    assert ar.collect_phase(g, "c1", tmp_path / "p1") is None
+    assert {"profile_export.jsonl", "profile_export_aiperf.json"} <= {p.name for p in (tmp_path / "p1").iterdir()}
+    assert len((tmp_path / "p1" / "profile_export.jsonl").read_text().splitlines()) == 1
+    # the phase's own Prometheus window, read as a single-point export is
+    assert ar.prometheus_al_from_export(tmp_path / "p1") == pytest.approx(2.5)
+    # AIPerf writes phases/ only at the end of the run: a killed run leaves the point missing
+    why = ar.collect_phase(g, "c2", tmp_path / "p2")
+    assert why is not None and "c2" in why and not (tmp_path / "p2").exists()
+
+
+def test_run_aiperf_reports_each_phase_start_and_its_requests(tmp_path):
+    script = ("echo 'NOTICE   Phase c1 (profiling) started | phase_index=0'; echo 'x completed=3 y';"
+              "echo 'NOTICE   Phase c4 (profiling) started | phase_index=1'; echo 'completed=1'")
+    seen = []
+    res = ar.run_aiperf(["sh", "-c", script], env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "a.log",
+                        timeout_s=30, on_progress=lambda n: seen.append(n), on_phase=lambda p: seen.append(p))
+    assert res.returncode == 0
+    assert seen == ["c1", 3, "c4", 1]
+    assert "Phase c4" in (tmp_path / "a.log").read_text()
