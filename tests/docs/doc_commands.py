@@ -7,7 +7,10 @@ What counts as a command:
 - an inline code span that starts with a known entry point (python -m launcher,
   upload_to_s3, run.sh, ...);
 - an inline code span that is a recipe override (`key.sub=value`), which is
-  composed on its own.
+  composed on its own;
+- a synopsis (a usage line with `[--flag ...]` placeholders: an inline span, or a
+  line of an unlabelled fenced block starting with an entry point, its indented
+  `[...]` lines joined): never run, but its flags are compared with `--help`.
 
 Marker for a command that cannot run in the test environment: an HTML comment
 `<!-- doc-test: skip: REASON -->` (invisible when the Markdown is rendered) on
@@ -44,13 +47,17 @@ ENTRY_POINTS = {
 }
 
 
+# the entry points a user types (their --help and the docs must list the same flags)
+USER_ENTRY_POINTS = ("launcher", "report", "compare", "upload")
+
+
 @dataclass(frozen=True)
 class DocCommand:
     source: str  # path relative to the repository
     line: int  # 1-based line of the command's first line
     text: str  # the command as written (continuations joined, trailing comment dropped)
     skip_reason: Optional[str] = None
-    kind: str = "shell"  # "shell" (a command line) or "override" (an inline key=value)
+    kind: str = "shell"  # "shell" (a command line), "override" (an inline key=value) or "synopsis"
 
     @property
     def where(self) -> str:
@@ -58,7 +65,7 @@ class DocCommand:
 
     @property
     def entry_point(self) -> Optional[str]:
-        return entry_point(self.text) if self.kind == "shell" else "override"
+        return "override" if self.kind == "override" else entry_point(self.text)
 
 
 def strip_env_prefix(text: str) -> str:
@@ -111,6 +118,8 @@ def parse_markdown(text: str, source: str) -> list[DocCommand]:
                 j += 1
             if lang in SHELL_LANGS:
                 cmds += _block_commands(body, source, pending_skip)
+            elif not lang:
+                cmds += _block_synopses(body, source)
             pending_skip = None
             i = j + 1
             continue
@@ -120,8 +129,15 @@ def parse_markdown(text: str, source: str) -> list[DocCommand]:
             pending_skip = mk.group("reason") or "no reason given"
         elif stripped:
             pending_skip = None
+        # An inline code span may wrap onto the next lines of its paragraph: join
+        # them until the backticks balance.
+        j = i
+        while line.count("`") % 2 and j + 1 < len(lines) and lines[j + 1].strip() \
+                and not FENCE.match(lines[j + 1].strip()):
+            j += 1
+            line = f"{line} {lines[j].strip()}"
         cmds += _inline_commands(line, i + 1, source)
-        i += 1
+        i = j + 1
     return cmds
 
 
@@ -148,6 +164,23 @@ def _block_commands(body: list[tuple[int, str]], source: str, skip: Optional[str
     return out
 
 
+def is_synopsis(text: str) -> bool:
+    """A usage line (`cmd A B [--flag X]`), not a command to run."""
+    return bool(re.search(r"\[-", text))
+
+
+def _block_synopses(body: list[tuple[int, str]], source: str) -> list[DocCommand]:
+    out: list[DocCommand] = []
+    for lineno, raw in body:
+        s = raw.strip()
+        if out and raw[:1].isspace() and s.startswith("["):
+            last = out.pop()
+            out.append(DocCommand(last.source, last.line, f"{last.text} {s}", None, "synopsis"))
+        elif entry_point(s) in USER_ENTRY_POINTS and is_synopsis(s):
+            out.append(DocCommand(source, lineno, _drop_trailing_comment(s), None, "synopsis"))
+    return out
+
+
 def _inline_commands(line: str, lineno: int, source: str) -> list[DocCommand]:
     out = []
     for m in INLINE.finditer(line):
@@ -155,7 +188,7 @@ def _inline_commands(line: str, lineno: int, source: str) -> list[DocCommand]:
         mk = MARKER.search(m.group("marker") or "")
         skip = (mk.group("reason") or "no reason given") if mk else None
         if " " in code and entry_point(code) in ("launcher", "report", "compare", "bench", "upload", "run_sh"):
-            out.append(DocCommand(source, lineno, code, skip))
+            out.append(DocCommand(source, lineno, code, skip, kind="synopsis" if is_synopsis(code) else "shell"))
         elif OVERRIDE.match(code) and "..." not in code and "<" not in code:
             out.append(DocCommand(source, lineno, code, skip, kind="override"))
     return out
@@ -179,4 +212,10 @@ def flags(text: str) -> set[str]:
         words = shlex.split(text)
     except ValueError:
         words = text.split()
-    return {w.split("=", 1)[0] for w in words if w.startswith("--") and len(w) > 2}
+    return {w.strip("[]").split("=", 1)[0] for w in words if w.lstrip("[").startswith("--") and len(w.strip("[]")) > 2}
+
+
+def bench_flags(text: str) -> set[str]:
+    """The benchmark's flags in a run.sh command: those after `--`."""
+    words = text.split()
+    return flags(" ".join(words[words.index("--") + 1:])) if "--" in words else set()
