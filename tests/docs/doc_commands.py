@@ -33,22 +33,33 @@ FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 INLINE = re.compile(r"(?P<marker><!--\s*doc-test:[^>]*-->\s*)?`(?P<code>[^`]+)`")
 OVERRIDE = re.compile(r"^\+{0,2}[a-z_]+(?:\.[\w]+)+=\S+$")
 
-# entry point -> how a command starting with it is recognised (after an optional
-# `python`/`.venv/bin/python`, and VAR=value prefixes)
-ENTRY_POINTS = {
-    "launcher": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher(?:\s|$)"),
-    "report": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.report(?:\s|$)"),
-    "compare": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.compare(?:\s|$)"),
-    "bench": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.bench(?:\s|$)"),
-    "speedup": re.compile(r"^(?:\S*python3?)\s+-m\s+launcher\.speedup(?:\s|$)"),
+# How a command line's entry point is recognised (after an optional VAR=value
+# prefix). `python -m launcher` is "launcher"; `python -m launcher.X` is "X" (report,
+# compare, bench, and any module added later, so a new one is caught too).
+LAUNCHER_MODULE = re.compile(r"^\S*python3?\s+-m\s+launcher(?:\.(?P<sub>\w+))?(?:\s|$)")
+OTHER_ENTRY_POINTS = {
     "upload": re.compile(r"^(?:upload_to_s3|\S*python3?\s+-m\s+upload)(?:\s|$)"),
     "run_sh": re.compile(r"^(?:bash\s+)?\S*common/specdec_aiperf/run\.sh(?:\s|$)"),
     "script": re.compile(r"^(?:\S*python3?|bash)\s+\S+\.(?:py|sh)(?:\s|$)"),
 }
+# run inside a job by run.sh, not typed by a user (its flags are still checked)
+INTERNAL_MODULES = {"bench"}
+NOT_A_MODULE = {"launcher", "override", None, *OTHER_ENTRY_POINTS}
 
 
-# the entry points a user types (their --help and the docs must list the same flags)
-USER_ENTRY_POINTS = ("launcher", "report", "compare", "upload")
+def is_launcher_module(ep: Optional[str]) -> bool:
+    """`python -m launcher.<ep>` (report, compare, bench, ...)."""
+    return ep not in NOT_A_MODULE
+
+
+def is_user_entry_point(ep: Optional[str]) -> bool:
+    """An entry point a user types: its --help and the docs must list the same flags."""
+    return ep in ("launcher", "upload") or (is_launcher_module(ep) and ep not in INTERNAL_MODULES)
+
+
+def help_argv(ep: str) -> list[str]:
+    """Interpreter arguments that print the entry point's --help (without --help)."""
+    return {"launcher": ["-m", "launcher"], "upload": ["-m", "upload"]}.get(ep, ["-m", f"launcher.{ep}"])
 
 
 @dataclass(frozen=True)
@@ -78,10 +89,13 @@ def strip_env_prefix(text: str) -> str:
 
 
 def entry_point(text: str) -> Optional[str]:
-    """Which entry point a command line runs (the first of `a && b` counts)."""
-    first = strip_env_prefix(text.split("&&")[-1].strip())
-    for name in ("report", "compare", "bench", "speedup", "launcher", "upload", "run_sh", "script"):
-        if ENTRY_POINTS[name].match(first):
+    """Which entry point a command line runs (the last of `a && b` counts)."""
+    last = strip_env_prefix(text.split("&&")[-1].strip())
+    m = LAUNCHER_MODULE.match(last)
+    if m:
+        return m.group("sub") or "launcher"
+    for name, pattern in OTHER_ENTRY_POINTS.items():
+        if pattern.match(last):
             return name
     return None
 
@@ -123,6 +137,18 @@ def parse_markdown(text: str, source: str) -> list[DocCommand]:
             pending_skip = None
             i = j + 1
             continue
+        if _indented(line) and (i == 0 or not lines[i - 1].strip()):
+            # an indented code block (4 spaces after a blank line): its lines that
+            # run an entry point are commands
+            j = i
+            body = []
+            while j < len(lines) and (_indented(lines[j]) or not lines[j].strip()):
+                body.append((j + 1, lines[j]))
+                j += 1
+            cmds += [c for c in _block_commands(body, source, pending_skip) if c.entry_point not in (None, "script")]
+            pending_skip = None
+            i = j
+            continue
         mk = MARKER.search(line)
         stripped = MARKER.sub("", line).strip()
         if mk and not stripped:
@@ -139,6 +165,10 @@ def parse_markdown(text: str, source: str) -> list[DocCommand]:
         cmds += _inline_commands(line, i + 1, source)
         i = j + 1
     return cmds
+
+
+def _indented(line: str) -> bool:
+    return line.startswith(("    ", "\t")) and bool(line.strip())
 
 
 def _block_commands(body: list[tuple[int, str]], source: str, skip: Optional[str]) -> list[DocCommand]:
@@ -160,13 +190,14 @@ def _block_commands(body: list[tuple[int, str]], source: str, skip: Optional[str
         text = _drop_trailing_comment(" ".join(cur)).strip()
         cur = []
         if text:
-            out.append(DocCommand(source, start, text, skip))
+            out.append(DocCommand(source, start, text, skip, kind="synopsis" if is_synopsis(text) else "shell"))
     return out
 
 
 def is_synopsis(text: str) -> bool:
-    """A usage line (`cmd A B [--flag X]`), not a command to run."""
-    return bool(re.search(r"\[-", text))
+    """A usage line, not a command to run: it has `[--flag X]` options, `<name>`
+    placeholders or a bare `...` word."""
+    return bool(re.search(r"\[-|<[^<>\s!][^<>]*>|(?:^|\s)\.\.\.(?:\s|$)", text))
 
 
 def _block_synopses(body: list[tuple[int, str]], source: str) -> list[DocCommand]:
@@ -176,7 +207,7 @@ def _block_synopses(body: list[tuple[int, str]], source: str) -> list[DocCommand
         if out and raw[:1].isspace() and s.startswith("["):
             last = out.pop()
             out.append(DocCommand(last.source, last.line, f"{last.text} {s}", None, "synopsis"))
-        elif entry_point(s) in USER_ENTRY_POINTS and is_synopsis(s):
+        elif is_user_entry_point(entry_point(s)) and is_synopsis(s):
             out.append(DocCommand(source, lineno, _drop_trailing_comment(s), None, "synopsis"))
     return out
 
@@ -187,7 +218,7 @@ def _inline_commands(line: str, lineno: int, source: str) -> list[DocCommand]:
         code = m.group("code").strip()
         mk = MARKER.search(m.group("marker") or "")
         skip = (mk.group("reason") or "no reason given") if mk else None
-        if " " in code and entry_point(code) in ("launcher", "report", "compare", "bench", "upload", "run_sh"):
+        if " " in code and entry_point(code) not in (None, "script"):
             out.append(DocCommand(source, lineno, code, skip, kind="synopsis" if is_synopsis(code) else "shell"))
         elif OVERRIDE.match(code) and "..." not in code and "<" not in code:
             out.append(DocCommand(source, lineno, code, skip, kind="override"))

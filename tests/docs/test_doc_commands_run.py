@@ -23,12 +23,17 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from tests.docs.doc_commands import REPO_ROOT, DocCommand, collect
+from tests.docs.doc_commands import REPO_ROOT, DocCommand, collect, is_launcher_module
 
 COMMANDS = collect()
 RUN = [c for c in COMMANDS if c.skip_reason is None and c.kind != "synopsis"]
 MARKED = [c for c in COMMANDS if c.skip_reason is not None]
-NEEDS_RESULTS = {"report", "compare", "upload", "speedup"}
+
+
+def needs_results(ep) -> bool:
+    """report, compare, upload_to_s3 and any later `python -m launcher.X` (but the
+    benchmark) run in a folder holding the smoke run's results as results/{smoke,a,b}."""
+    return ep == "upload" or (is_launcher_module(ep) and ep != "bench")
 
 
 def as_run(cmd: DocCommand) -> str:
@@ -73,7 +78,7 @@ def _env(extra: dict) -> dict:
 @pytest.mark.parametrize("cmd", RUN, ids=[f"{c.where}:{c.entry_point}" for c in RUN])
 def test_documented_command_runs_as_written(cmd, request, doc_workdir):
     extra: dict = {}
-    if cmd.entry_point in NEEDS_RESULTS:
+    if needs_results(cmd.entry_point):
         request.getfixturevalue("results_tree")
     if cmd.entry_point == "upload":
         url = request.getfixturevalue("moto_server")
