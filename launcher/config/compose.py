@@ -60,24 +60,62 @@ def map_fields(schema: type = LauncherConfig, prefix: str = "") -> set[str]:
     return out
 
 
-_OVERRIDE_KEY = re.compile(r"^([A-Za-z_][\w.]*)=")
+# An override's key: everything before the first `=`, after Hydra's `+`/`++` prefix
+# (Hydra keys may hold `-`, `$`, `/` and `@`, so no narrower pattern).
+_OVERRIDE_KEY = re.compile(r"^(?P<plus>\+{0,2})(?P<key>[^=~+][^=]*)=")
+
+
+def map_field_of(key: str, maps: set[str] | None = None) -> str | None:
+    """The map field that `key` is, or lies inside (None for fixed-schema keys)."""
+    maps = map_fields() if maps is None else maps
+    for f in maps:
+        if key == f or key.startswith(f + "."):
+            return f
+    return None
 
 
 def open_map_overrides(overrides: list[str], maps: set[str] | None = None) -> list[str]:
     """Let `bench.gates.min_acceptance_length.mtbench=2.0` (a new key of a map field)
     and `bench.gates.min_acceptance_length={mtbench:2.0}` work as written, without
-    Hydra's `+`: such overrides become `++` (add or override). Keys of fixed-schema
-    fields are left alone, so a misspelt field is still an error."""
+    Hydra's `+`: such overrides, and `+` ones (which Hydra would refuse where the
+    recipe already sets the key), become `++` (add or override). Keys of
+    fixed-schema fields are left alone, so a misspelt field is still an error."""
     maps = map_fields() if maps is None else maps
     out = []
     for o in overrides:
         m = _OVERRIDE_KEY.match(o)
-        if m:
-            key = m.group(1)
-            if any(key == f or key.startswith(f + ".") for f in maps):
-                o = "++" + o
+        if m and m.group("plus") != "++" and map_field_of(m.group("key").strip(), maps):
+            o = "++" + o[len(m.group("plus")):]
         out.append(o)
     return out
+
+
+def _first_unknown(key: str) -> tuple[str, str, list[str]]:
+    """(the key up to its first part the schema lacks, that part's parent, the
+    parent's field names); the fields are [] where the schema holds no dataclass."""
+    node: object = LauncherConfig
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if not dataclasses.is_dataclass(node):
+            break
+        names = [f.name for f in dataclasses.fields(node)]
+        if part not in names:
+            parent = ".".join(parts[:i]) or "the recipe"
+            return ".".join(parts[: i + 1]), parent, names
+        node = typing.get_type_hints(node).get(part)
+    return key, "", []
+
+
+def _unknown_key(key: str) -> ConfigError:
+    """A key the schema lacks: a new entry of a map field needs Hydra's `+` (when it
+    came in a form we could not open); any other is a misspelling, named at its
+    first wrong part with the fields that part could be."""
+    if map_field_of(key):
+        return ConfigError(key, "is a new key of a map field", f"add a key with +{key}=VALUE")
+    wrong, parent, fields = _first_unknown(key)
+    known = f"; fields of {parent}: {', '.join(fields)}" if fields else ""
+    return ConfigError(wrong, "unknown key",
+                       f"check the spelling{known}; `python -m launcher --cfg` shows every key")
 
 
 def compose_recipe(overrides: list[str]) -> LauncherConfig:
@@ -124,7 +162,20 @@ def translate_error(e: BaseException) -> ConfigError:
         cause = _omegaconf_cause(e)
         if cause is not None and "not in struct" not in str(cause) and "Key '" not in str(cause):
             return _from_omegaconf(cause, key)
-        return ConfigError(key, "unknown key", f"check the spelling; `python -m launcher --cfg` lists the valid keys")
+        return _unknown_key(key)
+    m = re.search(r"Could not append to config\. An item is already at '([^']+)'", text)
+    if m:
+        key = m.group(1)
+        return ConfigError(key, "is already set by the recipe, so `+` (add) refuses it",
+                           f"drop the +: {key}=VALUE sets it")
+    m = re.search(r"Could not delete from config\. '([^']+)' does not exist", text)
+    if m:
+        key = m.group(1)
+        return ConfigError(key, "is not set, so `~` has nothing to delete",
+                           f"check the spelling, or drop ~{key}")
+    m = re.search(r"^(\w+) appears more than once in the final defaults list", text)
+    if m:
+        return ConfigError(m.group(1), "is chosen twice", f"drop the +: write {m.group(1)}=NAME")
     m = re.search(r"Could not (?:override|append to|delete).*'([^']+)'", text)
     if m:
         key = m.group(1)
@@ -149,7 +200,10 @@ def _from_omegaconf(cause: OmegaConfBaseException, key: str | None) -> ConfigErr
     if m:
         parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
         field = f"{parent}.{m.group(1)}" if parent and not full_key.endswith(m.group(1)) else full_key
-        return ConfigError(field, "unknown key", f"it is not a field of {m.group(2)}; check the spelling")
+        return _unknown_key(field)
+    if "does not support deletion" in msg:
+        return ConfigError(full_key, "is a field of the schema and cannot be deleted",
+                           f"set it instead: {full_key}=VALUE")
     m = re.search(r"Value '([^']*)' (?:of type '[^']+' )?could not be converted to (\w+)", msg)
     if m:
         kind = m.group(2).lower()

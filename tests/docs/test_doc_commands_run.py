@@ -2,13 +2,16 @@
 written (tests/docs/doc_commands.py collects them):
 
 - launcher commands as dry runs (`dry_run=true` appended where the command would
-  submit), inline `key=value` overrides as `python -m launcher KEY=VALUE dry_run=true`;
+  submit), inline `key=value` overrides as `python -m launcher KEY=VALUE dry_run=true`
+  (no server: not e2e, run concurrently once per module);
 - report, compare and upload_to_s3 against the real results of the session's
   smoke run (copied to `results/smoke`, `results/a`, `results/b` in a scratch
-  folder) and a real S3 server (moto_server), bucket created from the s3:// URL.
+  folder) and a real S3 server (moto_server), bucket created from the s3:// URL
+  (e2e); so is any later `python -m launcher.X` module the docs show.
 
 A command marked `<!-- doc-test: skip: REASON -->` is not run; the last test
-lists and counts those."""
+lists and counts those. Usage lines (`[--flag X]`, `<placeholder>`, `...`) are
+not run either: test_doc_parsing.py compares their flags with --help."""
 from __future__ import annotations
 
 import os
@@ -17,18 +20,24 @@ import shlex
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
 import pytest
 from botocore.config import Config
 
-from tests.docs.doc_commands import REPO_ROOT, DocCommand, collect
+from tests.docs.doc_commands import REPO_ROOT, DocCommand, collect, is_launcher_module
 
 COMMANDS = collect()
-RUN = [c for c in COMMANDS if c.skip_reason is None]
+RUN = [c for c in COMMANDS if c.skip_reason is None and c.kind != "synopsis"]
 MARKED = [c for c in COMMANDS if c.skip_reason is not None]
-NEEDS_RESULTS = {"report", "compare", "upload", "speedup"}
+
+
+def needs_results(ep) -> bool:
+    """report, compare, upload_to_s3 and any later `python -m launcher.X` (but the
+    benchmark) run in a folder holding the smoke run's results as results/{smoke,a,b}."""
+    return ep == "upload" or (is_launcher_module(ep) and ep != "bench")
 
 
 def as_run(cmd: DocCommand) -> str:
@@ -69,12 +78,38 @@ def _env(extra: dict) -> dict:
     return env
 
 
+def _run(cmd: DocCommand, cwd: Path, extra: dict | None = None) -> tuple[str, subprocess.CompletedProcess]:
+    line = as_run(cmd)
+    return line, subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(extra or {}), capture_output=True, text=True,
+                                timeout=600)
+
+
+def _failure(cmd: DocCommand, line: str, p: subprocess.CompletedProcess) -> str:
+    return f"{cmd.where}: `{cmd.text}` (run as `{line}`) exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+
+
+DRY_RUNS = [c for c in RUN if not needs_results(c.entry_point)]
+ON_RESULTS = [c for c in RUN if needs_results(c.entry_point)]
+
+
+@pytest.fixture(scope="module")
+def dry_run_results(doc_workdir):
+    """The launcher commands (no server, no results needed) run concurrently, once."""
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as ex:
+        return dict(zip(DRY_RUNS, ex.map(lambda c: _run(c, doc_workdir), DRY_RUNS)))
+
+
+@pytest.mark.parametrize("cmd", DRY_RUNS, ids=[f"{c.where}:{c.entry_point}" for c in DRY_RUNS])
+def test_documented_launcher_command_runs_as_a_dry_run(cmd, dry_run_results):
+    line, p = dry_run_results[cmd]
+    assert p.returncode == 0, _failure(cmd, line, p)
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize("cmd", RUN, ids=[f"{c.where}:{c.entry_point}" for c in RUN])
-def test_documented_command_runs_as_written(cmd, request, doc_workdir):
+@pytest.mark.parametrize("cmd", ON_RESULTS, ids=[f"{c.where}:{c.entry_point}" for c in ON_RESULTS])
+def test_documented_command_runs_on_real_results(cmd, request, doc_workdir):
+    request.getfixturevalue("results_tree")
     extra: dict = {}
-    if cmd.entry_point in NEEDS_RESULTS:
-        request.getfixturevalue("results_tree")
     if cmd.entry_point == "upload":
         url = request.getfixturevalue("moto_server")
         extra = {"SPECDEC_BENCH_S3_ENDPOINT": url, "AWS_ACCESS_KEY_ID": "doc-test", "AWS_SECRET_ACCESS_KEY": "doc-test",
@@ -86,11 +121,8 @@ def test_documented_command_runs_as_written(cmd, request, doc_workdir):
                 s3.create_bucket(Bucket=bucket)
             except s3.exceptions.BucketAlreadyOwnedByYou:
                 pass
-    line = as_run(cmd)
-    p = subprocess.run(["bash", "-c", line], cwd=doc_workdir, env=_env(extra), capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, f"{cmd.where}: `{cmd.text}` (run as `{line}`) exited {p.returncode}:\n" \
-                              f"{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+    line, p = _run(cmd, doc_workdir, extra)
+    assert p.returncode == 0, _failure(cmd, line, p)
     if cmd.entry_point == "report":
         assert list((doc_workdir / "results").rglob("index.html")), "the report wrote no index.html"
 

@@ -94,6 +94,10 @@ INPROCESS_CASES = [
     case("missing-required", ["model.path=???"], "model.path"),
     case("unknown-option", ["--verbose"], "--verbose"),
     case("override-syntax", ["model.path=[1"], "override"),
+    case("delete-a-map-key-not-set", ["~bench.gates.min_acceptance_length.nope"],
+         "bench.gates.min_acceptance_length.nope"),
+    case("delete-a-schema-field", ["~bench.gates"], "bench.gates"),
+    case("group-chosen-twice", ["+recipe=smoke"], "recipe"),
 ]
 
 
@@ -182,3 +186,19 @@ def test_validate_names_the_field_and_fix(cid, changes, field, good_cfg):
     line = errors[0].line()
     assert line.startswith(f"{field}: ") and "\n" not in line
     assert errors[0].fix and line.endswith(f"(fix: {errors[0].fix})"), line
+
+
+@pytest.mark.parametrize("args,says", [
+    (["bench.gatez.x=1"], "check the spelling; fields of bench: "),
+    (["+model.foo=1"], "check the spelling; fields of model: path, "),
+    (["~bench.gates.min_acceptance_length.nope"], "drop ~bench.gates.min_acceptance_length.nope"),
+    (["+recipe=smoke"], "drop the +: write recipe=NAME"),
+])
+def test_unknown_and_prefix_errors_give_the_right_fix(args, says, recipe_env, tmp_path, capsys):
+    """A misspelt key names the fields it could be; a `+`/`~` that Hydra refuses says
+    what to write instead (never "check the spelling" for a correctly spelt key)."""
+    from launcher import cli
+
+    rc = cli.main([f"output_dir={tmp_path}", *args, "dry_run=true"])
+    err = capsys.readouterr().err
+    assert rc == 2 and says in err, err

@@ -20,9 +20,12 @@ def test_only_overrides_inside_map_fields_are_opened():
     maps = {"bench.gates.min_acceptance_length"}
     assert open_map_overrides(["bench.gates.min_acceptance_length.mtbench=2", "bench.gates.min_acceptance_lengthX=1",
                                "+bench.gates.min_acceptance_length.a=1", "bench.gates.min_acceptance_length={a:1}",
-                               "recipe=smoke"], maps) == [
+                               "++bench.gates.min_acceptance_length.b=1", "~bench.gates.min_acceptance_length.c",
+                               "bench.gates.min_acceptance_length.mt-bench=3", "recipe=smoke"], maps) == [
         "++bench.gates.min_acceptance_length.mtbench=2", "bench.gates.min_acceptance_lengthX=1",
-        "+bench.gates.min_acceptance_length.a=1", "++bench.gates.min_acceptance_length={a:1}", "recipe=smoke"]
+        "++bench.gates.min_acceptance_length.a=1", "++bench.gates.min_acceptance_length={a:1}",
+        "++bench.gates.min_acceptance_length.b=1", "~bench.gates.min_acceptance_length.c",
+        "++bench.gates.min_acceptance_length.mt-bench=3", "recipe=smoke"]
 
 
 @pytest.mark.parametrize("override", ["bench.gates.min_acceptance_length.mtbench=2.0",
@@ -52,3 +55,31 @@ def test_a_misspelt_fixed_field_is_still_unknown(compose):
     with pytest.raises(ConfigError) as e:
         compose("bench.gatez.min_acceptance_length.mtbench=2.0")
     assert "bench.gatez" in str(e.value) and "unknown key" in str(e.value)
+
+
+def test_plus_on_a_key_the_recipe_already_sets(compose):
+    # Hydra alone refuses `+` on an existing key; in a map field it just sets it.
+    cfg = compose("+sweep.dataset_paths.mtbench=/data/q.jsonl")
+    assert cfg.sweep.dataset_paths["mtbench"] == "/data/q.jsonl"
+
+
+def test_a_map_entry_can_be_deleted(compose):
+    cfg = compose("~sweep.dataset_paths.mtbench")
+    assert "mtbench" not in cfg.sweep.dataset_paths
+
+
+def test_where_hydra_truly_needs_plus_the_error_says_so(recipe_env):
+    """An override that reaches Hydra unopened (here: composed without the opening
+    step) gets Hydra's own "To append to your config use +" turned into our fix."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    from launcher.config.compose import _register, recipes_dir, translate_error
+
+    _register()
+    key = "bench.gates.min_acceptance_length.mtbench"
+    with pytest.raises(Exception) as raw:
+        with initialize_config_dir(config_dir=str(recipes_dir()), version_base=None, job_name="t"):
+            hydra_compose(config_name="config", overrides=[f"{key}=2.0"])
+    err = translate_error(raw.value)
+    assert err.field == key
+    assert f"add a key with +{key}=" in err.line() and "spelling" not in err.line()
