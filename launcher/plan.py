@@ -150,6 +150,10 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         env = {**cfg.cluster.env, **cfg.server.env}
         if cfg.cluster.container_image:
             env["CONTAINER_IMAGE"] = cfg.cluster.container_image
+        if cfg.bench.known_answer and spec:
+            env["SPECDEC_KNOWN_ANSWER"] = "1"
+            if cfg.bench.known_answer_allow_fail:
+                env["SPECDEC_KNOWN_ANSWER_ALLOW_FAIL"] = "1"
         jobs.append(JobPlan(
             recipe=cfg.name, server_id=server_id, job_dir=str(job_dir), num_speculative_tokens=k_eff,
             method=cfg.draft.method, model=cfg.model.path, served_name=cfg.model.served_name,

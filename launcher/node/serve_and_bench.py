@@ -22,6 +22,10 @@ comes from the environment:
     SPECDEC_RUN_BASELINE   1: after the benchmark, restart the server without
                            speculation and run the baseline's points (its job.json's
                            bench_args) there, in the restart the lossless check shares
+    SPECDEC_KNOWN_ANSWER   1: after the sweep, restart the target as its own draft and
+                           check that it accepts every draft at each sweep temperature
+                           (launcher.bench.known_answer); the job fails when it does not,
+                           unless SPECDEC_KNOWN_ANSWER_ALLOW_FAIL=1
 
 It writes, in the job folder: logs/server.log (the server's output),
 logs/job.log (lifecycle events), logs/error.txt (one line, on failure only),
@@ -218,6 +222,8 @@ class NodeConfig:
     python: str
     bench_module: str
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    known_answer: bool = False
+    known_answer_allow_fail: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "NodeConfig":
@@ -256,6 +262,8 @@ class NodeConfig:
             python=env.get("SPECDEC_PYTHON", "").strip() or sys.executable,
             bench_module=env.get("SPECDEC_BENCH_MODULE", "").strip() or DEFAULT_BENCH_MODULE,
             stop_grace_s=grace,
+            known_answer=env.get("SPECDEC_KNOWN_ANSWER", "").strip() == "1",
+            known_answer_allow_fail=env.get("SPECDEC_KNOWN_ANSWER_ALLOW_FAIL", "").strip() == "1",
         )
 
 
@@ -463,6 +471,70 @@ class NodeJob:
         except (OSError, subprocess.SubprocessError) as e:
             self.log(f"speedups not written: {e}", logging.ERROR)
 
+    def _known_answer(self, keep_for_reference: bool) -> tuple[dict, Optional[ServerProcess]]:
+        """Restart the target with itself as draft and probe it at each temperature
+        of the sweep (launcher.bench.known_answer). Returns the verdict and, when
+        ``keep_for_reference`` and the probe passed at T=0, the running server: its
+        greedy outputs are the target's own, so the lossless check uses it as its
+        reference instead of starting one more server."""
+        from launcher.bench import known_answer as ka
+        from launcher.server_args import drop_flags
+
+        spec_vals = flag_values(self.server_args, "--speculative-config")
+        try:
+            spec = json.loads(spec_vals[0]) if spec_vals else None
+        except ValueError:
+            spec = None
+        k = (spec or {}).get("num_speculative_tokens")
+        if not spec or not k:
+            result = ka.skipped("the server has no speculative config with num_speculative_tokens")
+            ka.record(self.job_dir, result)
+            return result, None
+        tp_vals = flag_values(self.server_args, "--tensor-parallel-size") or ["1"]
+        reason = ka.memory_skip_reason(self.cfg.model, int(tp_vals[0]), ka.free_bytes_per_device())
+        if reason:
+            result = ka.skipped(reason)
+            ka.record(self.job_dir, result)
+            self.log(ka.one_line(result))
+            return result, None
+        self.log(f"known-answer probe: restarting the target as its own draft (draft_model, k={k})")
+        if self.server is not None and self.server.proc is not None:
+            terminate_trees([self.server.proc], self.stop_grace_s, self.log, "speculative server")
+        main_args = self.server_args
+        self.server_args = drop_flags(main_args, {"--speculative-config"}) + [
+            "--speculative-config", json.dumps(ka.self_draft_config(self.cfg.model, int(k)))]
+        try:
+            server = self._start_server()
+        except ServerError as e:
+            result = ka.skipped(f"the target with itself as draft did not start: {e.reason}")
+            ka.record(self.job_dir, result)
+            self.log(ka.one_line(result))
+            return result, None
+        finally:
+            self.server_args = main_args
+        ready = self.job_dir / "known_answer_server_ready.json"
+        ready.write_text(json.dumps(server.ready_info(self.cfg.bind_host), indent=2) + "\n")
+        temps = flag_values(self.bench_args, "--temperature") or ["0"]
+        argv = [self.cfg.python, "-m", "launcher.bench.known_answer", "--url", server.url,
+                "--model", served_name(self.server_args, self.cfg.model), "--k", str(k),
+                "--temperature", *temps, "--save_dir", str(self.job_dir)]
+        try:
+            self._run_watched(argv, server, ready, "known-answer probe")
+            result = json.loads((self.job_dir / "known_answer.json").read_text())
+        except (ServerError, OSError, ValueError) as e:
+            result = ka.skipped(f"the probe did not finish: {getattr(e, 'reason', e)}")
+            ka.record(self.job_dir, result)
+        self.log(ka.one_line(result))
+        t0 = [e for e in result.get("temperatures", []) if e["temperature"] == 0.0]
+        if keep_for_reference and t0 and t0[0]["passed"]:
+            self.log("the known-answer server accepted every draft at T=0: it serves the lossless reference")
+            return result, server
+        terminate_trees([server.proc], self.stop_grace_s, self.log, "known-answer server")
+        if keep_for_reference:
+            self.log("known-answer probe did not pass at T=0: the lossless reference needs a server "
+                     "without speculation")
+        return result, None
+
     def _cleanup(self) -> None:
         self._cleaning = True
         procs = []
@@ -510,7 +582,16 @@ class NodeJob:
             lossless = "--lossless_prompts" in self.bench_args and spec_outputs.exists()
             baseline_dir = os.environ.get("SPECDEC_BASELINE_DIR", "").strip()
             run_baseline = bool(baseline_dir) and os.environ.get("SPECDEC_RUN_BASELINE") == "1"
-            if lossless or run_baseline:
+            known, reference = None, None
+            if self.cfg.known_answer:  # its server is the lossless reference when no baseline needs one
+                known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
+            if reference is not None:
+                lrc = self._lossless_reference(reference, spec_outputs)
+                if rc == 0 and lrc != 0:
+                    rc = lrc
+                    self.fail("lossless check failed: speculative and reference outputs differ "
+                              "(see lossless/result.json)")
+            elif lossless or run_baseline:
                 server = self._restart_without_speculation(
                     " and ".join(w for w, on in (("matched baseline", run_baseline),
                                                  ("lossless reference", lossless)) if on))
@@ -526,6 +607,14 @@ class NodeJob:
                         rc = lrc
                         self.fail("lossless check failed: speculative and reference outputs differ "
                                   "(see lossless/result.json)")
+            if known is not None and known.get("passed") is False and rc == 0 \
+                    and not self.cfg.known_answer_allow_fail:
+                from launcher.bench.known_answer import defect_message
+
+                bad = next(e for e in known["temperatures"] if not e["passed"])
+                rc = 1
+                self.fail(f"known-answer probe failed: {defect_message(bad)} (see known_answer.json; "
+                          "set bench.known_answer_allow_fail=true to keep the job's status)")
             if baseline_dir:
                 self._write_speedups(Path(baseline_dir).parent)
             if rc != 0:
