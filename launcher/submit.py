@@ -163,4 +163,7 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
             if len(outcomes) < len(subs):
                 time.sleep(poll_s)
     console.print(table())
+    for s in subs:  # the table cuts long messages: each outcome (a failure's reason, the
+        ok, msg = outcomes[s.job_id]  # known-answer verdict) in full
+        console.print(f"{'DONE' if ok else 'FAILED'} {s.job.server_id}: {msg}", soft_wrap=True)
     return all(ok for ok, _ in outcomes.values())

@@ -83,3 +83,17 @@ def test_report_block_shows_the_verdict_per_temperature_and_the_flagged_points()
     assert _known_word(res) == "FAILED at T=0.7"
     assert "SKIPPED" in known_answer_block(ka.skipped("no room"))
     assert "NOT RUN" in known_answer_block(None)
+
+
+def test_unreachable_server_is_recorded_as_skipped_with_the_reason(tmp_path):
+    import json
+    import socket
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc = ka.main(["--url", f"http://127.0.0.1:{port}", "--model", "m", "--k", "3", "--temperature", "0",
+                  "--save_dir", str(tmp_path)])
+    res = json.loads((tmp_path / "known_answer.json").read_text())
+    assert rc == 2 and res["status"] == "skipped" and res["passed"] is None
+    assert res["reason"].startswith("the probe's requests failed")
+    assert ka.one_line(res).startswith("known-answer probe skipped: the probe's requests failed")
