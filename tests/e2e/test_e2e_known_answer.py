@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 from tests.support import stack
 
@@ -37,6 +38,18 @@ def test_smoke_run_reports_the_verdict_per_temperature(smoke_run):
     assert "restarting the server without speculation" not in log  # the probe's server was reused
     assert summary["lossless"]["passed"] is True
     assert "known-answer T=0 pass (AL 4.00/4), T=0.7 FAIL" in smoke_run["proc"].stderr + smoke_run["proc"].stdout
+
+
+def test_report_shows_the_known_answer_badge_and_the_flagged_points(smoke_run, tmp_path):
+    assert smoke_run["proc"].returncode == 0, smoke_run["proc"].stderr[-3000:]
+    p = subprocess.run([sys.executable, "-m", "launcher.report", str(smoke_run["out"] / "smoke"),
+                        "--out", str(tmp_path / "report")],
+                       cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "Known-answer probe" in html and '<span class="badge fail">FAILED</span> the target as its own draft' in html
+    assert "FAILED at T=0.7" in html  # the jobs table
+    assert "engine defect suspected: known-answer AL" in html and "mtbench/t0.7_c1" in html
 
 
 def test_a_failed_probe_fails_the_job_unless_allowed(real_stack, tmp_path):
