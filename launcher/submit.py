@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,9 +93,12 @@ def job_outcome(s: Submitted) -> tuple[bool, str]:
     try:
         res = s.handle.result()
     except Exception as e:  # submitit re-raises the job's exception
-        msg = str(e).strip().splitlines()
-        tail = next((ln for ln in reversed(msg) if ln.strip()), type(e).__name__)
-        return False, tail[:300]
+        msg = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        # submitit wraps the job's traceback and ends with log paths: the job's own
+        # exception line (run_job's RuntimeError: the reason) is what to show
+        raised = [ln for ln in msg if re.match(r"^[\w.]*(Error|Exception): ", ln)]
+        tail = (raised or msg or [type(e).__name__])[-1]
+        return False, tail[:600]
     if isinstance(res, dict) and res.get("exit_code", 0) != 0:
         return False, res.get("message", f"exit code {res.get('exit_code')}")
     return True, (res.get("message", "done") if isinstance(res, dict) else "done")

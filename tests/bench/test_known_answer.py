@@ -97,3 +97,29 @@ def test_unreachable_server_is_recorded_as_skipped_with_the_reason(tmp_path):
     assert rc == 2 and res["status"] == "skipped" and res["passed"] is None
     assert res["reason"].startswith("the probe's requests failed")
     assert ka.one_line(res).startswith("known-answer probe skipped: the probe's requests failed")
+
+
+def test_the_launcher_table_shows_the_jobs_reason_not_submitits_log_paths():
+    """A failed probe fails the job with a RuntimeError; submitit wraps its
+    traceback and ends the message with log paths: the reason is what the
+    launcher must show."""
+    from types import SimpleNamespace
+
+    from submitit.core.utils import FailedJobError
+
+    from launcher.submit import job_outcome
+
+    reason = ("job s1 failed (exit 1): known-answer probe failed: engine defect suspected: "
+              "known-answer AL 1.05 at T=0.7, expected k+1 = 4; logs in /x/logs")
+    trace = f'Traceback (most recent call last):\n  File "job.py", line 68, in run_job\n    raise RuntimeError(...)\nRuntimeError: {reason}'
+    err = FailedJobError(f"Job (task=0) failed during processing with trace:\n----------------------\n{trace}\n"
+                         "----------------------\nYou can check full logs with 'job.stderr(0)' and "
+                         "'job.stdout(0)'or at paths:\n  - /x/1_0_log.err\n  - /x/1_0_log.out")
+
+    def boom():
+        raise err
+
+    ok, msg = job_outcome(SimpleNamespace(handle=SimpleNamespace(result=boom)))
+    assert not ok and msg == f"RuntimeError: {reason}"
+    ok, msg = job_outcome(SimpleNamespace(handle=SimpleNamespace(result=lambda: {"exit_code": 0, "message": "m"})))
+    assert ok and msg == "m"
