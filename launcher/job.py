@@ -66,4 +66,8 @@ def run_job(spec: dict) -> dict:
             reason = ": " + err.read_text().strip().splitlines()[0]
         raise RuntimeError(f"job {spec['server_id']} failed (exit {rc}){reason}; logs in {job_dir / 'logs'}")
     result["message"] = f"complete; results in {job_dir}"
+    known = (summary or {}).get("known_answer")
+    if known:
+        from launcher.bench.known_answer import one_line
+        result["message"] = f"complete ({one_line(known)}); results in {job_dir}"
     return result

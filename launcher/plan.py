@@ -125,6 +125,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
             kv_cache_cap_bytes=kv_cache_cap_bytes(flags), launch=launch,
             lossless=({"num_prompts": lossless.num_prompts, "output_length": lossless.output_length,
                        "min_match_fraction": lossless.min_match_fraction} if lossless.enabled else None),
+            known_answer=({"allow_fail": cfg.bench.known_answer_allow_fail}
+                          if cfg.bench.known_answer and spec else None),
             runtime_params={"sampling_kwargs": dict(cfg.sweep.runtime_params.sampling_kwargs),
                             "chat_template_args": dict(cfg.sweep.runtime_params.chat_template_args),
                             "dataset_kwargs": dict(cfg.sweep.runtime_params.dataset_kwargs)},

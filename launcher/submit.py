@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,9 +149,12 @@ def job_outcome(s: Submitted) -> tuple[bool, str]:
         reason = job_end_reason(s.job)
         if reason:
             return False, reason
-        msg = str(e).strip().splitlines()
-        tail = next((ln for ln in reversed(msg) if ln.strip()), type(e).__name__)
-        return False, tail[:300]
+        msg = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        # submitit wraps the job's traceback and ends with log paths: the job's own
+        # exception line (run_job's RuntimeError: the reason) is what to show
+        raised = [ln for ln in msg if re.match(r"^[\w.]*(Error|Exception): ", ln)]
+        tail = (raised or msg or [type(e).__name__])[-1]
+        return False, tail[:600]
     if isinstance(res, dict) and res.get("exit_code", 0) != 0:
         return False, res.get("message", f"exit code {res.get('exit_code')}")
     return True, (res.get("message", "done") if isinstance(res, dict) else "done")
@@ -223,9 +227,8 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
             if len(outcomes) < len(subs):
                 time.sleep(poll_s)
     console.print(table())
-    for s in subs:  # the reasons again, one unwrapped line each
-        ok, msg = outcomes[s.job_id]
-        if not ok:
-            console.print(f"job {s.job_id} ({s.job.server_id}) FAILED: {msg}", soft_wrap=True, markup=False,
-                          highlight=False)
+    for s in subs:  # the table cuts long messages: each outcome (a failure's reason, the
+        ok, msg = outcomes[s.job_id]  # known-answer verdict) again, one unwrapped line each
+        console.print(f"job {s.job_id} ({s.job.server_id}) {'DONE' if ok else 'FAILED'}: {msg}", soft_wrap=True,
+                      markup=False, highlight=False)
     return all(ok for ok, _ in outcomes.values())

