@@ -68,6 +68,7 @@ def timing_doc(turns: Sequence[Turn], tp_size: int, extension: Optional[dict] = 
         counts[key] = len(vals)
     if step:
         out["Request Generation Step Time"] = compute_statistics(step)
+    if gen:  # empty when every multi-chunk turn's chunks after the first arrived at one instant
         out["Request Generation Tokens Per Second"] = compute_statistics(gen)
     counts["Request Generation Step Time"] = len(step)
     counts["Request Generation Tokens Per Second"] = len(gen)

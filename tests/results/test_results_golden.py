@@ -85,3 +85,18 @@ def test_eos_and_overshoot_chunks():
     assert chunks_from_server(12, False, [2, 0, 0, 3, 1, 3]) == [1, 3, 1, 1, 4, 2]  # cut at max_tokens
     # summary stats only (no order): exact when the overshoot is in a largest step
     assert chunks_from_server(9, True, None, {3: 2, 0: 1, 2: 1}) == [1, 1, 3, 3]
+
+
+def test_chunks_arriving_at_one_instant_leave_decode_speed_out_not_the_point():
+    """Over HTTP a turn's chunks after the first can share one arrival time (AIPerf
+    reads them in one burst): decode speed is then undefined for that turn. With
+    every turn like that the statistic is absent (count 0), the step times and
+    the rest are still written."""
+    turns = [Turn(0, 0, (1, 4, 4), (10.0, 10.2, 10.5, 10.5)), Turn(1, 0, (1, 3, 2), (11.0, 11.1, 11.4, 11.4))]
+    turns = [Turn(t.request_index, t.turn_index, t.chunks, (t.times[0], t.times[1], t.times[1], t.times[1]))
+             for t in turns]
+    doc = timing_doc(turns, tp_size=1)
+    assert "Request Generation Tokens Per Second" not in doc
+    assert doc["Request Generation Step Time"]["min"] == "0.0000"
+    assert doc[EXTENSION_KEY]["counts"]["Request Generation Tokens Per Second"] == 0
+    assert doc[EXTENSION_KEY]["counts"]["Request Generation Step Time"] == 6
