@@ -61,7 +61,7 @@ def check_point(acc: dict, tim: dict, dataset: str, speculative: bool, gates: di
     res = PointResult(path=Path("."), acceptance=acc, timing=tim, complete=True)
     res.acceptance.setdefault(EXTENSION_KEY, {}).setdefault("speculative", speculative)
     rule = ValidityRule(max_failed_fraction=max_failed_fraction, min_average_al=gates.get(dataset),
-                        min_tokens_per_step=min_tokens_per_step)
+                        gate_name=f"min_acceptance_length.{dataset}", min_tokens_per_step=min_tokens_per_step)
     problems = point_problems(res, rule)
     return "; ".join(problems) if problems else None
 

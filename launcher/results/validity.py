@@ -12,6 +12,7 @@ from launcher.results.point import PointResult
 class ValidityRule:
     max_failed_fraction: float = 0.05
     min_average_al: Optional[float] = None        # a recipe gate for this dataset
+    gate_name: str = "min_acceptance_length"      # how the gate is named in errors (with its dataset)
     min_tokens_per_step: Optional[float] = None   # a recipe gate on Server_AL
     require_complete: bool = True
 
@@ -52,7 +53,7 @@ def point_problems(p: PointResult, rule: ValidityRule = ValidityRule()) -> list[
         elif al < 1.0:
             out.append(f"Average_AL {al:g} is below 1")
         elif rule.min_average_al is not None and al < rule.min_average_al:
-            out.append(f"Average_AL {al:.3f} is below the gate {rule.min_average_al}")
+            out.append(f"Average_AL {al:.3f} is below the gate {rule.gate_name}={rule.min_average_al}")
         if rule.min_tokens_per_step is not None:
             s = p.server_al
             if s is None or s < rule.min_tokens_per_step:
