@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from launcher.bench.aiperf_runner import prometheus_al_from_export as prom_al
+from launcher.results import read_point
 from tests.support import stack
 
 DATA = stack.REPO_ROOT / "common" / "datasets"
@@ -95,7 +96,7 @@ def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path)
     assert (a / "mtbench" / "aiperf_t0_phases.log").exists() and not (a / "mtbench" / "aiperf_t0_c2.log").exists()
     assert (b / "mtbench" / "aiperf_t0_c2.log").exists()
     for pt in ("mtbench/t0_c1", "mtbench/t0_c2", "specbench/t0_c2"):
-        acc_a, acc_b = (json.loads((d / pt / "acceptance_rate.json").read_text()) for d in (a, b))
+        acc_a, acc_b = (read_point(d / pt).acceptance for d in (a, b))
         # each phase's records are its own (6 conversations, none from the other point) ...
         assert sorted(acc_a["Request_AL"]) == sorted(acc_b["Request_AL"]) and len(acc_a["Request_AL"]) == 6
         # ... and at T=0 every request accepts exactly as when its point runs alone
