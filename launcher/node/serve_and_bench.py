@@ -581,7 +581,6 @@ class NodeJob:
         greedy outputs are the target's own, so the lossless check uses it as its
         reference instead of starting one more server."""
         from launcher.bench import known_answer as ka
-        from launcher.server_args import drop_flags
 
         spec_vals = flag_values(self.server_args, "--speculative-config")
         try:

@@ -77,3 +77,16 @@ def test_bad_spec_file_is_one_line_exit_2(tmp_path):
     p = subprocess.run([sys.executable, "-m", "launcher.node.serve_and_bench", "--spec", str(bad)], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "not JSON" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_no_node_side_module_imports_the_login_side_even_lazily():
+    """The node side runs under a stock vLLM Python: no import (a lazy one inside a
+    function included) of Hydra/OmegaConf or of the launcher modules that need them."""
+    import re
+
+    banned = re.compile(r"^\s*(?:from|import)\s+(omegaconf|hydra|submitit|launcher\.config|launcher\.server_args"
+                        r"|launcher\.plan|launcher\.submit)\b", re.M)
+    node_side = [*(REPO / "launcher" / "node").glob("*.py"), *(REPO / "launcher" / "bench").glob("*.py"),
+                 *(REPO / "launcher" / "results").glob("*.py"), REPO / "launcher" / "spec.py"]
+    found = [f"{p.relative_to(REPO)}: {m.group(0).strip()}" for p in node_side for m in banned.finditer(p.read_text())]
+    assert not found, found
