@@ -152,13 +152,14 @@ def move_artifacts(src: Path, dst: Path) -> None:
     shutil.move(str(src), str(dst))
 
 
-def prometheus_al_from_export(point_aiperf_dir: Path) -> Optional[float]:
-    """Server-side AL from AIPerf's scrape of vLLM's /metrics over the profiling phase:
-    1 + d(accepted tokens) / d(drafts)."""
+def prometheus_window(point_aiperf_dir: Path) -> Optional[dict]:
+    """What AIPerf's scrape of vLLM's /metrics counted over the point's window:
+    {"num_drafts": d(vllm:spec_decode_num_drafts), "num_accepted_tokens": d(accepted)},
+    or None when the export or the counters are missing."""
     p = point_aiperf_dir / "server_metrics_export.json"
     try:
         metrics = json.loads(p.read_text())["metrics"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
     def total(name: str) -> Optional[float]:
@@ -168,9 +169,19 @@ def prometheus_al_from_export(point_aiperf_dir: Path) -> Optional[float]:
         return sum(float(s.get("stats", {}).get("total", 0.0)) for s in m.get("series", []))
 
     acc, drafts = total("vllm:spec_decode_num_accepted_tokens"), total("vllm:spec_decode_num_drafts")
-    if acc is None or not drafts:
+    if acc is None or drafts is None:
         return None
-    return 1.0 + acc / drafts
+    return {"num_drafts": drafts, "num_accepted_tokens": acc}
+
+
+def prometheus_al_from_export(point_aiperf_dir: Path) -> Optional[float]:
+    """Server-side AL over the scrape window, 1 + d(accepted tokens) / d(drafts), whatever
+    traffic the window holds (the results keep it only when the window is the point's own:
+    see metrics.acceptance_rate)."""
+    w = prometheus_window(point_aiperf_dir)
+    if w is None or not w["num_drafts"]:
+        return None
+    return 1.0 + w["num_accepted_tokens"] / w["num_drafts"]
 
 
 def aiperf_benchmark_duration(point_aiperf_dir: Path) -> Optional[float]:

@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import yaml
 
@@ -100,11 +100,21 @@ def parse_gates(items: list[str]) -> dict[str, float]:
 class Progress:
     """A progress line (point i/N, requests done, elapsed) on stderr and in progress.json."""
 
-    def __init__(self, save_dir: Path, total: int):
+    def __init__(self, save_dir: Path, total: int, on_point_done: Optional[Callable[[], None]] = None):
         self.path, self.total, self.done, self.start = save_dir / "progress.json", total, 0, time.time()
         self.current = ""
         self.running: list[str] = []  # point folders AIPerf is measuring now
         self._last = ""
+        self._on_point_done = on_point_done
+
+    def point_done(self, point_dir: str, status: str, reason: Optional[str]) -> None:
+        """One point ended (its outcome is final): summary.json is rewritten first, so
+        a job killed right after still has this point's status and reason."""
+        self.done += 1
+        self.running = [r for r in self.running if r != point_dir]
+        if self._on_point_done is not None:
+            self._on_point_done()
+        self.update(f"{point_dir}: {status}" + (f" ({reason})" if reason else ""))
 
     def update(self, current: str) -> None:
         self.current = current
@@ -185,7 +195,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             o.values.update(prev)
         else:
             todo.append(o)
-    progress = Progress(save_dir, len(todo))
+    progress = Progress(save_dir, len(todo), on_point_done=flush)
     flush()
 
     ctx = point_mod.PointContext(args=args, runtime=runtime, base_url=base_url, engine_version=version,

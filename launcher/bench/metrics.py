@@ -375,9 +375,16 @@ def turns_from_records(ok: Sequence[TurnRecord], order: Mapping[str, int], max_t
 
 def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, categories: Sequence[str],
                     *, max_tokens: int | None, speculative: bool = True,
-                    prometheus_al: float | None = None) -> dict:
+                    prometheus_window: Mapping | None = None) -> dict:
     """``acceptance_rate.json``'s object: specdec_bench's keys for ``dataset``
-    (requests in the order of ``question_ids``), our figures in the extension."""
+    (requests in the order of ``question_ids``), our figures in the extension.
+
+    ``prometheus_window`` is what the server's /metrics counted over the point
+    (``num_drafts``, ``num_accepted_tokens``). Prometheus_AL comes from it only when
+    the window counted exactly the point's verify steps (its requests' own stats):
+    a window that also holds other traffic (another client, a neighbouring phase's
+    steps at a boundary scrape) gives None, and its counts stay in
+    ``prometheus_window`` to show by how much it was off."""
     ok, failed = profiling_records(records)
     order = {str(q): i for i, q in enumerate(question_ids)}
     turns = turns_from_records(ok, order, max_tokens, speculative)
@@ -386,9 +393,17 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
     steps = sum(r.spec.steps for r in ok if r.spec is not None)
     accepted = sum(r.spec.accepted for r in ok if r.spec is not None)
     drafted = sum(r.spec.drafted for r in ok if r.spec is not None)
+    window = None
+    prometheus_al = None
+    if prometheus_window is not None and speculative:
+        drafts_w, acc_w = prometheus_window["num_drafts"], prometheus_window["num_accepted_tokens"]
+        own = bool(steps) and drafts_w == steps
+        window = {"num_drafts": drafts_w, "num_accepted_tokens": acc_w, "is_the_points_own": own}
+        prometheus_al = 1.0 + acc_w / drafts_w if own else None
     ext = {
         "Server_AL": ((1.0 + accepted / steps) if steps else 1.0) if speculative else None,
         "Prometheus_AL": prometheus_al,
+        "prometheus_window": window,
         "speculative": speculative,
         "num_requests": len({t.request_index for t in turns}), "num_turns": len(turns),
         "failed_requests": len(failed),

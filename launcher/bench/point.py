@@ -135,9 +135,7 @@ def _finish_point(ctx, spec, questions, o, save_dir: Path, src: Optional[Path], 
         point_dir.mkdir(parents=True, exist_ok=True)
         ar.move_artifacts(src, point_dir / "aiperf")
         process_point(ctx, spec, questions, o, point_dir, total_hint=total)
-    progress.done += 1
-    progress.running = [r for r in getattr(progress, "running", []) if r != o.dir]
-    progress.update(f"{o.dir}: {o.status}" + (f" ({o.reason})" if o.reason else ""))
+    progress.point_done(o.dir, o.status, o.reason)
 
 
 def _run_aiperf_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str,
@@ -233,9 +231,9 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     qids = [q.question_id for q in questions]
     try:
         records = read_profile_export(aip / "profile_export.jsonl")
-        prom = ar.prometheus_al_from_export(aip) if ctx.speculative else None
+        prom = ar.prometheus_window(aip) if ctx.speculative else None
         acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
-                              max_tokens=args.output_length, speculative=ctx.speculative, prometheus_al=prom)
+                              max_tokens=args.output_length, speculative=ctx.speculative, prometheus_window=prom)
         tim = timing(records, num_gpus=args.num_gpus, question_ids=qids, max_tokens=args.output_length,
                      speculative=ctx.speculative)
     except (RecordError, ValueError, OSError) as e:

@@ -98,6 +98,22 @@ def test_acceptance_rate_hand_computed():
         pytest.approx(ext["Server_AL"] - out["Average_AL"])
 
 
+def test_prometheus_al_only_from_a_window_that_is_the_points_own():
+    recs = [rec("a", 0, {1: 1, 2: 1}, ctok=6, max_tokens=6), rec("b", 0, {3: 2}, ctok=9),
+            rec("a", 1, {0: 2, 3: 1}, ctok=7), rec("b", 1, {}, osl=1, ctok=1)]  # 7 steps, 12 accepted
+    ext = acc(recs, max_tokens=None, prometheus_window={"num_drafts": 7.0, "num_accepted_tokens": 12.0})[EXTENSION_KEY]
+    assert ext["Prometheus_AL"] == pytest.approx(1 + 12 / 7)
+    assert ext["prometheus_window"]["is_the_points_own"] is True
+    # the counter disagrees with the requests' own stats on the same steps: shown, not hidden
+    ext = acc(recs, max_tokens=None, prometheus_window={"num_drafts": 7.0, "num_accepted_tokens": 9.0})[EXTENSION_KEY]
+    assert ext["Prometheus_AL"] == pytest.approx(1 + 9 / 7)
+    # a window with a neighbour's steps (a phase boundary, another client) gives no AL, and says by how much
+    ext = acc(recs, max_tokens=None, prometheus_window={"num_drafts": 11.0, "num_accepted_tokens": 20.0})[EXTENSION_KEY]
+    assert ext["Prometheus_AL"] is None
+    assert ext["prometheus_window"] == {"num_drafts": 11.0, "num_accepted_tokens": 20.0, "is_the_points_own": False}
+    assert acc(recs, max_tokens=None)[EXTENSION_KEY]["prometheus_window"] is None
+
+
 def test_eos_and_drafts_past_the_end_are_not_counted():
     # The server counted 1 + 3 steps + 6 accepted = 10 tokens, but emitted 9 (EOS last):
     # chunks 1, 4, 1, 2 (the last step's 3 drafts cut at EOS), EOS removed.
