@@ -145,7 +145,10 @@ def test_scancel_during_point_2_of_4_under_slurm(slurm_cluster, tmp_path):
         wait_for(lambda: progress(job).get("running") == ["mtbench/t0_c2"] or launcher.poll() is not None, 900,
                  interval=0.2, what="point 2 to start")
         assert launcher.poll() is None
-        key = server_key(json.loads((job / "server_ready.json").read_text())["pid"])
+        ready = json.loads((job / "server_ready.json").read_text())
+        key = server_key(ready["pid"])
+        assert "--job-name=specdec-server" in ready["argv"]  # the server is the job's own Slurm step
+        children = vllm_child_pids(job)
         time.sleep(1.0)
         subprocess.run(["scancel", job_id], check=True, timeout=30)
         stdout, stderr = launcher.communicate(timeout=300)
@@ -163,6 +166,11 @@ def test_scancel_during_point_2_of_4_under_slurm(slurm_cluster, tmp_path):
     assert f"job {job_id} ({job.name}) FAILED: {reason}\n" in stderr, stdout + stderr
     assert "logs in" not in stderr
     assert files_holding([out], key) == []  # job dir and _submitit/ (sbatch script, stdout, stderr, pickles)
+    # nothing is left behind: no server step, no server process, no engine core, the port free
+    steps = subprocess.run(["squeue", "-h", "-s", "-j", str(job_id)], capture_output=True, text=True).stdout
+    assert steps.strip() == "", steps
+    wait_for(lambda: leftovers(ready["pid"], ready["port"], extra_pids=children) == [], 30,
+             what="the server's processes to end")
 
 
 def test_slurm_time_limit(slurm_cluster, tmp_path):
