@@ -396,23 +396,26 @@ class NodeJob:
         if L.server == "srun" and not slurm_steps.in_allocation():
             raise ServerStartError("the spec's launch.server is srun but this is not a Slurm allocation "
                                    "(SLURM_JOB_ID is unset); run it under sbatch/salloc or set launch.server=process")
-        nodes = slurm_steps.allocation_nodes() if L.nodes > 1 else [None]
-        if L.nodes > 1 and len(nodes) < L.nodes:
-            raise ServerStartError(f"the spec asks for {L.nodes} nodes but the allocation has {nodes}")
+        if L.nodes > 1 and L.server == "srun":
+            nodes = slurm_steps.allocation_nodes()
+            if len(nodes) < L.nodes:
+                raise ServerStartError(f"the spec asks for {L.nodes} nodes but the allocation has {nodes}")
+        else:  # child processes of this job: every rank on this host (one-host rehearsal of a multi-node launch)
+            nodes = [None] * L.nodes
         if sp.port is not None and not port_is_free(host, sp.port):
             raise ServerStartError(f"port {sp.port} (SPECDEC_PORT or the spec's port) is already in use on {host}")
         attempts = 1 if sp.port is not None else 1 + PORT_RETRIES
         for attempt in range(attempts):
             port = sp.port if sp.port is not None else pick_free_port(host)
             rpc_port = pick_free_port(host) if L.nodes > 1 else None
-            head = nodes[0]
+            head = nodes[0] or probe  # process launch: the ranks meet on this host
             self.workers = []
             for rank in range(1, L.nodes):
                 wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port, flags)
-                self.log(f"starting the {phase} on node {rank} ({nodes[rank]}): {subprocess_line(wargv)}")
+                self.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(self.logs / f"server.node{rank}.log", "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self._server_env()))
-            argv = L.server_step_prefix(head) + sp.server_argv(host, port, 0, head, rpc_port, flags)
+            argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, flags)
             self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
