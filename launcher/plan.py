@@ -78,8 +78,7 @@ def bench_args(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> list[str]:
         a += ["--no_preflight"]
     if b.force:
         a += ["--force"]
-    if b.aiperf_mode != "point":
-        a += ["--aiperf_mode", b.aiperf_mode]
+    a += ["--aiperf_mode", b.aiperf_mode]
     if b.lossless.enabled:
         a += ["--lossless_prompts", str(b.lossless.num_prompts),
               "--lossless_output_length", str(b.lossless.output_length),

@@ -194,17 +194,26 @@ def aiperf_benchmark_duration(point_aiperf_dir: Path) -> Optional[float]:
 
 # --- several points in one AIPerf process: one profiling phase per point -------------------------
 
-def phase_name(concurrency: int) -> str:
-    """The AIPerf phase of one point of a group (a strict identifier, as AIPerf wants)."""
-    return f"c{int(concurrency)}"
+@dataclass
+class PhasePlan:
+    """One client point as a profiling phase of a multi-point AIPerf run."""
+    name: str  # AIPerf phase name (a strict identifier)
+    concurrency: int
+    sessions: int  # the conversations it sends: its dataset's, once
 
 
-def multiphase_config(*, model: str, url: str, tokenizer: str, run: GroupRun, request_timeout_s: int,
-                      workers: Optional[int] = None, record_processors: Optional[int] = None) -> dict:
-    """AIPerf 0.13's YAML config (schemaVersion 2.0) running every concurrency of a group as
-    its own profiling phase in one process. Pure. Each phase sends the whole dataset once
-    (`sessions` = its conversations, sequential sampling), as a single-point run does; the
-    request fields (temperature, ...) ride on the endpoint, so a group is one temperature."""
+def phase_name(index: int, concurrency: int) -> str:
+    """The AIPerf phase of the ``index``-th point (0-based) of a multi-point run."""
+    return f"p{int(index) + 1}_c{int(concurrency)}"
+
+
+def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path, artifact_dir: Path,
+                      phases: list[PhasePlan], request_timeout_s: int, workers: Optional[int] = None,
+                      record_processors: Optional[int] = None) -> dict:
+    """AIPerf 0.13's YAML config (schemaVersion 2.0) running several client points of one
+    dataset and temperature in one process, one profiling phase each, in order. Pure. Each
+    phase sends ``sessions`` conversations (the whole dataset once) with sequential sampling;
+    the request fields (temperature, ...) ride on every turn of the input file."""
     runtime: dict = {"ui": "none"}
     if workers:
         runtime["workers"] = int(workers)
@@ -215,17 +224,15 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, run: GroupRun, re
         "randomSeed": 0,
         "benchmark": {
             "model": model,
-            "endpoint": {"url": url, "type": "chat", "streaming": True, "timeout": float(request_timeout_s),
-                         "extra": dict(run.extra_inputs)},
+            "endpoint": {"url": url, "type": "chat", "streaming": True, "timeout": float(request_timeout_s)},
             "tokenizer": {"name": tokenizer},
-            "dataset": {"type": "file", "path": str(run.input_file), "format": "multi_turn",
+            "dataset": {"type": "file", "path": str(input_file), "format": "multi_turn",
                         "sampling": "sequential"},
-            "phases": [{"name": phase_name(c), "kind": "profiling", "type": "concurrency",
-                        "concurrency": int(c), "sessions": int(run.num_conversations)}
-                       for c in run.concurrencies],
+            "phases": [{"name": ph.name, "kind": "profiling", "type": "concurrency",
+                        "concurrency": int(ph.concurrency), "sessions": int(ph.sessions)} for ph in phases],
             "gpuTelemetry": {"enabled": False},
             "runtime": runtime,
-            "artifacts": {"dir": str(run.artifact_dir), "raw": True},
+            "artifacts": {"dir": str(artifact_dir), "raw": True},
         },
     }
 

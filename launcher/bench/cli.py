@@ -45,10 +45,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--min_tokens_per_step", type=float, default=None)
     p.add_argument("--no_preflight", action="store_true", help="skip the spec-stats check (baselines)")
     p.add_argument("--force", action="store_true", help="rerun points that are already complete")
-    p.add_argument("--aiperf_mode", choices=("phases", "point"), default="point",
-                   help="point: one AIPerf process per point (default, the baseline); phases: one AIPerf process "
-                        "per dataset x temperature, one profiling phase per point (faster start-up; its throughput "
-                        "measured lower on a loaded 2-core box, to be re-measured before it becomes the default)")
+    p.add_argument("--aiperf_mode", choices=("phases", "point"), default="phases",
+                   help="phases (default): one AIPerf process per dataset x temperature, one profiling phase per "
+                        "point, so AIPerf's start-up is paid once a group; point: one AIPerf process per point "
+                        "(the baseline)")
     p.add_argument("--lossless_prompts", type=int, default=0)
     p.add_argument("--lossless_output_length", type=int, default=64)
     p.add_argument("--lossless_min_match_fraction", type=float, default=0.6)
@@ -164,7 +164,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature
                 for c in args.concurrency]
     summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
-               "server_startup_s": ready.get("startup_s"), "wall_time_s": None, "points": [], "lossless": None}
+               "server_startup_s": ready.get("startup_s"), "wall_time_s": None, "points": [], "lossless": None,
+               "prometheus_runs": []}
     job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
     summary.update({k: job.get(k) for k in ("recipe", "server_id", "method", "num_speculative_tokens")})
 
@@ -205,7 +206,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         groups.setdefault((o.dataset, o.temperature), []).append(o)
     for (ds, temp), group in groups.items():
         spec, questions = datasets[ds]
-        point_mod.run_group(ctx, spec, questions, ds, temp, group, save_dir, progress)
+        check = point_mod.run_group(ctx, spec, questions, ds, temp, group, save_dir, progress)
+        if check is not None:
+            summary["prometheus_runs"].append(check)
         flush()
 
     if args.lossless_prompts and speculative:

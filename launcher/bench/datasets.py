@@ -14,7 +14,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 MTBENCH_CATEGORIES = (
     "writing", "roleplay", "reasoning", "math",
@@ -300,9 +300,11 @@ def get_dataset(name: str) -> DatasetSpec:
 
 # ---------------------------------------------------------------- AIPerf input
 
-def aiperf_multi_turn_lines(questions: list[Question], output_length: int) -> list[dict]:
+def aiperf_multi_turn_lines(questions: list[Question], output_length: int, *,
+                            extra: Optional[dict] = None) -> list[dict]:
     """The AIPerf ``multi_turn`` objects: one session per question, every turn
-    carrying ``output_length`` (AIPerf sends it as the turn's max tokens)."""
+    carrying ``output_length`` (AIPerf sends it as the turn's max tokens) and, when
+    given, ``extra`` (request fields merged into the turn's body: a point's sampling)."""
     if isinstance(output_length, bool) or not isinstance(output_length, int) or output_length < 1:
         raise DatasetError(f"output_length must be a positive integer, got {output_length!r}")
     seen: set[str] = set()
@@ -313,17 +315,20 @@ def aiperf_multi_turn_lines(questions: list[Question], output_length: int) -> li
             # AIPerf merges lines with the same session_id into one conversation.
             raise DatasetError(f"duplicate question_id {sid!r}: AIPerf would merge the sessions")
         seen.add(sid)
+        turn = {"output_length": output_length} | ({"extra": dict(extra)} if extra else {})
         lines.append({
             "session_id": sid,
-            "turns": [{"text": t, "output_length": output_length} for t in q.turns],
+            "turns": [{"text": t, **turn} for t in q.turns],
         })
     return lines
 
 
-def write_aiperf_multi_turn(questions: list[Question], path: Path | str, output_length: int) -> Path:
-    """Write the AIPerf ``--custom-dataset-type multi_turn`` input file."""
+def write_aiperf_multi_turn(questions: list[Question], path: Path | str, output_length: int,
+                            extra: Optional[dict] = None) -> Path:
+    """Write the AIPerf ``--custom-dataset-type multi_turn`` input file (``extra``: request
+    fields every turn carries)."""
     path = Path(path)
-    lines = aiperf_multi_turn_lines(questions, output_length)
+    lines = aiperf_multi_turn_lines(questions, output_length, extra=extra)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
     with tmp.open("w", encoding="utf-8") as f:

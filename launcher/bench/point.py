@@ -1,5 +1,6 @@
 """One group of client points (a dataset at a temperature, all its concurrencies):
-run AIPerf (once, one phase per point, or once per point), then turn each point's export into result files and checks."""
+run AIPerf (once, one phase per point, or once per point), then turn each point's
+export into result files and checks."""
 from __future__ import annotations
 
 import json
@@ -101,20 +102,19 @@ def load_point_values(point_dir: Path) -> dict:
 
 
 def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
-              outcomes: list, save_dir: Path, progress) -> None:
-    """The points of one dataset at one temperature. aiperf_mode "phases": one AIPerf
-    process runs them all, one profiling phase per point (AIPerf 0.13's `benchmark.phases`),
-    paying AIPerf's start-up once per group; "point" (the default until the phases mode's
-    lower measured throughput is explained): one AIPerf process per point."""
+              outcomes: list, save_dir: Path, progress) -> Optional[dict]:
+    """The points of one dataset at one temperature. aiperf_mode "phases" (the default):
+    one AIPerf process for them all (:func:`run_phases`); "point", the baseline: one AIPerf
+    process per point. Returns the phases run's Prometheus cross-check, if any."""
     ds_dir = save_dir / dataset
     ds_dir.mkdir(parents=True, exist_ok=True)
     input_file = ds_dir / "aiperf_input.jsonl"
     write_aiperf_multi_turn(questions, input_file, ctx.args.output_length)
-    if getattr(ctx.args, "aiperf_mode", "point") == "phases" and len(outcomes) > 1:
-        _run_aiperf_phases(ctx, spec, questions, dataset, temperature, outcomes, save_dir, progress, input_file)
-        return
+    if getattr(ctx.args, "aiperf_mode", "phases") == "phases" and len(outcomes) > 1:
+        return run_phases(ctx, spec, questions, dataset, temperature, outcomes, save_dir, progress)
     for o in outcomes:
         _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, [o], save_dir, progress, input_file)
+    return None
 
 
 def _group_run(ctx: PointContext, dataset: str, temperature: float, outcomes: list, group_dir: Path,
@@ -138,22 +138,36 @@ def _finish_point(ctx, spec, questions, o, save_dir: Path, src: Optional[Path], 
     progress.point_done(o.dir, o.status, o.reason)
 
 
-def _run_aiperf_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str,
-                       temperature: float, outcomes: list, save_dir: Path, progress, input_file: Path) -> None:
-    """One AIPerf process, one profiling phase per point. AIPerf writes each phase's
-    aggregates and server-metrics window to `phases/<name>/` when the run ends and tags
-    every record with its `phase_name`; each point's folder is rebuilt from those, so
-    `process_point` sees what a single-point run writes. A phase with no results (AIPerf
-    killed or failed) fails only its own point(s); the rest are kept."""
+def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
+               outcomes: list, save_dir: Path, progress) -> Optional[dict]:
+    """The points of one dataset at one temperature in ONE AIPerf process, one profiling
+    phase per point (AIPerf 0.13's `benchmark.phases`), so AIPerf's start-up is paid once
+    per dataset x temperature. Each phase sends the dataset's conversations once; AIPerf's
+    sequential sampler hands them out in file order across phases, wrapping around, so
+    each phase gets every question exactly once wherever the previous phase left the
+    sampler. (One process cannot hold several temperatures or datasets: the only place
+    for a point's sampling is the conversation, and at a phase boundary the sampler can
+    skip a conversation, measured; a phase would then get another point's copy.)
+
+    AIPerf writes each phase's aggregates and server-metrics window to `phases/<name>/`
+    when the run ends and tags every record with its `phase_name`; each point's folder is
+    rebuilt from those, so `process_point` sees what a single-point run writes. A phase
+    with no results (AIPerf killed or failed) fails only its own point(s). Returns the
+    run's Prometheus cross-check (:func:`sweep_prometheus_check`) when every point ran."""
     args = ctx.args
     ds_dir = save_dir / dataset
     tag = f"t{temperature:g}_phases"
     group_dir = ds_dir / f".aiperf_{tag}"
     shutil.rmtree(group_dir, ignore_errors=True)
     group_dir.mkdir(parents=True)
-    run = _group_run(ctx, dataset, temperature, outcomes, group_dir, input_file, len(questions))
-    cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
-                               request_timeout_s=args.request_timeout_s)
+    input_file = group_dir / "input.jsonl"
+    extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
+                                      ctx.runtime.get("chat_template_args") or {})
+    write_aiperf_multi_turn(questions, input_file, args.output_length, extra=extra)
+    phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency), o.concurrency, len(questions))
+              for i, o in enumerate(outcomes)]
+    cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
+                               artifact_dir=group_dir, phases=phases, request_timeout_s=args.request_timeout_s)
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     from launcher.node.apikey import client_key
@@ -162,7 +176,7 @@ def _run_aiperf_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Que
     total = len(outcomes) * n_turns
     first = progress.done + 1
     label = f"{dataset} T={temperature:g}"
-    index = {ar.phase_name(o.concurrency): i for i, o in enumerate(outcomes)}
+    index = {ph.name: i for i, ph in enumerate(phases)}
     current = {"i": 0}
 
     def on_phase(name: str) -> None:  # AIPerf logs "Phase <name> (profiling) started"
@@ -181,13 +195,41 @@ def _run_aiperf_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Que
                         timeout_s=args.point_timeout_s * len(outcomes), on_progress=on_progress, on_phase=on_phase)
     failed_run = ("AIPerf timed out" if res.timed_out else f"AIPerf exited with code {res.returncode}") \
         if (res.timed_out or res.returncode != 0) else None
-    for o in outcomes:
-        dst = group_dir / "points" / ar.phase_name(o.concurrency)
-        why = ar.collect_phase(group_dir, ar.phase_name(o.concurrency), dst)
+    steps = accepted = 0
+    all_read = failed_run is None
+    for o, ph in zip(outcomes, phases):
+        dst = group_dir / "points" / ph.name
+        why = ar.collect_phase(group_dir, ph.name, dst)
         if why is not None:
             why = f"{failed_run or why} before this point finished (log: {res.log_path})"
         _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
+        ext = read_point(save_dir / o.dir).acc_ext if why is None else {}
+        if ext.get("num_spec_steps") is None:
+            all_read = False
+        else:
+            steps += ext["num_spec_steps"]
+            accepted += ext["num_accepted_draft_tokens"]
+    check = None
+    if ctx.speculative and all_read:
+        check = sweep_prometheus_check(ar.prometheus_window(group_dir), steps, accepted)
+        if check is not None:
+            check = {"dataset": dataset, "temperature": temperature, "points": [o.dir for o in outcomes]} | check
     shutil.rmtree(group_dir, ignore_errors=True)
+    return check
+
+
+def sweep_prometheus_check(window: Optional[dict], steps: int, accepted: int) -> Optional[dict]:
+    """The server-side cross-check over the whole multi-point run. Pure. A phase's own
+    /metrics window can take a neighbouring phase's steps at a boundary scrape (its
+    Prometheus_AL is then null); the run's window has no neighbour, so its counters must
+    move by exactly the points' own per-request stats summed."""
+    if window is None or not steps:
+        return None
+    return {"num_drafts": window["num_drafts"], "num_accepted_tokens": window["num_accepted_tokens"],
+            "num_spec_steps": steps, "num_accepted_draft_tokens": accepted,
+            "Prometheus_AL": 1.0 + window["num_accepted_tokens"] / window["num_drafts"] if window["num_drafts"] else None,
+            "Server_AL": 1.0 + accepted / steps,
+            "matches": window["num_drafts"] == steps and window["num_accepted_tokens"] == accepted}
 
 
 def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str,

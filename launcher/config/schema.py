@@ -133,9 +133,9 @@ class LosslessConfig:
 class BenchConfig:
     aiperf: str = "aiperf"  # the aiperf executable
     point_timeout_s: int = 3600
-    # point: one AIPerf process per point (default); phases: one AIPerf process per
-    # dataset x temperature, one profiling phase per point (AIPerf's start-up paid once a group)
-    aiperf_mode: str = "point"
+    # phases (default): one AIPerf process per dataset x temperature, one profiling phase
+    # per point (AIPerf's start-up paid once a group); point: one AIPerf process per point
+    aiperf_mode: str = "phases"
     request_timeout_s: int = 600
     force: bool = False  # rerun complete points
     preflight: bool = True

@@ -13,29 +13,30 @@ from launcher.bench import aiperf_runner as ar
 from tests.support import stack
 
 
-def _run(tmp_path: Path, concs=(1, 2)) -> ar.GroupRun:
+def _config(tmp_path: Path, concs=(1, 2), tokenizer="/tok") -> dict:
     inp = tmp_path / "in.jsonl"
-    inp.write_text(json.dumps({"session_id": "81", "turns": [{"text": "hi", "output_length": 8}]}) + "\n")
-    return ar.GroupRun("mtbench", 0.7, list(concs), inp, 4, tmp_path / "art",
-                       ar.request_payload_extras(0.7, {}, {}))
+    inp.write_text(json.dumps({"session_id": "81", "turns": [{"text": "hi", "output_length": 8,
+                                                                 "extra": {"temperature": 0.7}}]}) + "\n")
+    phases = [ar.PhasePlan(ar.phase_name(i, c), c, 4) for i, c in enumerate(concs)]
+    return ar.multiphase_config(model="tiny", url="http://127.0.0.1:8000", tokenizer=tokenizer, input_file=inp,
+                                artifact_dir=tmp_path / "art", phases=phases, request_timeout_s=60)
 
 
 def test_multiphase_config_has_one_profiling_phase_per_point(tmp_path):
-    cfg = ar.multiphase_config(model="tiny", url="http://127.0.0.1:8000", tokenizer="/tok", run=_run(tmp_path, (1, 4, 8)),
-                               request_timeout_s=60)
+    cfg = _config(tmp_path, (1, 4, 8))
     phases = cfg["benchmark"]["phases"]
-    assert [p["name"] for p in phases] == ["c1", "c4", "c8"]
+    assert [p["name"] for p in phases] == ["p1_c1", "p2_c4", "p3_c8"]
     assert [p["concurrency"] for p in phases] == [1, 4, 8]
     assert all(p["kind"] == "profiling" and p["sessions"] == 4 for p in phases)
-    assert cfg["benchmark"]["endpoint"]["extra"]["temperature"] == 0.7
+    # sampling rides on each turn of the input file, not on the endpoint
+    assert "extra" not in cfg["benchmark"]["endpoint"]
     assert cfg["benchmark"]["dataset"]["sampling"] == "sequential"
 
 
 def test_installed_aiperf_accepts_the_multiphase_config(tmp_path):
     stack.require_stack()
     p = tmp_path / "cfg.yaml"
-    cfg = ar.multiphase_config(model="tiny", url="http://127.0.0.1:8000", tokenizer=str(stack.TARGET),
-                               run=_run(tmp_path), request_timeout_s=60)
+    cfg = _config(tmp_path, tokenizer=str(stack.TARGET))
     p.write_text(yaml.safe_dump(cfg))
     r = subprocess.run([str(stack.AIPERF), "config", "validate", str(p)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -86,3 +87,14 @@ def test_run_aiperf_reports_each_phase_start_and_its_requests(tmp_path):
     assert res.returncode == 0
     assert seen == ["c1", 3, "c4", 1]
     assert "Phase c4" in (tmp_path / "a.log").read_text()
+
+
+def test_sweep_prometheus_check_needs_the_counters_to_move_by_exactly_the_points_stats():
+    from launcher.bench.point import sweep_prometheus_check
+
+    ok = sweep_prometheus_check({"num_drafts": 200.0, "num_accepted_tokens": 220.0}, 200, 220)
+    assert ok["matches"] is True and ok["Prometheus_AL"] == pytest.approx(2.1) == ok["Server_AL"]
+    off = sweep_prometheus_check({"num_drafts": 200.0, "num_accepted_tokens": 230.0}, 200, 220)
+    assert off["matches"] is False and off["Prometheus_AL"] == pytest.approx(2.15)
+    assert sweep_prometheus_check(None, 200, 220) is None and sweep_prometheus_check({"num_drafts": 0.0,
+                                                                                    "num_accepted_tokens": 0.0}, 0, 0) is None

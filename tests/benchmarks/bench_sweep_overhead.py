@@ -3,9 +3,9 @@
   overhead/point = (sweep wall - sum of the points' benchmark durations) / points
 
 Three modes, measured in the same run, so their ratios are comparable on a busy machine:
-  phases: `python -m launcher.bench --aiperf_mode phases`, one AIPerf process per
-          dataset x temperature, one profiling phase per point
-  point:  the same with --aiperf_mode point (one AIPerf process per point; the default today)
+  phases: `python -m launcher.bench` (the default, --aiperf_mode phases): one AIPerf
+          process per dataset x temperature, one profiling phase per point
+  point:  the same with --aiperf_mode point (one AIPerf process per point; the baseline)
   naive:            one `python -m launcher.bench` (start-up, preflight, AIPerf) per point
 plus AIPerf's own start-up: `aiperf profile` of one request (wall - benchmark duration), and
 the physical limit of the smoke recipe (server start + sum of benchmark durations).
@@ -100,15 +100,15 @@ def main() -> None:
         if srv:
             srv.stop()
 
-    groups = len(datasets) * len(temps)
+    groups = len(datasets) * len(temps)  # AIPerf processes in the phases mode
     over = {m: (walls[m] - sums[m]) / n for m in walls}
     print(f"points: {n} ({len(datasets)} datasets x {len(temps)} temperatures x {len(concs)} concurrencies; "
           f"{groups} AIPerf processes in the phases mode)")
     print(f"server start-up: {server_start:.1f} s (once, outside the sweeps; nan: --url given)")
     print(f"AIPerf's own start-up: {a_wall - a_bench:.1f} s (`aiperf profile` of 1 request: wall {a_wall:.1f} s, "
           f"benchmark {a_bench:.2f} s)")
-    names = {"phases": "phases (one AIPerf per dataset x temperature, one phase per point)",
-             "point": "point (one AIPerf per point, the default)",
+    names = {"phases": "phases (the default: one AIPerf per dataset x temperature, one phase per point)",
+             "point": "point (one AIPerf per point, the baseline)",
              "naive": "naive (one bench + AIPerf process per point)"}
     for m in ("phases", "point", "naive"):
         print(f"{names[m]}: wall {walls[m]:.1f} s, sum of point benchmarks {sums[m]:.1f} s, "

@@ -90,9 +90,9 @@ def _compare(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess:
 def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     # 6 requests per point: enough pairs for a useful 95% interval. Run A takes one AIPerf
-    # process per dataset x temperature, one profiling phase per point (--aiperf_mode phases),
-    # run B one AIPerf process per point (the default): the same points both ways.
-    for d, mode in ((a, ["--aiperf_mode", "phases"]), (b, [])):
+    # process per dataset x temperature, one profiling phase per point (the default phases
+    # mode), run B one AIPerf process per point (--aiperf_mode point): the same points both ways.
+    for d, mode in ((a, []), (b, ["--aiperf_mode", "point"])):
         p = bench(spec_server.url, d, "--concurrency", "1", "2", *mode, num_requests=6)
         assert p.returncode == 0, p.stderr[-2000:]
     assert (a / "mtbench" / "aiperf_t0_phases.log").exists() and not (a / "mtbench" / "aiperf_t0_c2.log").exists()
