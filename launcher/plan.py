@@ -14,7 +14,7 @@ from typing import Optional
 
 from launcher.config.schema import LauncherConfig
 from launcher.node.serve_and_bench import kv_cache_cap_bytes
-from launcher.server_args import build_server_flags, speculative_config
+from launcher.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
 from launcher.spec import JobSpec, drop_flags, LaunchSpec, PointSpec, point_dir_name, shell_join  # noqa: F401 (re-exported)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +122,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
             bench_args=bench_args(cfg, job_dir, num_gpus), points=points, num_gpus=num_gpus,
             speculative_config=spec, container_image=cfg.cluster.container_image,
             kv_cache_cap_bytes=kv_cache_cap_bytes(flags), launch=launch,
+            engine=cfg.server.engine, engine_version=engine_version(cfg),
+            acceptance_source=acceptance_source(cfg).value, acceptance_requested=cfg.bench.acceptance_source,
             lossless=({"num_prompts": lossless.num_prompts, "output_length": lossless.output_length,
                        "min_match_fraction": lossless.min_match_fraction} if lossless.enabled else None),
             known_answer=({"allow_fail": cfg.bench.known_answer_allow_fail}
@@ -169,5 +171,7 @@ def baseline_job(cfg: LauncherConfig, host: JobPlan, results_dir: Path, num_gpus
         env=env, bench_args=bench_args(base, job_dir, num_gpus), points=list(host.points), num_gpus=num_gpus,
         speculative_config=None, container_image=host.container_image, runtime_params=dict(host.runtime_params),
         compare_thresholds=dict(host.compare_thresholds), role="baseline", launch=host.launch,
-        kv_cache_cap_bytes=host.kv_cache_cap_bytes, stop_grace_s=host.stop_grace_s)
+        kv_cache_cap_bytes=host.kv_cache_cap_bytes, stop_grace_s=host.stop_grace_s, engine=host.engine,
+        engine_version=host.engine_version, acceptance_source=host.acceptance_source,
+        acceptance_requested=host.acceptance_requested)
 

@@ -11,8 +11,23 @@ import shlex
 from typing import Optional
 
 from launcher.config.schema import LauncherConfig
+from launcher.engines import AcceptanceSource, EngineError, get_engine, version_from_image
 from launcher.errors import ConfigError
 from launcher.spec import SPEC_METRICS_FLAG, compose_server_argv, drop_flags, flag_names  # noqa: F401 (re-exported)
+
+
+def engine_version(cfg: LauncherConfig) -> Optional[str]:
+    """The engine version the recipe states: server.engine_version, else the container
+    image's tag; None when neither says (the node probes it)."""
+    return cfg.server.engine_version or version_from_image(cfg.cluster.container_image)
+
+
+def acceptance_source(cfg: LauncherConfig) -> AcceptanceSource:
+    """bench.acceptance_source resolved for the engine at the recipe's version."""
+    try:
+        return get_engine(cfg.server.engine).acceptance_source(cfg.bench.acceptance_source, engine_version(cfg))
+    except EngineError as e:
+        raise ConfigError("bench.acceptance_source", str(e)) from None
 
 MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
 
@@ -60,7 +75,7 @@ def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str
     spec = speculative_config(cfg, k)
     if spec is not None:
         f += ["--speculative-config", json.dumps(spec, separators=(",", ":"), sort_keys=True)]
-        f += [SPEC_METRICS_FLAG, s.spec_decode_metrics]
+        f += get_engine(s.engine).acceptance_flags(acceptance_source(cfg), s.spec_decode_metrics)
     if m.max_model_len:
         f += ["--max-model-len", str(m.max_model_len)]
     if s.max_num_batched_tokens:
@@ -80,4 +95,5 @@ def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str
 def build_server_argv(cfg: LauncherConfig, host: str, port: int | str, k: Optional[int] = None) -> list[str]:
     """Recipe -> the complete server argv (used by dry runs and tests)."""
     return compose_server_argv(cfg.server.command, cfg.model.path, build_server_flags(cfg, k), host, port,
-                               cfg.server.spec_decode_metrics)
+                               cfg.server.spec_decode_metrics, engine=cfg.server.engine,
+                               acceptance_source=acceptance_source(cfg).value)

@@ -18,9 +18,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
+from launcher.engines import AcceptanceSource, get_engine
+from launcher.engines.flags import drop_flags, flag_names  # noqa: F401 (re-exported)
+from launcher.engines.vllm import SPEC_METRICS_FLAG  # noqa: F401 (re-exported)
+
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
-SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
 SERVER_LAUNCHES = ("process", "srun")  # a child process of the job, or its own Slurm step
 
 
@@ -35,40 +38,19 @@ def shell_join(argv: list[str]) -> str:
 # ---------------------------------------------------------------- server argv (pure)
 
 
-def flag_names(args: list[str]) -> set[str]:
-    """The flags present in an argv list (`--x v` and `--x=v` forms)."""
-    return {a.split("=", 1)[0] for a in args if a.startswith("--")}
-
-
-def drop_flags(args: list[str], names: set[str]) -> list[str]:
-    """Remove flags (and their values) named in `names` from an argv list."""
-    out, i = [], 0
-    while i < len(args):
-        a = args[i]
-        name = a.split("=", 1)[0]
-        if a.startswith("--") and name in names:
-            i += 1
-            if "=" not in a and i < len(args) and not args[i].startswith("--"):
-                i += 1  # its value
-            continue
-        out.append(a)
-        i += 1
-    return out
-
-
 def compose_server_argv(command: str, model: str, flags: list[str], host: str, port: int | str,
-                        spec_metrics: str = "detailed") -> list[str]:
-    """The full server argv. `vllm serve` takes the model as a positional argument,
-    the OpenAI api_server module (the CPU build's entry point) as --model.
-    Adds --per-request-spec-decode-metrics when there is a speculative config and
-    the flags do not set it already."""
-    cmd = shlex.split(command)
-    model_args = [model] if cmd and cmd[-1] == "serve" else ["--model", model]
-    flags = drop_flags(list(flags), {"--host", "--port"})
+                        spec_metrics: str = "detailed", engine: str = "vllm",
+                        acceptance_source: str = AcceptanceSource.PER_REQUEST_STATS.value) -> list[str]:
+    """The full server argv, built by the engine. With a speculative config and no
+    acceptance flag of the engine's among ``flags``, the flags that make the engine
+    return what ``acceptance_source`` counts are added (per-request stats: vLLM's
+    --per-request-spec-decode-metrics; stream chunks: none)."""
+    eng = get_engine(engine)
+    flags = list(flags)
     names = flag_names(flags)
-    if "--speculative-config" in names and SPEC_METRICS_FLAG not in names:
-        flags += [SPEC_METRICS_FLAG, spec_metrics]
-    return cmd + model_args + flags + ["--host", host, "--port", str(port)]
+    if "--speculative-config" in names and not names & eng.acceptance_flag_names():
+        flags += eng.acceptance_flags(AcceptanceSource(acceptance_source), spec_metrics)
+    return eng.server_argv(command, model, flags, host, port)
 
 
 def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
@@ -174,6 +156,13 @@ class JobSpec:
     known_answer: Optional[dict] = None
     baseline: Optional[dict] = None
     api_key_env: Optional[str] = None  # the name of the env var holding the server's key
+    engine: str = "vllm"  # launcher.engines
+    engine_version: Optional[str] = None  # None: probed on the node before the server starts
+    # Where per-request acceptance comes from (launcher.engines.AcceptanceSource), resolved
+    # for engine_version; acceptance_requested is the recipe's wish ("auto" may be
+    # re-resolved on the node once the version is probed, an explicit source may not).
+    acceptance_source: str = AcceptanceSource.PER_REQUEST_STATS.value
+    acceptance_requested: str = "auto"
     spec_version: int = SPEC_VERSION
 
     # -- derived
@@ -186,7 +175,8 @@ class JobSpec:
         if L.nodes > 1:
             f += multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
                                  L.gpus_per_node)
-        return compose_server_argv(self.server_command, self.model, f, host, port)
+        return compose_server_argv(self.server_command, self.model, f, host, port, engine=self.engine,
+                                   acceptance_source=self.acceptance_source)
 
     # -- JSON
 

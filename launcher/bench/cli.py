@@ -17,7 +17,8 @@ import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
-from launcher.bench.preflight import PreflightError, check_spec_stats, engine_version
+from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
+from launcher.engines import AcceptanceSource, get_engine
 from launcher.spec import point_dir_name
 
 
@@ -159,15 +160,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     if (save_dir / "server_ready.json").exists():
         ready = json.loads((save_dir / "server_ready.json").read_text())
     version = engine_version(base_url) or ready.get("engine_version")
+    job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
     speculative = not args.no_preflight
+    engine = get_engine(job.get("engine") or "vllm")
+    source = AcceptanceSource(ready.get("acceptance_source") or job.get("acceptance_source")
+                              or AcceptanceSource.PER_REQUEST_STATS.value)
 
     outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature
                 for c in args.concurrency]
     summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
                "server_startup_s": ready.get("startup_s"), "wall_time_s": None, "points": [], "lossless": None,
                "prometheus_runs": []}
-    job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
     summary.update({k: job.get(k) for k in ("recipe", "server_id", "method", "num_speculative_tokens")})
+    summary["acceptance_source"] = source.value if speculative else None
 
     def flush():
         summary["points"] = [o.row() for o in outcomes]
@@ -175,9 +180,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         write_json_atomic(save_dir / "summary.json", summary)
 
     # --- preflight
-    if speculative:
+    if not args.no_preflight:
         try:
-            check_spec_stats(base_url, args.model)
+            if source is AcceptanceSource.STREAM_CHUNKS:
+                check_stream_usage(base_url, args.model)
+            else:
+                check_spec_stats(base_url, args.model)
         except PreflightError as e:
             for o in outcomes:
                 o.status, o.reason = "failed", f"preflight: {e}"
@@ -200,7 +208,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     flush()
 
     ctx = point_mod.PointContext(args=args, runtime=runtime, base_url=base_url, engine_version=version,
-                                 speculative=speculative, gates=gates, server_ready=ready, job=job)
+                                 speculative=speculative, gates=gates, server_ready=ready, job=job,
+                                 acceptance_source=source.value,
+                                 stream_extra=engine.stream_options(source) if speculative else {})
     groups: dict[tuple[str, float], list[PointOutcome]] = {}
     for o in todo:
         groups.setdefault((o.dataset, o.temperature), []).append(o)

@@ -82,11 +82,17 @@ def defect_message(entry: dict) -> str:
             f"expected k+1 = {entry['expected_al']}")
 
 
-def summarize(entries: list[dict], k: int) -> dict:
-    failed = [e["temperature"] for e in entries if not e["passed"]]
+def summarize(entries: list[dict], k: int, draft_sample_method: str = "probabilistic",
+              acceptance_source: str = "per_request_stats") -> dict:
+    """The probe's result. With greedy drafting (an engine without probabilistic
+    drafting) the known answer holds only at T=0: a T>0 entry is kept with its figures
+    but marked not applicable, never as an engine defect."""
+    for e in entries:
+        e["applicable"] = draft_sample_method == "probabilistic" or e["temperature"] == 0.0
+    failed = [e["temperature"] for e in entries if e["applicable"] and not e["passed"]]
     return {"status": "passed" if not failed else "failed", "passed": not failed, "k": k,
-            "method": "draft_model with the target as its own draft", "temperatures": entries,
-            "failed_temperatures": failed}
+            "method": "draft_model with the target as its own draft", "draft_sample_method": draft_sample_method,
+            "acceptance_source": acceptance_source, "temperatures": entries, "failed_temperatures": failed}
 
 
 def skipped(reason: str) -> dict:
@@ -100,7 +106,8 @@ def one_line(result: dict) -> str:
     parts = []
     for e in result.get("temperatures", []):
         al = "n/a" if e.get("al") is None else f"{e['al']:.2f}"
-        parts.append(f"T={e['temperature']:g} {'pass' if e['passed'] else 'FAIL'} (AL {al}/{e['expected_al']})")
+        word = "pass" if e["passed"] else "FAIL" if e.get("applicable", True) else "n/a (greedy drafting)"
+        parts.append(f"T={e['temperature']:g} {word} (AL {al}/{e['expected_al']})")
     return "known-answer " + ", ".join(parts)
 
 
@@ -109,7 +116,8 @@ def mark_points(summary: dict, result: dict) -> dict:
     temperature, the defect warning (its status is left as measured)."""
     out = dict(summary)
     out["known_answer"] = result
-    bad = {e["temperature"]: e for e in result.get("temperatures", []) if not e["passed"]}
+    bad = {e["temperature"]: e for e in result.get("temperatures", [])
+           if not e["passed"] and e.get("applicable", True)}
     points = []
     for p in summary.get("points", []):
         p = dict(p)
@@ -169,22 +177,33 @@ def free_bytes_per_device() -> Optional[int]:
     return None
 
 
-def self_draft_config(model: str, k: int) -> dict:
-    return {"method": "draft_model", "model": model, "num_speculative_tokens": k}
+def self_draft_config(model: str, k: int, engine: str = "vllm", version: Optional[str] = None) -> dict:
+    """The probe's speculative config: the engine's own (probabilistic drafting where it has it)."""
+    from launcher.engines import get_engine
+
+    return get_engine(engine).self_draft_config(model, k, version)
 
 
 # ---------------------------------------------------------------- the client
 
 
 def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: Iterable[str] = PROMPTS,
-          max_tokens: int = DEFAULT_MAX_TOKENS) -> list[dict]:
-    """Send the prompts at each temperature; the verdict per temperature."""
+          max_tokens: int = DEFAULT_MAX_TOKENS, acceptance_source: str = "per_request_stats") -> list[dict]:
+    """Send the prompts at each temperature; the verdict per temperature. One request at
+    a time, so counted from stream chunks no two steps can be merged into one chunk."""
+    from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
+    from launcher.node.apikey import auth_headers
+
     out = []
     for t in temperatures:
         stats = []
         for p in prompts:
-            resp = chat(url, model, p, max_tokens, {"temperature": float(t), "top_p": 1.0, "top_k": -1,
-                                                    "ignore_eos": True})
+            sampling = {"temperature": float(t), "top_p": 1.0, "top_k": -1, "ignore_eos": True}
+            if acceptance_source == "stream_chunks":
+                chunks, _ = stream_chat_chunks(url, model, p, max_tokens, sampling, headers=auth_headers())
+                stats.append(stats_from_chunks(chunks, k))
+                continue
+            resp = chat(url, model, p, max_tokens, sampling)
             s = (resp.get("metrics") or {}).get("speculative_decoding")
             if not s:
                 raise RuntimeError("the known-answer server returned no per-request spec-decode stats "
@@ -220,17 +239,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--temperature", type=float, nargs="+", default=[0.0])
     p.add_argument("--max_tokens", type=int, default=DEFAULT_MAX_TOKENS)
     p.add_argument("--save_dir", required=True)
+    p.add_argument("--draft_sample_method", choices=("probabilistic", "greedy"), default="probabilistic",
+                   help="how the probe server drafts (greedy: the known answer holds only at T=0)")
+    p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"),
+                   default="per_request_stats", help="where the server's acceptance is read")
     a = p.parse_args(argv)
     save_dir = Path(a.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
     try:
-        entries = probe(a.url.rstrip("/"), a.model, a.k, a.temperature, max_tokens=a.max_tokens)
+        entries = probe(a.url.rstrip("/"), a.model, a.k, a.temperature, max_tokens=a.max_tokens,
+                        acceptance_source=a.acceptance_source)
     except (OSError, urllib.error.URLError, RuntimeError, ValueError) as e:
         result = skipped(f"the probe's requests failed: {e}")
         record(save_dir, result)
         print(one_line(result), file=sys.stderr)
         return 2
-    result = summarize(entries, a.k)
+    result = summarize(entries, a.k, a.draft_sample_method, a.acceptance_source)
     record(save_dir, result)
     for e in entries:
         hist = e["histogram"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -349,6 +349,27 @@ def turn_chunks(r: TurnRecord, max_tokens: int | None, speculative: bool) -> lis
                               None if r.spec.per_step_accepted is not None else r.spec.histogram)
 
 
+def attach_stream_stats(records: Sequence, chunks: Mapping[tuple[str, int], list], k: int) -> list[TurnRecord]:
+    """Records whose acceptance comes from their streamed chunks
+    (:mod:`launcher.bench.stream_chunks`): each successful profiling record gets the
+    stats its chunks imply, in vLLM's per-request shape; one without chunks keeps none."""
+    from launcher.bench.stream_chunks import stats_from_chunks
+
+    out = []
+    for r in _as_records(records):
+        c = chunks.get((r.conversation_id, r.turn_index))
+        if r.failed or r.phase != PROFILING or not c:
+            out.append(r)
+            continue
+        st = stats_from_chunks(list(c), k)
+        hist = {j: n for j, n in enumerate(st["acceptance_histogram"]) if n}
+        spec = SpecStats(steps=st["num_spec_steps"], accepted=st["num_accepted_draft_tokens"],
+                         drafted=st["num_draft_tokens"], histogram=hist, num_spec_tokens=k,
+                         per_step_accepted=tuple(st["per_step_accepted"]))
+        out.append(replace(r, spec=spec, completion_tokens=sum(c)))
+    return out
+
+
 def _turn_times(r: TurnRecord) -> tuple:
     """[request start, first chunk, then each later chunk] in seconds (SSE arrival times)."""
     if r.start_ns is None or r.ttft_ms is None:
@@ -375,7 +396,8 @@ def turns_from_records(ok: Sequence[TurnRecord], order: Mapping[str, int], max_t
 
 def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, categories: Sequence[str],
                     *, max_tokens: int | None, speculative: bool = True,
-                    prometheus_window: Mapping | None = None) -> dict:
+                    prometheus_window: Mapping | None = None,
+                    acceptance_source: str = "per_request_stats") -> dict:
     """``acceptance_rate.json``'s object: specdec_bench's keys for ``dataset``
     (requests in the order of ``question_ids``), our figures in the extension.
 
@@ -409,7 +431,12 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
         "failed_requests": len(failed),
         "num_spec_steps": steps, "num_accepted_draft_tokens": accepted, "num_draft_tokens": drafted,
         "per_step_order": all(r.spec is None or r.spec.per_step_accepted is not None for r in ok),
+        "acceptance_source": acceptance_source if speculative else None,
     }
+    if speculative and acceptance_source == "stream_chunks":
+        k = max((r.spec.num_spec_tokens or 0 for r in ok if r.spec is not None), default=0)
+        ext["chunks_over_k_plus_1"] = sum(1 for r in ok if r.spec is not None
+                                          for a in (r.spec.per_step_accepted or ()) if a > k)
     kind = dataset_kind(dataset)
     doc = acceptance_doc(kind, turns, question_ids=list(question_ids), categories=list(categories))
     if speculative and steps:

@@ -7,7 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -15,7 +15,9 @@ import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.datasets import DatasetSpec, Question, write_aiperf_multi_turn
-from launcher.bench.metrics import RecordError, acceptance_rate, read_profile_export, timing
+from launcher.bench.metrics import (RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
+                                    timing)
+from launcher.bench.stream_chunks import read_raw_chunks
 from launcher.bench.result_files import (build_configuration, checkpoint_info, response_texts_from_raw,
                                          speculative_algorithm, write_point)
 from launcher.results import EXTENSION_KEY, PointResult, ValidityRule, point_problems, read_point
@@ -33,6 +35,12 @@ class PointContext:
     gates: dict
     server_ready: dict
     job: dict
+    acceptance_source: str = "per_request_stats"  # launcher.engines.AcceptanceSource
+    stream_extra: dict = field(default_factory=dict)  # request fields the acceptance source needs
+
+    @property
+    def stream_counted(self) -> bool:
+        return self.speculative and self.acceptance_source == "stream_chunks"
 
 
 def _git_sha() -> Optional[str]:
@@ -94,6 +102,14 @@ def speculative_config_from_argv(argv: list[str]) -> Optional[dict]:
     return None
 
 
+def draft_sample_method(spec_cfg: Optional[dict]) -> Optional[str]:
+    """How the engine drafted: vLLM's draft_sample_method (its default is greedy: the
+    draft's argmax, its probabilities taken as one-hot); None without speculation."""
+    if not spec_cfg:
+        return None
+    return spec_cfg.get("draft_sample_method") or "greedy"
+
+
 def load_point_values(point_dir: Path) -> dict:
     res = read_point(point_dir)
     if not res.timing:
@@ -120,7 +136,7 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
 def _group_run(ctx: PointContext, dataset: str, temperature: float, outcomes: list, group_dir: Path,
                input_file: Path, n_conversations: int) -> ar.GroupRun:
     extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
-                                      ctx.runtime.get("chat_template_args") or {})
+                                      ctx.runtime.get("chat_template_args") or {}) | ctx.stream_extra
     return ar.GroupRun(dataset, temperature, [o.concurrency for o in outcomes], input_file, n_conversations,
                        group_dir, extra)
 
@@ -162,7 +178,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     group_dir.mkdir(parents=True)
     input_file = group_dir / "input.jsonl"
     extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
-                                      ctx.runtime.get("chat_template_args") or {})
+                                      ctx.runtime.get("chat_template_args") or {}) | ctx.stream_extra
     write_aiperf_multi_turn(questions, input_file, args.output_length, extra=extra)
     phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency), o.concurrency, len(questions))
               for i, o in enumerate(outcomes)]
@@ -211,20 +227,36 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
             accepted += ext["num_accepted_draft_tokens"]
     check = None
     if ctx.speculative and all_read:
-        check = sweep_prometheus_check(ar.prometheus_window(group_dir), steps, accepted)
+        check = sweep_prometheus_check(ar.prometheus_window(group_dir), steps, accepted,
+                                       stream_counted=ctx.stream_counted)
         if check is not None:
             check = {"dataset": dataset, "temperature": temperature, "points": [o.dir for o in outcomes]} | check
+    if ctx.stream_counted:  # chunk counts are exact only where the server's steps say so
+        for o in outcomes:
+            if o.status == "complete":
+                o.values["acceptance_exact"] = bool(check and check["matches"])
     shutil.rmtree(group_dir, ignore_errors=True)
     return check
 
 
-def sweep_prometheus_check(window: Optional[dict], steps: int, accepted: int) -> Optional[dict]:
+def sweep_prometheus_check(window: Optional[dict], steps: int, accepted: int,
+                           stream_counted: bool = False) -> Optional[dict]:
     """The server-side cross-check over the whole multi-point run. Pure. A phase's own
     /metrics window can take a neighbouring phase's steps at a boundary scrape (its
     Prometheus_AL is then null); the run's window has no neighbour, so its counters must
-    move by exactly the points' own per-request stats summed."""
+    move by exactly the points' own per-request stats summed. Counted from stream
+    chunks, the decode chunks must equal the server's verify steps (a merged chunk makes
+    fewer), and the accepted drafts in chunks may only be fewer than the server's (drafts
+    accepted past EOS or max_tokens never reach the stream)."""
     if window is None or not steps:
         return None
+    if stream_counted:
+        return {"num_drafts": window["num_drafts"], "num_accepted_tokens": window["num_accepted_tokens"],
+                "num_spec_steps": steps, "num_accepted_draft_tokens": accepted, "counted_from": "stream_chunks",
+                "Prometheus_AL": 1.0 + window["num_accepted_tokens"] / window["num_drafts"]
+                if window["num_drafts"] else None,
+                "Server_AL": 1.0 + accepted / steps,
+                "matches": window["num_drafts"] == steps and accepted <= window["num_accepted_tokens"]}
     return {"num_drafts": window["num_drafts"], "num_accepted_tokens": window["num_accepted_tokens"],
             "num_spec_steps": steps, "num_accepted_draft_tokens": accepted,
             "Prometheus_AL": 1.0 + window["num_accepted_tokens"] / window["num_drafts"] if window["num_drafts"] else None,
@@ -271,11 +303,18 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     args = ctx.args
     aip = point_dir / "aiperf"
     qids = [q.question_id for q in questions]
+    job = ctx.job
+    spec_cfg = job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
+    spec_cfg = spec_cfg if ctx.speculative else None
     try:
         records = read_profile_export(aip / "profile_export.jsonl")
+        if ctx.stream_counted:
+            k = int((spec_cfg or {}).get("num_speculative_tokens") or 0)
+            records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
         prom = ar.prometheus_window(aip) if ctx.speculative else None
         acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
-                              max_tokens=args.output_length, speculative=ctx.speculative, prometheus_window=prom)
+                              max_tokens=args.output_length, speculative=ctx.speculative, prometheus_window=prom,
+                              acceptance_source=ctx.acceptance_source)
         tim = timing(records, num_gpus=args.num_gpus, question_ids=qids, max_tokens=args.output_length,
                      speculative=ctx.speculative)
     except (RecordError, ValueError, OSError) as e:
@@ -284,9 +323,6 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     duration = ar.aiperf_benchmark_duration(aip)
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
-    job = ctx.job
-    spec_cfg = job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
-    spec_cfg = spec_cfg if ctx.speculative else None
     sampling = dict(ctx.runtime.get("sampling_kwargs") or {})
     run_args = {
         "tokenizer": args.tokenizer, "engine": "VLLM",
@@ -315,8 +351,12 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         extension={"recipe": job.get("recipe"), "dataset": spec.name, "model": job.get("model") or args.tokenizer,
                    "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
-                   "tool_version": _tool_version(), "git_sha": _git_sha(), **status})
+                   "tool_version": _tool_version(), "git_sha": _git_sha(),
+                   "engine": job.get("engine") or "vllm", "acceptance_source": ctx.acceptance_source if spec_cfg else None,
+                   "draft_sample_method": draft_sample_method(spec_cfg), **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
     o.values.update(point_values(read_point(point_dir), duration))
+    if ctx.stream_counted:  # one AIPerf run per point: its own window is the check (phases: the run's)
+        o.values["acceptance_exact"] = bool((acc[EXTENSION_KEY].get("prometheus_window") or {}).get("is_the_points_own"))
     o.status, o.reason = ("complete", None) if reason is None else ("failed", reason)

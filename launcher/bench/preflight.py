@@ -54,3 +54,25 @@ def check_spec_stats(base_url: str, model: str) -> dict:
             "--speculative-config and --per-request-spec-decode-metrics detailed (run.sh adds the latter), or "
             "benchmark a baseline with draft=none")
     return stats
+
+
+def check_stream_usage(base_url: str, model: str) -> list[int]:
+    """One short streamed request; every chunk must carry cumulative usage, so that
+    acceptance can be counted from the stream (engines without per-request stats)."""
+    from launcher.bench.stream_chunks import stream_chat_chunks
+    from launcher.node.apikey import auth_headers
+
+    try:
+        chunks, _ = stream_chat_chunks(base_url, model, "Say hello.", 8, {"temperature": 0.0},
+                                       headers=auth_headers())
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            raise PreflightError(f"preflight request to {base_url} was refused (HTTP {e.code}): the server wants "
+                                 "an API key the client does not have (fix: export SPECDEC_API_KEY=<the server's "
+                                 "key> for the benchmark)") from None
+        raise PreflightError(f"preflight request to {base_url} failed: HTTP {e.code} {e.read()[:200]!r}") from None
+    except (OSError, urllib.error.URLError) as e:
+        raise PreflightError(f"preflight request to {base_url} failed: {e}") from None
+    except ValueError as e:
+        raise PreflightError(str(e)) from None
+    return chunks

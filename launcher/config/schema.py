@@ -96,6 +96,10 @@ class SweepConfig:
 
 @dataclass
 class ServerConfig:
+    engine: str = "vllm"  # launcher/engines: the engine's flags, endpoints, metrics, versions
+    # The engine's version (e.g. "0.26.0"): what the server may be asked for. Unset: taken from
+    # the cluster's container image tag (vllm/vllm-openai:v0.32.0), else probed on the node.
+    engine_version: Optional[str] = None
     command: str = "vllm serve"  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
     port: Optional[int] = None  # None: a free port on the node
     ready_timeout_s: int = 1800
@@ -139,6 +143,10 @@ class BenchConfig:
     request_timeout_s: int = 600
     force: bool = False  # rerun complete points
     preflight: bool = True
+    # Where per-request acceptance comes from: auto (the engine's per-request stats where its
+    # version has them, else stream chunks), per_request_stats, or stream_chunks (one streamed
+    # chunk per decode step, as specdec_bench counts; cross-checked against /metrics).
+    acceptance_source: str = "auto"
     gates: GatesConfig = field(default_factory=GatesConfig)
     lossless: LosslessConfig = field(default_factory=LosslessConfig)
     # After the sweep, serve the target as its own draft and check that every draft is

@@ -165,6 +165,7 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         add("server.spec_decode_metrics", f"is '{srv.spec_decode_metrics}'", "use summary or detailed")
     if not srv.command.strip():
         add("server.command", "is empty", "set it, e.g. server.command='vllm serve'")
+    errs.extend(check_engine(cfg))
 
     # --- gates
     if cfg.bench.aiperf_mode not in ("phases", "point"):
@@ -192,6 +193,27 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     if not _writable(Path(cfg.output_dir)):
         add("output_dir", f"'{cfg.output_dir}' cannot be written", "choose a folder you can write, e.g. output_dir=./results")
     return errs
+
+
+def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
+    """The engine exists and, at the recipe's version, has what the recipe asks of it."""
+    from launcher.engines import ENGINES, AcceptanceSource, parse_version
+    from launcher.server_args import acceptance_source
+
+    srv = cfg.server
+    if srv.engine not in ENGINES:
+        return [ConfigError("server.engine", f"is '{srv.engine}'", f"use one of: {', '.join(sorted(ENGINES))}")]
+    if srv.engine_version is not None and parse_version(srv.engine_version) is None:
+        return [ConfigError("server.engine_version", f"is '{srv.engine_version}'", "give a version such as 0.32.0")]
+    choices = ("auto",) + tuple(s.value for s in AcceptanceSource)
+    if cfg.bench.acceptance_source not in choices:
+        return [ConfigError("bench.acceptance_source", f"is '{cfg.bench.acceptance_source}'",
+                            f"use one of: {', '.join(choices)}")]
+    try:
+        acceptance_source(cfg)
+    except ConfigError as e:
+        return [e]
+    return []
 
 
 def visible_here(path: str, executor: str) -> bool:

@@ -451,10 +451,29 @@ class NodeJob:
             self.log(f"WARNING: processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
         self.workers = []
 
+    def _resolve_engine(self) -> Optional[str]:
+        """The engine version and acceptance source this node runs (launcher.node.engine_check);
+        a one-line problem when the version lacks what the job explicitly asks."""
+        from launcher.node import engine_check
+
+        try:
+            res = engine_check.resolve(self.spec, self.server_args, self._server_env())
+        except engine_check.EngineError as e:
+            return str(e)
+        self.spec, self.server_args = res.spec, res.server_flags
+        self.log(f"engine {self.spec.engine} {self.spec.engine_version or 'version unknown'} ({res.version_from}); "
+                 f"per-request acceptance from {self.spec.acceptance_source}")
+        if res.note:
+            self.log(res.note)
+        return None
+
     def _write_ready(self, server: ServerProcess) -> Path:
         path = self.job_dir / "server_ready.json"
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
+        info = server.ready_info(self.spec.bind_host)
+        info.update({"engine": self.spec.engine, "acceptance_source": self.spec.acceptance_source,
+                     "engine_version": info.get("engine_version") or self.spec.engine_version})
+        tmp.write_text(json.dumps(info, indent=2) + "\n")
         os.replace(tmp, path)
         return path
 
@@ -604,8 +623,12 @@ class NodeJob:
             return result, None
         self.log(f"known-answer probe: restarting the target as its own draft (draft_model, k={k})")
         self.stop_server("speculative server")
+        probe_cfg = ka.self_draft_config(self.spec.model, int(k), self.spec.engine, self.spec.engine_version)
+        sample_method = probe_cfg.get("draft_sample_method", "greedy")
+        self.log(f"known-answer drafting: {sample_method}" + ("" if sample_method == "probabilistic" else
+                 " (this engine version drafts greedily: the known answer holds only at T=0)"))
         flags = drop_flags(self.server_args, {"--speculative-config"}) + [
-            "--speculative-config", json.dumps(ka.self_draft_config(self.spec.model, int(k)))]
+            "--speculative-config", json.dumps(probe_cfg)]
         try:
             server = self.serve(flags, phase="known-answer server")
         except ServerError as e:
@@ -619,7 +642,8 @@ class NodeJob:
         temps = flag_values(self.bench_args, "--temperature") or ["0"]
         argv = [self.python, "-m", "launcher.bench.known_answer", "--url", server.url,
                 "--model", server.served_name, "--k", str(k),
-                "--temperature", *temps, "--save_dir", str(self.job_dir)]
+                "--temperature", *temps, "--save_dir", str(self.job_dir),
+                "--draft_sample_method", sample_method, "--acceptance_source", self.spec.acceptance_source]
         try:
             self.run_client(argv, server, ready, "known-answer probe")
             result = json.loads((self.job_dir / "known_answer.json").read_text())
@@ -691,6 +715,12 @@ class NodeJob:
                 "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
                 else "generated for this job (server bound off loopback)" if self.api_key
                 else "none (server bound to loopback)"))
+            problem = self._resolve_engine()
+            if problem:
+                rc = EXIT_USAGE
+                self.end_cause = f"engine check failed: {problem}"
+                self.fail(f"engine check failed before the server started: {problem}")
+                return rc
             server = self.serve()
             ready = self._write_ready(server)
             rc = self._run_bench(server, ready)

@@ -1,0 +1,22 @@
+"""The inference engines behind one seam (launcher.engines.base.Engine).
+
+Adding an engine is one new module here plus recipes: register it in ENGINES.
+"""
+from __future__ import annotations
+
+from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames,
+                                   parse_version, version_from_image)
+from launcher.engines.vllm import VLLM
+
+ENGINES: dict[str, Engine] = {"vllm": VLLM()}
+
+
+def get_engine(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise EngineError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})") from None
+
+
+__all__ = ["AcceptanceSource", "Capabilities", "Engine", "EngineError", "MetricNames", "ENGINES", "get_engine",
+           "parse_version", "version_from_image"]

@@ -1,0 +1,116 @@
+"""What every inference engine tells the rest of the product: the seam.
+
+An engine owns its server argv (built from typed spec fields, never parsed
+back), its readiness endpoints, its Prometheus metric names, how it returns
+per-request acceptance, and which features each of its versions has. The
+product asks an :class:`Engine`; it never spells an engine's flag itself.
+Standard library only: the node side imports this under a bare engine Python.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Optional
+
+
+class AcceptanceSource(str, Enum):
+    """Where a point's per-request acceptance comes from."""
+    PER_REQUEST_STATS = "per_request_stats"  # the engine's own per-request counters
+    STREAM_CHUNKS = "stream_chunks"          # one streamed chunk per decode step, as specdec_bench counts
+
+
+class EngineError(ValueError):
+    """A feature the engine (at that version) does not have; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    per_request_stats: bool        # acceptance per request on the response
+    probabilistic_drafting: bool   # drafts sampled from the draft's distribution (known answer at T > 0)
+    synthetic_acceptance: bool     # forced acceptance (benchmark the serving system at a fixed AL)
+    version_known: bool = True
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    """Prometheus counter names of the speculative-decoding figures (without `_total`)."""
+    drafts: str            # verify steps (one per request per step)
+    accepted: str          # accepted draft tokens
+    draft_tokens: str      # drafted tokens
+    accepted_per_pos: str  # accepted at position i (label `position`)
+
+
+def parse_version(text: Optional[str]) -> Optional[tuple[int, ...]]:
+    """(major, minor, patch) of a version string such as "0.32.0", "v0.26.0+cu130",
+    "0.27.2rc1.dev407"; None when there is none."""
+    if not text:
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    if not m:
+        return None
+    return tuple(int(x or 0) for x in m.groups())
+
+
+def version_from_image(image: Optional[str]) -> Optional[str]:
+    """The engine version a container image's tag names (`vllm/vllm-openai:v0.32.0` -> "0.32.0"),
+    None for a tag without one (`latest`, a digest)."""
+    if not image or ":" not in image.rsplit("/", 1)[-1]:
+        return None
+    tag = image.rsplit(":", 1)[1]
+    v = parse_version(tag)
+    return ".".join(map(str, v)) if v and re.match(r"^v?\d+\.\d+", tag) else None
+
+
+class Engine:
+    """One inference engine. Subclasses fill the class attributes and the methods."""
+    name: str = ""
+    health_path: str = "/health"
+    models_path: str = "/v1/models"
+    version_path: str = "/version"
+    metrics: MetricNames
+
+    def capabilities(self, version: Optional[str]) -> Capabilities:
+        raise NotImplementedError
+
+    def acceptance_source(self, requested: str, version: Optional[str]) -> AcceptanceSource:
+        """The source a job uses: ``requested`` ("auto" or a source) resolved against the
+        version. "auto" takes per-request stats where the engine has them; an explicit
+        request the version cannot serve is an :class:`EngineError`."""
+        caps = self.capabilities(version)
+        if requested == "auto":
+            return AcceptanceSource.PER_REQUEST_STATS if caps.per_request_stats else AcceptanceSource.STREAM_CHUNKS
+        src = AcceptanceSource(requested)
+        if src is AcceptanceSource.PER_REQUEST_STATS and not caps.per_request_stats:
+            raise EngineError(f"{self.name} {version} returns no per-request acceptance stats (fix: "
+                              "bench.acceptance_source=stream_chunks or auto, or a newer image)")
+        return src
+
+    def acceptance_flags(self, source: AcceptanceSource, level: str) -> list[str]:
+        """Server flags that make the engine return acceptance for ``source``."""
+        raise NotImplementedError
+
+    def acceptance_flag_names(self) -> set[str]:
+        """Every flag :meth:`acceptance_flags` may add (dropped with speculation)."""
+        raise NotImplementedError
+
+    def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
+        raise NotImplementedError
+
+    def version_probe_argv(self, command: str) -> Optional[list[str]]:
+        """A command printing the installed engine version, from the server command;
+        None when it cannot be asked without starting the server (a container step)."""
+        raise NotImplementedError
+
+    def stream_options(self, source: AcceptanceSource) -> dict:
+        """Request fields the benchmark sends so the stream carries what ``source`` counts."""
+        raise NotImplementedError
+
+    def self_draft_config(self, model: str, k: int, version: Optional[str]) -> dict:
+        """The speculative config serving the target as its own draft, under the conditions
+        in which every draft must be accepted at every temperature."""
+        raise NotImplementedError
+
+    def request_stats(self, response: dict) -> Optional[dict]:
+        """The per-request acceptance stats on a response body, if any."""
+        raise NotImplementedError

