@@ -50,6 +50,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="phases (default): one AIPerf process per dataset x temperature, one profiling phase per "
                         "point, so AIPerf's start-up is paid once a group; point: one AIPerf process per point "
                         "(the baseline)")
+    p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"), default=None,
+                   help="where per-request acceptance comes from (default: the job's, else per_request_stats); "
+                        "stream_chunks counts one streamed chunk per decode step, for engines without stats")
     p.add_argument("--lossless_prompts", type=int, default=0)
     p.add_argument("--lossless_output_length", type=int, default=64)
     p.add_argument("--lossless_min_match_fraction", type=float, default=0.6)
@@ -163,7 +166,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
     speculative = not args.no_preflight
     engine = get_engine(job.get("engine") or "vllm")
-    source = AcceptanceSource(ready.get("acceptance_source") or job.get("acceptance_source")
+    source = AcceptanceSource(args.acceptance_source or ready.get("acceptance_source") or job.get("acceptance_source")
                               or AcceptanceSource.PER_REQUEST_STATS.value)
 
     outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature

