@@ -62,6 +62,8 @@ def bench_args(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> list[str]:
         a += ["--speed" if ds.startswith("speed_") else f"--{ds}", sw.dataset_paths[ds]]
     if sw.num_requests is not None:
         a += ["--num_requests", str(sw.num_requests)]
+    if sw.max_turns is not None:
+        a += ["--max_turns", str(sw.max_turns)]
     a += ["--output_length", str(sw.output_length)]
     a += ["--temperature", *[f"{t:g}" for t in sw.temperatures]]
     a += ["--concurrency", *[str(c) for c in sw.concurrencies]]
@@ -79,6 +81,9 @@ def bench_args(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> list[str]:
     if b.force:
         a += ["--force"]
     a += ["--aiperf_mode", b.aiperf_mode]
+    forced = cfg.draft.forced_acceptance.length is not None or cfg.draft.forced_acceptance.rates is not None
+    if b.golden and cfg.draft.method != "none" and not forced:  # a forced AL says nothing of the draft
+        a += ["--golden", b.golden]
     if b.lossless.enabled:
         a += ["--lossless_prompts", str(b.lossless.num_prompts),
               "--lossless_output_length", str(b.lossless.output_length),

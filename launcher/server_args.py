@@ -10,6 +10,7 @@ import json
 import shlex
 from typing import Optional
 
+from launcher import forced_acceptance
 from launcher.config.schema import LauncherConfig
 from launcher.engines import AcceptanceSource, EngineError, get_engine, version_from_image
 from launcher.errors import ConfigError
@@ -43,6 +44,8 @@ def speculative_config(cfg: LauncherConfig, k: Optional[int] = None) -> Optional
     if cfg.parallel.draft_tp is not None:
         spec["draft_tensor_parallel_size"] = cfg.parallel.draft_tp
     spec.update(d.extra)
+    fa = d.forced_acceptance  # vLLM's synthetic acceptance (launcher/forced_acceptance.py)
+    spec.update(forced_acceptance.speculative_keys(fa.length, fa.rates))
     return spec
 
 

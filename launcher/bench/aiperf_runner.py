@@ -152,6 +152,9 @@ def move_artifacts(src: Path, dst: Path) -> None:
     shutil.move(str(src), str(dst))
 
 
+from launcher.results.per_position import counts_from_series  # noqa: E402
+
+
 def prometheus_window(point_aiperf_dir: Path) -> Optional[dict]:
     """What AIPerf's scrape of vLLM's /metrics counted over the point's window:
     {"num_drafts": d(vllm:spec_decode_num_drafts), "num_accepted_tokens": d(accepted)},
@@ -171,7 +174,14 @@ def prometheus_window(point_aiperf_dir: Path) -> Optional[dict]:
     acc, drafts = total("vllm:spec_decode_num_accepted_tokens"), total("vllm:spec_decode_num_drafts")
     if acc is None or drafts is None:
         return None
-    return {"num_drafts": drafts, "num_accepted_tokens": acc}
+    out = {"num_drafts": drafts, "num_accepted_tokens": acc}
+    per_pos = metrics.get("vllm:spec_decode_num_accepted_tokens_per_pos")
+    if per_pos and per_pos.get("series"):
+        try:
+            out["accepted_per_position"] = counts_from_series(per_pos["series"])
+        except (KeyError, TypeError, ValueError):
+            pass
+    return out
 
 
 def prometheus_al_from_export(point_aiperf_dir: Path) -> Optional[float]:

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -29,6 +29,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--speed", metavar="PATH", action="append", default=[],
                    help="a SPEED-Bench split (parquet); the dataset is named speed_<file stem>")
     p.add_argument("--num_requests", type=int, default=None)
+    p.add_argument("--max_turns", type=int, default=None,
+                   help="send only the first N turns of each question (1: vLLM CI's single-turn MT-Bench)")
     p.add_argument("--runtime_params", metavar="YAML", help="sampling_kwargs, chat_template_args, dataset_kwargs")
     p.add_argument("--temperature", type=float, nargs="+", default=[0.0])
     p.add_argument("--concurrency", type=int, nargs="+", default=[1])
@@ -53,6 +55,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"), default=None,
                    help="where per-request acceptance comes from (default: the job's, else per_request_stats); "
                         "stream_chunks counts one streamed chunk per decode step, for engines without stats")
+    p.add_argument("--golden", metavar="ID", default=None,
+                   help="check the run's AL and per-position rates against this reference "
+                        "(launcher/golden/references.json); the verdict goes into summary.json")
     p.add_argument("--lossless_prompts", type=int, default=0)
     p.add_argument("--lossless_output_length", type=int, default=64)
     p.add_argument("--lossless_min_match_fraction", type=float, default=0.6)
@@ -151,7 +156,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         for name, path in dataset_inputs(args):
             spec = get_dataset(name)
-            datasets[name] = (spec, spec.reader(path, args.num_requests))
+            questions = spec.reader(path, args.num_requests)
+            if args.max_turns is not None:
+                questions = [replace(q, turns=q.turns[:args.max_turns]) for q in questions]
+            datasets[name] = (spec, questions)
     except (DatasetError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -224,6 +232,15 @@ def main(argv: Optional[list[str]] = None) -> int:
             summary["prometheus_runs"].append(check)
         flush()
 
+    if args.golden and speculative:
+        from launcher.bench.golden_check import golden_verdict
+        summary["golden"] = golden_verdict(args.golden, save_dir, summary, args)
+        verdicts = {v["point"]: v["verdict"] for v in summary["golden"].get("points") or []}
+        for o in outcomes:
+            if o.dir in verdicts:
+                o.values["golden"] = verdicts[o.dir]
+        flush()
+
     if args.lossless_prompts and speculative:
         from launcher.bench.lossless import run_lossless_from_args
         # the prompts come from the whole datasets, not only the sweep's num_requests
@@ -235,10 +252,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     print_table(summary)
     failed = [o for o in outcomes if o.status == "failed"]
     lossless_failed = summary["lossless"] is not None and not summary["lossless"].get("passed", True)
-    if failed or lossless_failed:
+    golden_failed = (summary.get("golden") or {}).get("verdict") in ("fail", "error")
+    if failed or lossless_failed or golden_failed:
         msg = f"{len(failed)} of {len(outcomes)} points failed: " + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3])
         if lossless_failed:
             msg += "; lossless check failed"
+        if golden_failed:
+            msg += f"; golden check {summary['golden']['id']} failed (summary.json golden.likely_causes)"
         (save_dir / "logs").mkdir(exist_ok=True)
         (save_dir / "logs" / "error.txt").write_text(msg + "\n")
         print(f"error: {msg}", file=sys.stderr)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from launcher.results import EXTENSION_KEY, Turn, acceptance_doc, chunks_from_server, timing_doc
+from launcher.results import per_position
 from launcher.results.layout import dataset_kind
 
 
@@ -422,6 +423,9 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
         own = bool(steps) and drafts_w == steps
         window = {"num_drafts": drafts_w, "num_accepted_tokens": acc_w, "is_the_points_own": own}
         prometheus_al = 1.0 + acc_w / drafts_w if own else None
+        if own and prometheus_window.get("accepted_per_position"):
+            window["per_position"] = per_position.per_position(
+                drafts_w, prometheus_window["accepted_per_position"], "prometheus")
     ext = {
         "Server_AL": ((1.0 + accepted / steps) if steps else 1.0) if speculative else None,
         "Prometheus_AL": prometheus_al,
@@ -432,6 +436,9 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
         "num_spec_steps": steps, "num_accepted_draft_tokens": accepted, "num_draft_tokens": drafted,
         "per_step_order": all(r.spec is None or r.spec.per_step_accepted is not None for r in ok),
         "acceptance_source": acceptance_source if speculative else None,
+        # vLLM's per-position acceptance (accepted at position i / drafts), pooled over the requests
+        "per_position": per_position.from_stats([r.spec for r in ok], None) if speculative else None,
+        "Server_AL_request_mean": request_mean_al(ok) if speculative else None,
     }
     if speculative and acceptance_source == "stream_chunks":
         k = max((r.spec.num_spec_tokens or 0 for r in ok if r.spec is not None), default=0)
@@ -443,6 +450,19 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
         ext["al_gap"] = al_gap(ok, turns, doc["Average_AL"])
     doc[EXTENSION_KEY] = ext
     return doc
+
+
+def request_mean_al(ok: Sequence[TurnRecord]) -> float | None:
+    """The mean over requests (conversations) of each one's 1 + accepted / steps (requests
+    that ran a verify step): how vLLM's DFlash reference averages, one prompt at a time."""
+    per: dict[str, list[int]] = {}
+    for r in ok:
+        if r.spec is not None:
+            a = per.setdefault(r.conversation_id, [0, 0])
+            a[0] += r.spec.steps
+            a[1] += r.spec.accepted
+    vals = [1.0 + acc / steps for steps, acc in per.values() if steps]
+    return sum(vals) / len(vals) if vals else None
 
 
 def al_gap(ok: Sequence[TurnRecord], turns: Sequence[Turn], average_al: float) -> dict:

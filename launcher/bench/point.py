@@ -14,6 +14,7 @@ from typing import Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
+from launcher.forced_acceptance import forced_from_speculative_config
 from launcher.bench.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.bench.metrics import (RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
                                     timing)
@@ -86,6 +87,7 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
         "Decode tok/s count": res.count("Request Generation Tokens Per Second"),
         "num_requests": res.num_requests, "num_turns": res.num_turns,
         "failed_requests": res.failed_requests, "benchmark_duration_s": duration,
+        "per_position_rates": res.per_position_rates, "forced_acceptance": res.forced_acceptance,
     }
 
 
@@ -261,7 +263,10 @@ def sweep_prometheus_check(window: Optional[dict], steps: int, accepted: int,
             "num_spec_steps": steps, "num_accepted_draft_tokens": accepted,
             "Prometheus_AL": 1.0 + window["num_accepted_tokens"] / window["num_drafts"] if window["num_drafts"] else None,
             "Server_AL": 1.0 + accepted / steps,
-            "matches": window["num_drafts"] == steps and window["num_accepted_tokens"] == accepted}
+            "matches": window["num_drafts"] == steps and window["num_accepted_tokens"] == accepted,
+            # vLLM's per-position acceptance over the run's window (accepted at position i / drafts)
+            "per_position_rates": ([c / window["num_drafts"] for c in window["accepted_per_position"]]
+                                   if window.get("accepted_per_position") and window["num_drafts"] else None)}
 
 
 def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str,
@@ -353,7 +358,8 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
                    "tool_version": _tool_version(), "git_sha": _git_sha(),
                    "engine": job.get("engine") or "vllm", "acceptance_source": ctx.acceptance_source if spec_cfg else None,
-                   "draft_sample_method": draft_sample_method(spec_cfg), **status})
+                   "draft_sample_method": draft_sample_method(spec_cfg),
+                   "forced_acceptance": forced_from_speculative_config(spec_cfg), **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
     o.values.update(point_values(read_point(point_dir), duration))

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import re
+import statistics
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -21,7 +22,8 @@ from .datasets import DatasetSpec, Question, question_key
 from launcher.results import (ACCEPTANCE_FILE, COMPLETE_FILE as COMPLETE, CONFIGURATION_FILE,  # noqa: F401
                               EXTENSION_KEY, TIMING_FILE, append_metric, is_complete, mark_complete,
                               write_json_atomic, write_jsonl_atomic)
-from launcher.results.layout import dataset_kind, responses_file
+from launcher.results.layout import SPECBENCH, dataset_kind, responses_file
+from launcher.results.specbench_results import SPECBENCH_PLOT_FILE, write_specbench_results
 from launcher.results.responses import response_rows
 from launcher.results.store import utc_now
 
@@ -263,6 +265,21 @@ def build_configuration(
 
 # ------------------------------------------------------------ one point
 
+def _specbench_plot(point_dir: Path, acceptance: Mapping, questions: Sequence[Question],
+                    texts: Mapping[tuple[str, int], str]) -> None:
+    from launcher.bench.specbench_plot import draw
+
+    ral = acceptance.get("Request_AL") or {}
+    rows = [(q, ral.get(_row_id(q.question_id), ral.get(q.question_id))) for q in questions]
+    rows = [(q, al) for q, al in rows if al is not None]
+    chars = [statistics.mean([len(texts.get((question_key(q), i), "")) for i in range(len(q.turns))])
+             for q, _ in rows]
+    try:
+        draw(point_dir / SPECBENCH_PLOT_FILE, [al for _, al in rows], [q.category for q, _ in rows], chars)
+    except Exception as e:  # a figure never fails a point
+        print(f"warning: {SPECBENCH_PLOT_FILE} not drawn: {e}")
+
+
 def write_point(
     point_dir: Path | str,
     *,
@@ -283,6 +300,9 @@ def write_point(
     append_metric(point_dir / TIMING_FILE, dict(timing))
     write_jsonl_atomic(point_dir / responses_file(dataset.name), responses_rows(questions, texts, dataset.name))
     write_json_atomic(point_dir / CONFIGURATION_FILE, configuration, indent=4)
+    if dataset_kind(dataset.name) == SPECBENCH:  # specdec_bench's SpecBench also writes these two
+        write_specbench_results(point_dir, acceptance)
+        _specbench_plot(point_dir, acceptance, questions, texts or {})
     if complete:
         mark_complete(point_dir)
     return point_dir

@@ -38,6 +38,8 @@ def print_table(summary: dict, file=None) -> None:
         ttft_cell = timing_cell(None if ttft is None else ttft * 1e3, p.get("TTFT count"), total, "{:.1f}")
         dec_cell = timing_cell(p.get("Decode tok/s median"), p.get("Decode tok/s count"), total, "{:.1f}")
         thin = thin or ttft_cell.startswith("(") or dec_cell.startswith("(")
+        if p.get("forced_acceptance"):
+            status += " [yellow]FORCED[/]"
         t.add_row(p["dir"], status, _f(p.get("Average_AL"), "{:.3f}"), _f(p.get("Server_AL"), "{:.3f}"),
                   _f(p.get("Output TPS"), "{:.1f}"), ttft_cell, dec_cell, str(p.get("failed_requests", 0)),
                   _f(p.get("benchmark_duration_s"), "{:.2f}"))
@@ -45,6 +47,22 @@ def print_table(summary: dict, file=None) -> None:
     if thin:
         print("(x n=N): a median over N samples only (fewer than 5, or fewer than half the requests); "
               "not a headline figure", file=out)
+    from launcher.forced_acceptance import label
+    for p in summary.get("points", []):
+        if p.get("forced_acceptance"):
+            print(f"FORCED {p['dir']}: {label(p['forced_acceptance'])} (vLLM synthetic acceptance: "
+                  "the AL is set, not the draft's)", file=out)
+        if p.get("per_position_rates"):
+            print(f"per-position {p['dir']}: " + ", ".join(f"{r:.4f}" for r in p["per_position_rates"])
+                  + " (accepted at position i / drafts)", file=out)
+    golden = summary.get("golden")
+    if golden:
+        from launcher.golden import verdict_line
+        for v in golden.get("points") or []:
+            print(verdict_line(v), file=out)
+        if not golden.get("points"):
+            print(f"golden {golden.get('id')}: {golden.get('verdict')} ({'; '.join(golden.get('problems') or [])})",
+                  file=out)
     for p in summary.get("points", []):
         if p["status"] == "failed":
             print(f"FAILED {p['dir']}: {p['reason']}", file=out)

@@ -24,12 +24,22 @@ class ModelConfig:
 
 
 @dataclass
+class ForcedAcceptanceConfig:
+    """vLLM's synthetic rejection sampling: acceptance forced to a set value, to
+    benchmark the serving system at a given AL (not a draft's quality). Set one."""
+    length: Optional[float] = None  # mean acceptance length in [1, k+1]
+    rates: Optional[list[float]] = None  # per-position unconditional rates, k of them, non-increasing
+
+
+@dataclass
 class DraftConfig:
     method: str = "none"  # eagle, eagle3, dflash, mtp, ngram, draft_model, suffix, none
     model: Optional[str] = None  # draft checkpoint (HF id or directory)
     num_speculative_tokens: int = 3
     # Extra keys for vLLM's --speculative-config (e.g. prompt_lookup_max for ngram).
     extra: dict[str, Any] = field(default_factory=dict)
+    # Forced (synthetic) acceptance; GPU sampling only (launcher/forced_acceptance.py).
+    forced_acceptance: ForcedAcceptanceConfig = field(default_factory=ForcedAcceptanceConfig)
 
 
 @dataclass
@@ -85,6 +95,7 @@ class SweepConfig:
     datasets: list[str] = field(default_factory=lambda: ["mtbench"])
     dataset_paths: dict[str, str] = field(default_factory=dict)  # dataset -> file
     num_requests: Optional[int] = None  # None: the whole dataset
+    max_turns: Optional[int] = None  # None: every turn; 1: the first turn only (vLLM CI's single-turn MT-Bench)
     output_length: int = 256
     runtime_params: RuntimeParams = field(default_factory=RuntimeParams)
     # Server-side sweep: one server per value (empty: draft.num_speculative_tokens).
@@ -154,6 +165,9 @@ class BenchConfig:
     # failed probe unless known_answer_allow_fail (launcher/bench/known_answer.py).
     known_answer: bool = False
     known_answer_allow_fail: bool = False
+    # A golden reference (launcher/golden/references.json): the run's AL and per-position
+    # rates are checked against it; the verdict goes into summary.json and the report.
+    golden: Optional[str] = None
 
 
 @dataclass

@@ -68,6 +68,26 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         if k < 1:
             add("sweep.num_speculative_tokens", f"contains {k}, every value must be >= 1", "remove it")
 
+    # --- forced (synthetic) acceptance: vLLM's mechanism, GPU sampling only
+    from launcher import forced_acceptance as fa_mod
+    fa = d.forced_acceptance
+    if fa.length is not None or fa.rates is not None:
+        seen = set()
+        for k in (list(sw.num_speculative_tokens) or [d.num_speculative_tokens]):
+            for f, p, fix in fa_mod.problems(fa.length, fa.rates, k, d.method):
+                if (f, p) not in seen:
+                    seen.add((f, p))
+                    add(f, p, fix)
+        why = fa_mod.cpu_sampling_reason(cl.gpus_per_node, cl.name, {**cl.env, **srv.env})
+        if why:
+            add(fa_mod.FIELD, f"cannot run here: {why}, and vLLM refuses it there (\"Synthetic acceptance not "
+                "supported with CPU sampling\")", "run on a GPU cluster (e.g. cluster=h100) or remove "
+                "draft.forced_acceptance")
+
+    # --- golden reference
+    if cfg.bench.golden is not None:
+        errs.extend(check_golden(cfg))
+
     # --- parallelism against the allocation: tp x pp x dp GPUs on nodes x gpus_per_node
     for name, v in (("parallel.tp", par.tp), ("parallel.pp", par.pp), ("parallel.dp", par.dp),
                     ("parallel.ep", par.ep), ("cluster.nodes", cl.nodes)):
@@ -144,6 +164,8 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
                 f"point it at the {ds[len('speed_'):]}.parquet split")
     if sw.num_requests is not None and sw.num_requests < 1:
         add("sweep.num_requests", f"is {sw.num_requests}", "use a positive count, or null for the whole dataset")
+    if sw.max_turns is not None and sw.max_turns < 1:
+        add("sweep.max_turns", f"is {sw.max_turns}", "use 1 for the first turn only, or null for every turn")
     if sw.output_length < 1:
         add("sweep.output_length", f"is {sw.output_length}", "use a positive number of tokens")
     for k in sw.runtime_params.sampling_kwargs:
@@ -263,4 +285,40 @@ def check_input_paths(cfg: LauncherConfig) -> list[ConfigError]:
             continue
         field = f"sweep.dataset_paths.{ds}"
         path_problem(field, check_dataset(ds, path, sw.num_requests, field))
+    return out
+
+
+def _name(ref: str) -> str:
+    """The comparable part of an HF id or a local path: its last component, lowercased."""
+    return Path(str(ref).rstrip("/")).name.lower()
+
+
+def check_golden(cfg: LauncherConfig) -> list[ConfigError]:
+    """bench.golden names a known reference made with this recipe's target, draft, method and k."""
+    from launcher import golden
+
+    gid = cfg.bench.golden
+    entry = golden.lookup(gid)
+    if entry is None:
+        return [ConfigError("bench.golden", f"unknown reference '{gid}'",
+                            f"use one of: {', '.join(golden.known_ids())}")]
+    out = []
+    d = cfg.draft
+    if _name(cfg.model.path) != _name(entry["model"]):
+        out.append(ConfigError("bench.golden", f"reference '{gid}' is for target {entry['model']}, "
+                               f"model.path is {cfg.model.path}", f"use model.path={entry['model']} (or a copy "
+                               "of it) or another reference"))
+    if d.method != entry["method"]:
+        out.append(ConfigError("bench.golden", f"reference '{gid}' is for method {entry['method']}, "
+                               f"draft.method is {d.method}", f"set draft.method={entry['method']}"))
+    elif entry.get("draft") and _name(d.model or "") != _name(entry["draft"]):
+        out.append(ConfigError("bench.golden", f"reference '{gid}' is for draft {entry['draft']}, "
+                               f"draft.model is {d.model}", f"set draft.model={entry['draft']}"))
+    ks = list(cfg.sweep.num_speculative_tokens) or [d.num_speculative_tokens]
+    if entry["k"] not in ks:
+        out.append(ConfigError("bench.golden", f"reference '{gid}' is for k={entry['k']}, the run uses "
+                               f"k={ks}", f"set draft.num_speculative_tokens={entry['k']}"))
+    if entry["dataset"] not in cfg.sweep.datasets:
+        out.append(ConfigError("bench.golden", f"reference '{gid}' is on {entry['dataset']}, not in "
+                               f"sweep.datasets", f"add {entry['dataset']} (sweep=vllm_ci_mtbench reproduces it)"))
     return out

@@ -7,6 +7,7 @@ from launcher.results import EXTENSION_KEY
 from html import escape
 from typing import Any, Iterable
 
+from launcher.forced_acceptance import label as forced_label
 from launcher.report.load import Job, Point
 
 CSS = """
@@ -223,7 +224,7 @@ def lossless_block(lossless: dict | None) -> str:
 
 _COLS = [("point", "l"), ("status", "l"), ("reason", "l"), ("Average_AL", ""), ("Server_AL", ""),
          ("Prometheus_AL", ""), ("Output TPS", ""), ("TPS/gpu", ""), ("TTFT p50 ms", ""),
-         ("decode tok/s p50", ""), ("failed req", ""), ("bench s", "")]
+         ("decode tok/s p50", ""), ("failed req", ""), ("bench s", ""), ("per-position rates", "l")]
 
 
 def _row(p: Point) -> str:
@@ -231,13 +232,17 @@ def _row(p: Point) -> str:
     if bench_s is None and p.result:
         bench_s = p.result.tim_ext.get("duration_s")
     failed_req = p.row.get("failed_requests", p.result.failed_requests if p.result else None)
+    forced = p.result.forced_acceptance if p.result else None
+    rates = p.result.per_position_rates if p.result else None
+    forced_tag = f' <span class="st-failed">{_e(forced_label(forced).upper())}</span>' if forced else ""
     cells = [
-        ("l", _e(p.dir)), ("l", f'<span class="st-{_e(p.status)}">{_e(p.status)}</span>'),
+        ("l", _e(p.dir)), ("l", f'<span class="st-{_e(p.status)}">{_e(p.status)}</span>{forced_tag}'),
         ("l", _e(p.reason or ("result files missing" if not p.ok and p.status != "failed" else ""))),
         ("", _num(p.average_al, 3)), ("", _num(p.server_al, 3)), ("", _num(p.prometheus_al, 3)),
         ("", _num(p.output_tps, 1)), ("", _num(p.output_tps_per_gpu, 1)), ("", _num(p.ttft_p50_ms, 1)),
         ("", _num(p.decode_tps_p50, 1)), ("", _e(failed_req if failed_req is not None else "–")),
         ("", _num(bench_s, 2)),
+        ("l", _e(", ".join(f"{r:.4f}" for r in rates)) if rates else "–"),
     ]
     tds = "".join(f'<td class="{c}">{v}</td>' for c, v in cells)
     return f'<tr{"" if p.ok else " class=bad"}>{tds}</tr>'
@@ -297,6 +302,37 @@ def known_answer_block(known: dict | None, points: list | None = None) -> str:
             f'<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{warn}')
 
 
+def golden_block(golden: dict | None) -> str:
+    """summary.json's golden check (bench.golden): the verdict per judged point, measured
+    against expected, the tolerance, and the likely causes when it fails."""
+    if not isinstance(golden, dict):
+        return ('<div class="prov"><span class="sub">No golden check in summary.json '
+                '(bench.golden=&lt;id&gt; runs it).</span></div>')
+    entry = golden.get("entry") or {}
+    head = (f'<p><b>{_e(golden.get("id"))}</b>: <span class="st-{"complete" if golden.get("verdict") == "pass" else "failed"}">'
+            f'{_e(str(golden.get("verdict")).upper())}</span> &middot; reference {_e(entry.get("model"))} + '
+            f'{_e(entry.get("draft"))}, k={_e(entry.get("k"))}, source {_e(entry.get("source"))} '
+            f'@ {_e(str(entry.get("commit"))[:12])}</p>')
+    rows = []
+    for v in golden.get("points") or []:
+        rates = v.get("measured_rates") or []
+        exp = v.get("expected_rates") or []
+        causes = "" if v["verdict"] == "pass" else "<br>".join(_e(c) for c in (v.get("likely_causes") or []))
+        if v["verdict"] == "not_comparable":
+            causes = _e("; ".join(v.get("workload_differences") or []))
+        rows.append(f'<tr><td class="l">{_e(v.get("point"))}</td><td class="l">{_e(v["verdict"])}</td>'
+                    f'<td>{_num(v.get("measured_al"), 4)}</td><td>{_num(v.get("expected_al"), 4)}</td>'
+                    f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in rates))}</td>'
+                    f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in exp))}</td>'
+                    f'<td class="l">rtol {_e(v.get("rtol"))} ({_e(v.get("al_check"))})</td>'
+                    f'<td class="l">{causes}</td></tr>')
+    problems = "" if golden.get("points") else f'<p class="warn">{_e("; ".join(golden.get("problems") or []))}</p>'
+    table = ("<table><thead><tr><th class=l>point</th><th class=l>verdict</th><th>AL</th><th>expected AL</th>"
+             "<th class=l>per-position rates</th><th class=l>expected</th><th class=l>tolerance</th>"
+             f"<th class=l>likely causes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>") if rows else ""
+    return head + problems + table
+
+
 def _known_word(known: Any) -> str:
     if not isinstance(known, dict):
         return "not run"
@@ -329,6 +365,7 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
     n_ok = sum(p.ok for p in job.points)
     return (f"<section>{title}<h3>Provenance</h3>{provenance_block(job)}"
             f"<h3>Lossless check</h3>{lossless_block(job.summary.get('lossless'))}"
+            f"<h3>Golden reference</h3>{golden_block(job.summary.get('golden'))}"
             f"<h3>Known-answer probe</h3>"
             f"{known_answer_block(job.summary.get('known_answer'), job.summary.get('points'))}"
             f"<h3>Plots</h3>{note}{figures(figs)}"

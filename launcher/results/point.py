@@ -86,6 +86,20 @@ class PointResult:
         return _num(self.acc_ext.get("Prometheus_AL"))
 
     @property
+    def per_position_rates(self) -> Optional[list]:
+        """vLLM's per-position acceptance (accepted at position i / drafts), pooled."""
+        pp = self.acc_ext.get("per_position")
+        return list(pp["rates"]) if isinstance(pp, dict) and isinstance(pp.get("rates"), list) else None
+
+    @property
+    def forced_acceptance(self) -> Optional[dict]:
+        """What the server forced the acceptance to (vLLM's synthetic sampling), or None."""
+        from launcher.forced_acceptance import forced_from_speculative_config
+
+        return self.conf_ext.get("forced_acceptance") or \
+            forced_from_speculative_config(self.conf_ext.get("speculative_config"))
+
+    @property
     def output_tps(self) -> Optional[float]:
         return _num(self.timing.get("Output TPS"))
 

@@ -17,7 +17,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Variables the recipes or the composer read; a developer's shell must not change what the tests see.
-RECIPE_ENV_VARS = ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA", "SPECDEC_HOME")
+RECIPE_ENV_VARS = ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA", "SPECDEC_HOME", "SPECDEC_MTBENCH", "SPECDEC_SPECBENCH")
 
 
 def clean_env(specdec_home: Path) -> dict[str, str]:

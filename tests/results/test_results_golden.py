@@ -100,3 +100,14 @@ def test_chunks_arriving_at_one_instant_leave_decode_speed_out_not_the_point():
     assert doc["Request Generation Step Time"]["min"] == "0.0000"
     assert doc[EXTENSION_KEY]["counts"]["Request Generation Tokens Per Second"] == 0
     assert doc[EXTENSION_KEY]["counts"]["Request Generation Step Time"] == 6
+
+
+def test_specbench_results_equal_specdec_bench():
+    """specbench_results.json (SpecBench's extra file) equals the one its own class wrote."""
+    from launcher.results.specbench_results import specbench_results_text
+
+    c = INPUT["cases"]["specbench"]
+    reqs = c["requests"]
+    acc = acceptance_doc(dataset_kind(c["dataset"]), _ours(c), question_ids=[r["question_id"] for r in reqs],
+                         categories=[r["category"] for r in reqs], extension={"Server_AL": 9.9})
+    assert specbench_results_text(acc) == (GOLDEN / "specbench" / "specbench_results.json").read_text()

