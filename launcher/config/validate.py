@@ -83,6 +83,15 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
             add(fa_mod.FIELD, f"cannot run here: {why}, and vLLM refuses it there (\"Synthetic acceptance not "
                 "supported with CPU sampling\")", "run on a GPU cluster (e.g. cluster=h100) or remove "
                 "draft.forced_acceptance")
+        from launcher.server_args import engine_version
+        version = engine_version(cfg)
+        if version is not None:
+            from launcher.engines import EngineError, get_engine
+            try:
+                get_engine(srv.engine).forced_acceptance_check(version, cpu=False)
+            except EngineError as e:
+                add(fa_mod.FIELD, f"cannot run on server.engine_version={version}: {e}",
+                    "use an image with synthetic acceptance or remove draft.forced_acceptance")
 
     # --- golden reference
     if cfg.bench.golden is not None:

@@ -10,6 +10,7 @@ from typing import Callable, Mapping, Optional
 
 from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version
 from launcher.engines.flags import drop_flags
+from launcher.forced_acceptance import forced_from_speculative_config
 from launcher.spec import JobSpec
 
 PROBE_TIMEOUT_S = 120.0
@@ -48,6 +49,8 @@ def resolve(spec: JobSpec, server_flags: list[str], env: Mapping[str, str],
         source = "probe" if version else "unknown"
     if not spec.speculative_config:
         return EngineResolution(dataclasses.replace(spec, engine_version=version), list(server_flags), source)
+    if version is not None and forced_from_speculative_config(spec.speculative_config):
+        eng.forced_acceptance_check(version, cpu=False)  # CPU sampling was refused at login
     acc = eng.acceptance_source(spec.acceptance_requested, version)
     flags = list(server_flags)
     note = None

@@ -13,6 +13,10 @@ Like for like, our server is started the way specdec_bench builds its vLLM
 engine where it matters: compiled (no --enforce-eager unless --eager),
 async scheduling, max_num_seqs = concurrency x k, prefix caching off, and
 --per-request-spec-decode-metrics detailed. T=0, top_p 1, top_k 0.
+With --gpu (tests/gpu/run_gpu_smoke.sh, on the lent H200): both engines run
+in this interpreter (the carried vLLM CUDA build, 0.26: no per-request stats,
+so our acceptance is counted from stream chunks, as specdec_bench counts it),
+AIPerf as `python3 -m aiperf`, the models under $SPECDEC_HOME/models.
 Goal: |mean paired difference| <= 0.01 (timing figures on a shared 2-core
 machine are noisy; re-run on a quiet one).
 """
@@ -35,6 +39,15 @@ from tests.support.stack import (AIPERF, CPU_ENV, DRAFT_NOISY, TARGET, VLLM_PYTH
                                  start_server)
 
 K = 3
+GPU = "--gpu" in sys.argv
+
+
+def vllm_python() -> str:
+    return sys.executable if GPU else str(VLLM_PYTHON)
+
+
+def engine_env() -> dict:
+    return {**os.environ, "HF_HUB_OFFLINE": "1"} if GPU else {**os.environ, **CPU_ENV}
 
 
 def mtbench_file(args, out: Path) -> Path:
@@ -51,7 +64,7 @@ def run_specdec_bench(modelopt: Path, questions: Path, out: Path, args) -> float
     save = out / "specdec_bench"
     rp = out / "runtime_params.yaml"
     rp.write_text("sampling_kwargs: {temperature: 0, top_p: 1.0, top_k: 0}\nengine_args: {max_model_len: 1024}\n")
-    argv = [str(VLLM_PYTHON), "run.py", "--engine", "VLLM", "--speculative_algorithm", "DRAFT_TARGET",
+    argv = [vllm_python(), "run.py", "--engine", "VLLM", "--speculative_algorithm", "DRAFT_TARGET",
             "--model_dir", str(TARGET), "--draft_model_dir", str(DRAFT_NOISY), "--tokenizer", str(TARGET),
             "--mtbench", str(questions), "--num_requests", str(args.questions), "--concurrency", str(args.concurrency),
             "--output_length", str(args.output_length), "--draft_length", str(K), "--runtime_params", str(rp),
@@ -59,7 +72,7 @@ def run_specdec_bench(modelopt: Path, questions: Path, out: Path, args) -> float
     t = time.time()
     with open(out / "specdec_bench.log", "w") as log:
         rc = subprocess.run(argv, cwd=modelopt / "examples" / "specdec_bench", stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, **CPU_ENV}).returncode
+                            env=engine_env()).returncode
     if rc != 0:
         sys.exit(f"specdec_bench failed (exit {rc}); see {out / 'specdec_bench.log'}")
     return time.time() - t
@@ -69,9 +82,9 @@ def run_ours(questions: Path, out: Path, args) -> float:
     flags = ["--served-model-name", "tiny", "--dtype", "bfloat16", "--max-model-len", "1024",
              "--speculative-config", json.dumps({"method": "draft_model", "model": str(DRAFT_NOISY),
                                                  "num_speculative_tokens": K}),
-             "--per-request-spec-decode-metrics", "detailed", "--max-num-seqs", str(args.concurrency * K),
+             *([] if GPU else ["--per-request-spec-decode-metrics", "detailed"]), "--max-num-seqs", str(args.concurrency * K),
              "--no-enable-prefix-caching", "--async-scheduling"] + (["--enforce-eager"] if args.eager else [])
-    srv = start_server(flags, out / "server.log")
+    srv = start_gpu_server(flags, out / "server.log") if GPU else start_server(flags, out / "server.log")
     rt = out / "ours_runtime.yaml"
     rt.write_text("sampling_kwargs: {top_p: 1.0, top_k: 0}\n")
     try:
@@ -80,10 +93,26 @@ def run_ours(questions: Path, out: Path, args) -> float:
                         str(args.questions), "--temperature", "0", "--concurrency", str(args.concurrency),
                         "--output_length", str(args.output_length), "--runtime_params", str(rt),
                         "--save_dir", str(out / "ours"), "--url", f"http://127.0.0.1:{srv.port}", "--model", "tiny",
-                        "--tokenizer", str(TARGET), "--aiperf", str(AIPERF), "--force"], cwd=ROOT, check=True)
+                        "--tokenizer", str(TARGET), "--aiperf", f"{sys.executable} -m aiperf" if GPU else str(AIPERF),
+                        "--force", *(["--acceptance_source", "stream_chunks"] if GPU else [])], cwd=ROOT, check=True)
         return time.time() - t
     finally:
         srv.stop()
+
+
+def start_gpu_server(flags: list[str], log_path: Path):
+    """The same server on the carried CUDA build (compiled: CUDA graphs)."""
+    from launcher.node.lifecycle import ServerProcess
+    from tests.support.stack import free_port
+
+    port = free_port()
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(TARGET), *flags,
+            "--gpu-memory-utilization", "0.3", "--host", "127.0.0.1", "--port", str(port)]
+    srv = ServerProcess(argv, probe_host="127.0.0.1", port=port, served_name="tiny", log_path=log_path,
+                        env=engine_env())
+    srv.start()
+    srv.wait_ready(timeout_s=600)
+    return srv
 
 
 def main() -> int:
@@ -96,12 +125,14 @@ def main() -> int:
     ap.add_argument("--output-length", type=int, default=32)
     ap.add_argument("--eager", action="store_true", help="start our server with --enforce-eager (not like for like)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/parity_specdec_bench"))
+    ap.add_argument("--gpu", action="store_true", help="run both tools on the carried CUDA build (H200)")
     ap.add_argument("--skip-runs", action="store_true", help="only compare the folders already in --out")
     args = ap.parse_args()
     if not (args.modelopt / "examples" / "specdec_bench" / "run.py").is_file():
         print(f"{args.modelopt}: not a Model-Optimizer checkout (no examples/specdec_bench/run.py)", file=sys.stderr)
         return 2
-    require_stack()
+    if not GPU:
+        require_stack()
     args.out.mkdir(parents=True, exist_ok=True)
     q = mtbench_file(args, args.out)
     if not args.skip_runs:

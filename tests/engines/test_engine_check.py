@@ -51,3 +51,22 @@ def test_probe_version_reads_a_real_command(tmp_path):
     assert engine_check.probe_version(["python3", "-c", "print('noise'); print('0.26.0')"], {"PATH": "/usr/bin:/bin"}) \
         == "0.26.0"
     assert engine_check.probe_version(["/nonexistent/bin/vllm", "--version"], {}) is None
+
+
+def test_forced_acceptance_on_a_probed_version_without_it_is_refused_before_the_server():
+    forced = {**SPEC_CFG, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}
+    with pytest.raises(EngineError, match="no synthetic acceptance"):
+        engine_check.resolve(spec(speculative_config=forced), FLAGS, {}, probe=lambda argv, env: "0.20.1")
+    res = engine_check.resolve(spec(speculative_config=forced), FLAGS, {}, probe=lambda argv, env: "0.26.0")
+    assert res.spec.engine_version == "0.26.0"
+
+
+def test_forced_acceptance_refused_at_login_for_a_stated_old_engine_version():
+    from launcher.config.compose import compose_recipe as compose
+    from launcher.config.validate import validate
+
+    cfg = compose(["recipe=gpu_smoke", "draft.forced_acceptance.length=2.5", "server.engine_version=0.20.1"])
+    lines = [e.line() for e in validate(cfg)]
+    assert any("draft.forced_acceptance" in ln and "0.20.1" in ln for ln in lines), lines
+    cfg = compose(["recipe=gpu_smoke", "draft.forced_acceptance.length=2.5", "server.engine_version=0.26.0"])
+    assert not [e for e in validate(cfg) if "forced_acceptance" in e.line()]
