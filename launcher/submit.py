@@ -56,7 +56,9 @@ def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
     cl = cfg.cluster
     if cl.executor == "local":
         ex = submitit.LocalExecutor(folder=str(folder / "%j"))
-        ex.update_parameters(timeout_min=cl.time_min)
+        # submitit's local jobs see CUDA_VISIBLE_DEVICES="" unless GPUs are asked for:
+        # a GPU recipe on the local executor (recipe=gpu_smoke) would start vLLM on no device.
+        ex.update_parameters(timeout_min=cl.time_min, gpus_per_node=max(0, int(cl.gpus_per_node)))
         return ex
     ex = submitit.SlurmExecutor(folder=str(folder / "%j"), python=cl.node_python)
     ex.update_parameters(**slurm_parameters(cl, f"specdec-{cfg.name}"))

@@ -36,10 +36,8 @@ env_setup() {
 }
 
 save() {  # save STAGE: results and logs of what ran so far
-  local d="$OUT/$1"
-  mkdir -p "$d"
-  [ -d "$RES" ] && cp -r "$RES" "$d/" 2>/dev/null
-  du -sh "$d" 2>/dev/null
+  [ -d "$RES" ] && tar czf "$OUT/$1.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"  # too deep to come back as folders
+  du -sh "$OUT/$1.results.tgz" 2>/dev/null
 }
 
 launch() {  # launch STAGE OVERRIDES...: the product's main command
