@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -107,7 +108,8 @@ def one_line(result: dict) -> str:
     for e in result.get("temperatures", []):
         al = "n/a" if e.get("al") is None else f"{e['al']:.2f}"
         word = "pass" if e["passed"] else "FAIL" if e.get("applicable", True) else "n/a (greedy drafting)"
-        parts.append(f"T={e['temperature']:g} {word} (AL {al}/{e['expected_al']})")
+        server = "" if e.get("server_al") is None else f", server {e['server_al']:.2f}"
+        parts.append(f"T={e['temperature']:g} {word} (AL {al}/{e['expected_al']}{server})")
     return "known-answer " + ", ".join(parts)
 
 
@@ -196,6 +198,7 @@ def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: 
 
     out = []
     for t in temperatures:
+        before = server_counters(url)
         stats = []
         for p in prompts:
             sampling = {"temperature": float(t), "top_p": 1.0, "top_k": -1, "ignore_eos": True}
@@ -209,8 +212,41 @@ def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: 
                 raise RuntimeError("the known-answer server returned no per-request spec-decode stats "
                                    "(metrics.speculative_decoding)")
             stats.append(s)
-        out.append(verdict(stats, k, float(t)))
+        entry = verdict(stats, k, float(t))
+        entry.update(server_cross_check(before, server_counters(url)))
+        out.append(entry)
     return out
+
+
+def server_counters(url: str) -> Optional[dict[str, float]]:
+    """The server's /metrics, parsed; None where it cannot be read (the verdict stands
+    on the per-request figures alone then)."""
+    from launcher.bench.metrics import parse_prometheus_text
+    from launcher.node.apikey import auth_headers
+
+    try:
+        req = urllib.request.Request(f"{url}/metrics", headers=auth_headers())
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return parse_prometheus_text(r.read().decode())
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+
+
+def server_cross_check(before: Optional[dict], after: Optional[dict]) -> dict:
+    """What the server's own counters say over one temperature's requests: its AL
+    (1 + accepted / drafts) beside the per-request one, so a verdict counted from
+    stream chunks can be told from a chunking artefact."""
+    from launcher.bench.metrics import ACCEPTED_COUNTER, DRAFTS_COUNTER, prometheus_al
+
+    if before is None or after is None:
+        return {"server_al": None}
+    try:
+        al = prometheus_al(before, after)
+    except ValueError:
+        return {"server_al": None}
+    return {"server_al": None if al is None else round(al, 4),
+            "server_drafts": int(after.get(DRAFTS_COUNTER, 0) - before.get(DRAFTS_COUNTER, 0)),
+            "server_accepted": int(after.get(ACCEPTED_COUNTER, 0) - before.get(ACCEPTED_COUNTER, 0))}
 
 
 def _write_json(path: Path, obj: dict) -> None:
@@ -259,7 +295,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     for e in entries:
         hist = e["histogram"]
         print(f"known-answer T={e['temperature']:g}: AL {e['al']} (expected {e['expected_al']}), histogram {hist}, "
-              f"{e['short_steps']} short steps in {e['requests']} requests: {'PASS' if e['passed'] else 'FAIL'}",
+              f"{e['short_steps']} short steps in {e['requests']} requests, server AL {e.get('server_al')}: "
+              f"{'PASS' if e['passed'] else 'FAIL'}",
               file=sys.stderr)
     return 0 if result["passed"] else 1
 

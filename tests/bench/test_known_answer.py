@@ -125,3 +125,25 @@ def test_the_launcher_table_shows_the_jobs_reason_not_submitits_log_paths():
     ok, msg = job_outcome(SimpleNamespace(handle=SimpleNamespace(result=lambda: {"exit_code": 0, "message": "m"}),
                                           job=no_files))
     assert ok and msg == "m"
+
+
+def test_server_cross_check_counts_the_window_between_two_scrapes():
+    from launcher.bench.metrics import parse_prometheus_text
+
+    before = parse_prometheus_text("vllm:spec_decode_num_drafts_total{engine=\"0\"} 10\n"
+                                   "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\"} 25\n")
+    after = parse_prometheus_text("vllm:spec_decode_num_drafts_total{engine=\"0\"} 60\n"
+                                  "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\"} 169\n")
+    got = ka.server_cross_check(before, after)
+    assert got == {"server_al": round(1 + 144 / 50, 4), "server_drafts": 50, "server_accepted": 144}
+
+
+@pytest.mark.parametrize("before,after", [(None, {}), ({}, None), ({}, {})])
+def test_server_cross_check_without_counters_says_none(before, after):
+    assert ka.server_cross_check(before, after)["server_al"] is None
+
+
+def test_one_line_shows_the_servers_al_beside_the_probes():
+    entries = [dict(ka.verdict([stats([0, 0, 0, 16])], 3, 0.7), server_al=3.5)]
+    line = ka.one_line(ka.summarize(entries, 3))
+    assert "T=0.7 FAIL" not in line and "server 3.50" in line

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import stack
 
 SMALL = ["sweep.concurrencies=[1]", "sweep.datasets=[mtbench]", "sweep.num_requests=1"]
@@ -28,6 +30,9 @@ def test_smoke_run_reports_the_verdict_per_temperature(smoke_run):
     by_t = {e["temperature"]: e for e in ka["temperatures"]}
     assert by_t[0.0]["passed"] and by_t[0.0]["al"] == 4.0 and by_t[0.0]["short_steps"] == 0
     assert not by_t[0.7]["passed"] and by_t[0.7]["al"] < 4.0 and ka["failed_temperatures"] == [0.7]
+    # The server's own counters over the same requests agree with the per-request figures.
+    for e in by_t.values():
+        assert e["server_al"] == pytest.approx(e["al"], abs=1e-3), e
     for p in summary["points"]:
         if p["temperature"] == 0.7:
             assert p["engine_warning"].startswith("engine defect suspected: known-answer AL"), p
@@ -37,7 +42,7 @@ def test_smoke_run_reports_the_verdict_per_temperature(smoke_run):
     assert "it serves the lossless reference" in log
     assert "restarting the server without speculation" not in log  # the probe's server was reused
     assert summary["lossless"]["passed"] is True
-    assert "known-answer T=0 pass (AL 4.00/4), T=0.7 FAIL" in smoke_run["proc"].stderr + smoke_run["proc"].stdout
+    assert "known-answer T=0 pass (AL 4.00/4, server 4.00), T=0.7 FAIL" in smoke_run["proc"].stderr + smoke_run["proc"].stdout
 
 
 def test_report_shows_the_known_answer_badge_and_the_flagged_points(smoke_run, tmp_path):

@@ -35,7 +35,13 @@ env_setup() {
   unset HF_HUB_OFFLINE
 }
 
-save() {  # save STAGE: results and logs of what ran so far
+save() {  # save STAGE: speedup and report over what ran so far, then the results and logs
+  if [ -d "$RES/gpu_smoke" ]; then
+    python3 -m launcher.speedup "$RES/gpu_smoke" > "$OUT/$1.speedup.log" 2>&1; echo "speedup rc=$?"
+    tail -30 "$OUT/$1.speedup.log"
+    python3 -m launcher.report "$RES/gpu_smoke" > "$OUT/$1.report.log" 2>&1; echo "report rc=$?"
+    tail -3 "$OUT/$1.report.log"
+  fi
   [ -d "$RES" ] && tar czf "$OUT/$1.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"  # too deep to come back as folders
   du -sh "$OUT/$1.results.tgz" 2>/dev/null
 }
@@ -88,8 +94,6 @@ PY
         launch forced_$al draft=tiny_noisy draft.forced_acceptance.length=$al bench.known_answer=false \
           sweep.datasets=[mtbench] sweep.temperatures=[0.0]
       done
-      python3 -m launcher.speedup $RES/gpu_smoke > "$OUT/speedup.log" 2>&1; echo "speedup rc=$?"; tail -30 "$OUT/speedup.log"
-      python3 -m launcher.report $RES/gpu_smoke > "$OUT/report.log" 2>&1; echo "report rc=$?"; tail -5 "$OUT/report.log"
       save forced ;;
     parity)
       env_setup
