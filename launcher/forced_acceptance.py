@@ -84,3 +84,65 @@ def label(forced: Optional[Mapping]) -> str:
     if forced.get("length") is not None:
         return f"forced AL {forced['length']:g}"
     return "forced rates [" + ", ".join(f"{r:g}" for r in forced.get("rates") or []) + "]"
+
+
+# ---------------------------------------------------------------- the known answer
+
+# A forced run's server counters must give the forced AL up to the sampling noise of the
+# mechanism: Z standard errors of the mean accepted drafts per step, and at least FLOOR
+# (an integer length has no noise at all).
+Z = 4.0
+FLOOR = 0.005
+
+
+def expected_rates(forced: Mapping, k: int) -> list[float]:
+    """The unconditional per-position rates the mechanism draws from: the given rates,
+    or for a length L the minimum-variance schedule (floor(L-1) positions always accepted,
+    the next with the fractional part), which is how vLLM spends a forced length."""
+    if forced.get("rates") is not None:
+        return [float(r) for r in forced["rates"]][:k]
+    extra = float(forced["length"]) - 1.0
+    whole = int(extra)
+    rates = [1.0] * min(whole, k)
+    if whole < k:
+        rates.append(extra - whole)
+    return (rates + [0.0] * k)[:k]
+
+
+def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float) -> dict:
+    """Measured (the server's counters: 1 + accepted / drafts, the mechanism's own
+    definition) against forced. Per step the accepted count A has P(A >= i) = rate i, so
+    E[A] = sum(rates) and E[A^2] = sum((2i - 1) * rate i); the tolerance is Z standard
+    errors of the mean over the drafts counted."""
+    rates = expected_rates(forced, k)
+    mean = sum(rates)
+    var = max(0.0, sum((2 * i - 1) * r for i, r in enumerate(rates, start=1)) - mean * mean)
+    expected = 1.0 + mean
+    if not num_drafts:
+        return {"expected_al": round(expected, 4), "measured_al": None, "num_drafts": 0, "tolerance": None,
+                "passed": None}
+    measured = 1.0 + float(num_accepted) / float(num_drafts)
+    tol = max(Z * (var / float(num_drafts)) ** 0.5, FLOOR)
+    return {"expected_al": round(expected, 4), "measured_al": round(measured, 4), "num_drafts": int(num_drafts),
+            "tolerance": round(tol, 4), "passed": abs(measured - expected) <= tol}
+
+
+def run_verdicts(forced: Mapping, k: int, prometheus_runs: Sequence[Mapping]) -> dict:
+    """The verdict of each multi-point run (one per dataset and temperature) and of the job:
+    "pass", "fail", or "unknown" where the server's counters were not read."""
+    runs = []
+    for r in prometheus_runs:
+        v = verdict(forced, k, r.get("num_drafts") or 0, r.get("num_accepted_tokens") or 0)
+        runs.append({"dataset": r.get("dataset"), "temperature": r.get("temperature"),
+                     "points": list(r.get("points") or []), **v})
+    known = [r["passed"] for r in runs if r["passed"] is not None]
+    overall = "unknown" if not known else "pass" if all(known) else "fail"
+    return {"forced": dict(forced), "k": k, "verdict": overall, "runs": runs}
+
+
+def verdict_line(result: Mapping) -> str:
+    """One line for the job log and the launcher's table."""
+    parts = [f"{r['dataset']} T={r['temperature']:g}: measured {r['measured_al']} vs {r['expected_al']} "
+             f"(tolerance {r['tolerance']})" for r in result.get("runs") or [] if r.get("measured_al") is not None]
+    return f"{label(result.get('forced'))}: {result.get('verdict', 'unknown').upper()}" + \
+        (" (" + "; ".join(parts) + ")" if parts else " (no server counters read)")

@@ -151,13 +151,19 @@ def test_zero_gpus():
 
 def test_peak_and_baseline_from_background_samples():
     nvml = FakeNVML(names=("Fake H200", "Fake H200"), used={0: 1 * GIB, 1: 2 * GIB})
+    def sampled_twice():  # the background thread has read every GPU at least twice since now (a loaded machine is slow)
+        start = nvml.queries
+        deadline = time.monotonic() + 10
+        while nvml.queries < start + 4 and time.monotonic() < deadline:
+            time.sleep(0.005)
+
     with GpuMemorySampler(interval_s=0.01, nvml=nvml, visible_devices=None) as s:
-        time.sleep(0.05)
+        sampled_twice()
         nvml.used[0] = 5 * GIB  # the job allocates 4 GiB on GPU 0
-        time.sleep(0.08)
+        sampled_twice()
         nvml.used[0] = 1 * GIB  # ... and frees it before the end
         nvml.used[1] = 3 * GIB  # GPU 1 peaks later
-        time.sleep(0.08)
+        sampled_twice()
     r = s.report()
     assert r["available"] is True and r["reason"] is None
     assert r["driver_version"] == "580.00.01"

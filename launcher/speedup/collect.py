@@ -63,6 +63,19 @@ def job_model(job: Job) -> Optional[str]:
     return (job.plan or {}).get("model") or job.summary.get("model")
 
 
+def job_draft(job: Job) -> Optional[str]:
+    """What drafts for the job: the draft model, or the method where it has none (n-gram)."""
+    sc = (job.plan or {}).get("speculative_config") or {}
+    return sc.get("model") or sc.get("method") or job_method(job)
+
+
+def job_forced(job: Job) -> Optional[dict]:
+    """The forced (synthetic) acceptance of the job's server, None for a real draft."""
+    from launcher.forced_acceptance import forced_from_speculative_config
+
+    return forced_from_speculative_config((job.plan or {}).get("speculative_config"))
+
+
 def is_baseline(job: Job) -> bool:
     return job_method(job) == "none"
 
@@ -88,7 +101,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     for job in jobs:
         if is_baseline(job):
             continue
-        k = job_k(job)
+        k, draft, forced = job_k(job), job_draft(job), job_forced(job)
         base = next((b for b in baselines if job_model(b) == job_model(job)), baselines[0])
         base_points = {p.dir: p for p in base.points if p.ok}
         for p in job.points:
@@ -108,6 +121,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
             rows.append({
                 "job": job.name, "job_dir": str(job.path), "point_dir": str(p.path), "baseline_job": base.name,
                 "dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency, "k": k,
+                "draft": draft, "forced_acceptance": forced, "measured_al": p.average_al, "server_al": p.server_al,
                 "speedup": sp, "beats_baseline": paired.beats_baseline(sp),
                 "acceptance": {"histogram": {str(j): n for j, n in hist.items()},
                                "position_acceptance": predict.position_acceptance(hist, k),
@@ -116,16 +130,36 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
                               "ratio": (s_step / b_step) if s_step and b_step else None},
             })
     _add_predictions(rows)
+    # Forced acceptance measures the serving system, not a draft: never a best-k candidate.
     choices = best_k.best_k_per_load(
-        {"dataset": r["dataset"], "temperature": r["temperature"], "concurrency": r["concurrency"], "k": r["k"],
-         "output_tps": r["speedup"]["spec_output_tps"], "speedup": r["speedup"]["throughput"],
-         "beats_baseline": r["beats_baseline"]} for r in rows)
+        {"draft": r["draft"], "dataset": r["dataset"], "temperature": r["temperature"],
+         "concurrency": r["concurrency"], "k": r["k"], "output_tps": r["speedup"]["spec_output_tps"],
+         "speedup": r["speedup"]["throughput"], "beats_baseline": r["beats_baseline"]}
+        for r in rows if not r["forced_acceptance"])
     schedules = []
-    for ds, t in sorted({(c.dataset, c.temperature) for c in choices}):
-        mine = [c for c in choices if (c.dataset, c.temperature) == (ds, t)]
-        schedules.append({"dataset": ds, "temperature": t, "speculative_config": best_k.vllm_schedule(mine)})
+    for draft, ds, t in sorted({(c.draft or "", c.dataset, c.temperature) for c in choices}):
+        mine = [c for c in choices if ((c.draft or ""), c.dataset, c.temperature) == (draft, ds, t)]
+        schedules.append({"draft": draft or None, "dataset": ds, "temperature": t,
+                          "speculative_config": best_k.vllm_schedule(mine)})
     return {"schema_version": SCHEMA_VERSION, "baseline_jobs": [b.name for b in baselines], "points": rows,
-            "best_k": [c.to_dict() for c in choices], "schedules": schedules, "skipped": skipped}
+            "best_k": [c.to_dict() for c in choices], "schedules": schedules,
+            "forced": forced_table(rows), "skipped": skipped}
+
+
+def forced_table(rows: list[dict]) -> list[dict]:
+    """Speedup as a function of the forced acceptance length: one row per forced point,
+    with the AL it measured (chunk-counted and the server's) beside the forced value."""
+    out = []
+    for r in rows:
+        f = r["forced_acceptance"]
+        if not f:
+            continue
+        out.append({"forced": f, "k": r["k"], "dataset": r["dataset"], "temperature": r["temperature"],
+                    "concurrency": r["concurrency"], "measured_al": r["measured_al"], "server_al": r["server_al"],
+                    "output_tps": r["speedup"]["spec_output_tps"], "speedup": r["speedup"]["throughput"],
+                    "beats_baseline": r["beats_baseline"]})
+    key = lambda x: (x["dataset"], x["temperature"], x["concurrency"], x["forced"].get("length") or 0)  # noqa: E731
+    return sorted(out, key=key)
 
 
 def _add_predictions(rows: list[dict]) -> None:
@@ -215,9 +249,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{args.results}: no baseline job (run the recipe with sweep.baseline=true); nothing written")
         return 0
     print(f"speedup: {len(res['points'])} point(s) against the baseline; {Path(args.results) / SUMMARY_FILE}")
+    drafts = {c.get("draft") for c in res["best_k"]}
     for c in res["best_k"]:
         sp = c["speedup"]
-        print(f"  {c['dataset']} T={c['temperature']:g} C={c['concurrency']}: best k={c['k']} "
+        who = f" [{Path(c['draft']).name}]" if len(drafts) > 1 and c.get("draft") else ""
+        print(f"  {c['dataset']} T={c['temperature']:g} C={c['concurrency']}{who}: best k={c['k']} "
               f"({c['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x, "
               f"beats baseline: {c['beats_baseline']})")
+    from launcher.forced_acceptance import label
+
+    for f in res.get("forced") or []:
+        sp, al, srv = f["speedup"], f["measured_al"], f["server_al"]
+        print(f"  {label(f['forced'])} k={f['k']}: {f['dataset']} T={f['temperature']:g} C={f['concurrency']}: "
+              f"measured AL {'-' if al is None else f'{al:.3f}'} (server {'-' if srv is None else f'{srv:.3f}'}), "
+              f"{f['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x")
     return 0

@@ -147,3 +147,46 @@ def test_one_line_shows_the_servers_al_beside_the_probes():
     entries = [dict(ka.verdict([stats([0, 0, 0, 16])], 3, 0.7), server_al=3.5)]
     line = ka.one_line(ka.summarize(entries, 3))
     assert "T=0.7 FAIL" not in line and "server 3.50" in line
+
+
+def _gpu_t07_entry():
+    """The H200's T=0.7 probe (vLLM 0.26, probabilistic drafting): histogram counted from
+    stream chunks (its total [1, 0, 5, 59]; the split over the 4 requests is ours) and the
+    server's counters over the same requests."""
+    e = ka.verdict([stats([1, 0, 1, 15]), stats([0, 0, 1, 15]), stats([0, 0, 2, 14]), stats([0, 0, 1, 15])], 3, 0.7)
+    e.update({"server_al": 3.9692, "server_drafts": 65, "server_accepted": 193})
+    return e
+
+
+def test_gpu_numeric_rejections_at_t_gt_0_pass_within_the_tolerance():
+    e = _gpu_t07_entry()
+    assert not e["passed"]  # two short steps in one request
+    e = ka.within_numeric_tolerance(e, 3)
+    assert e["passed"] and e["rejected_share"] == round(1 - 193 / 195, 4) and e["within_tolerance"] == 0.05
+    assert "T=0.7 pass within 5% (1.0% rejected)" in ka.one_line(ka.summarize([e], 3))
+
+
+def test_the_cpu_defect_is_far_outside_the_tolerance():
+    e = ka.verdict([stats([60, 4, 0, 0])], 3, 0.7)
+    e.update({"server_al": 1.0625, "server_drafts": 64, "server_accepted": 4})
+    assert not ka.within_numeric_tolerance(e, 3)["passed"]
+
+
+def test_t0_stays_exact_and_no_counters_keeps_the_per_request_verdict():
+    e = ka.verdict([stats([0, 0, 2, 14]), stats([0, 0, 2, 14])], 3, 0.0)
+    e.update({"server_al": 3.99, "server_drafts": 32, "server_accepted": 95})
+    assert not ka.within_numeric_tolerance(e, 3)["passed"]
+    e2 = ka.verdict([stats([0, 0, 2, 14])], 3, 0.7)
+    e2.update({"server_al": None})
+    assert ka.within_numeric_tolerance(dict(e2), 3)["passed"] == e2["passed"] is False
+
+
+def test_the_recorded_h200_probe_passes_at_t07_within_the_tolerance_and_exactly_at_t0():
+    from pathlib import Path
+    import json
+
+    rec = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200_vllm026" / "known_answer.json").read_text())
+    by_t = {e["temperature"]: ka.within_numeric_tolerance(dict(e, passed=e["passed"]), 3) for e in rec["temperatures"]}
+    assert by_t[0.0]["passed"] and by_t[0.0]["server_al"] == 4.0 and "within_tolerance" not in by_t[0.0]
+    assert rec["temperatures"][1]["passed"] is False  # as recorded, before the tolerance
+    assert by_t[0.7]["passed"] and by_t[0.7]["rejected_share"] == pytest.approx(2 / 195, abs=1e-4)

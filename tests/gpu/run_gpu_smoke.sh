@@ -6,7 +6,7 @@
 # four parts, one per call. Stages, in order and back to back:
 #
 #   bash tests/gpu/run_gpu_smoke.sh part 1      # carry .vb/p01 (then part 2, part 3)
-#   bash tests/gpu/run_gpu_smoke.sh unpack      # carry .vb/p04 .gpu_models .gpu_data; checks imports
+#   bash tests/gpu/run_gpu_smoke.sh unpack      # carry .vb/p04 .gpu_models .gpu_data [.gpu_prev]; checks imports
 #   bash tests/gpu/run_gpu_smoke.sh identical   # recipe=gpu_smoke: identical draft, known-answer probe T 0/0.7
 #   bash tests/gpu/run_gpu_smoke.sh noisy       # draft=tiny_noisy with the matched baseline
 #   bash tests/gpu/run_gpu_smoke.sh forced      # forced AL 1.5/2.5/3.5 at k=3, then speedup + report
@@ -66,6 +66,8 @@ for stage in "$@"; do
       mkdir -p /tmp/parts && cp "$REPO"/.vb/p04/* /tmp/parts/ && bash /tmp/parts/unpack.sh || exit $?
       mkdir -p /tmp/sh/models /tmp/data
       cp -r "$REPO"/.gpu_models/* /tmp/sh/models/ && cp "$REPO"/.gpu_data/*.jsonl /tmp/data/
+      # results of earlier stages of a machine that went cold (their tarballs, carried back)
+      for t in "$REPO"/.gpu_prev/*.results.tgz; do [ -f "$t" ] && tar xzf "$t" -C /tmp && echo "restored $t"; done
       env_setup
       nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
       python3 - <<'PY' | tee "$OUT/versions.txt"

@@ -167,3 +167,35 @@ def test_an_unreadable_export_leaves_that_point_out(run):
     res = collect.write_all(run)
     assert len(res["points"]) == 3 and len(res["skipped"]) == 1 and "t0_c2" in res["skipped"][0]
     assert not (jobs[3] / "mtbench" / "t0_c2" / "speedup.json").exists()
+
+
+def _clone_job(src: Path, name: str, **spec_changes) -> Path:
+    dst = src.parent / name
+    shutil.copytree(src, dst)
+    for f in dst.rglob("speedup.json"):
+        f.unlink()
+    job = json.loads((dst / "job.json").read_text())
+    job["speculative_config"] = {**job["speculative_config"], **spec_changes}
+    job["server_id"] = name
+    (dst / "job.json").write_text(json.dumps(job))
+    return dst
+
+
+def test_each_draft_has_its_own_best_k_and_forced_runs_are_never_candidates(run):
+    k3 = _jobs(run)[3]
+    spec = json.loads((k3 / "job.json").read_text())["speculative_config"]
+    _clone_job(k3, "tiny-other-draft-k3", model=spec["model"] + "-other")
+    _clone_job(k3, "tiny-forced-k3", rejection_sample_method="synthetic", synthetic_acceptance_length=2.5)
+    res = collect.analyse(collect.load_results(run))
+    drafts = {c["draft"] for c in res["best_k"]}
+    assert drafts == {spec["model"], spec["model"] + "-other"}
+    for c in res["best_k"]:  # one draft's choice never lists another draft's k
+        assert set(c["candidates"]) == ({"1", "3"} if c["draft"] == spec["model"] else {"3"})
+    forced = res["forced"]
+    assert forced and all(f["forced"] == {"length": 2.5} and f["k"] == 3 for f in forced)
+    assert sorted(f["concurrency"] for f in forced) == [1, 2]
+    assert all(f["measured_al"] is not None for f in forced)
+    assert len({s["draft"] for s in res["schedules"]}) == 2
+    out = subprocess.run([sys.executable, "-m", "launcher.speedup", str(run)], capture_output=True, text=True,
+                         cwd=REPO)
+    assert out.returncode == 0 and "forced AL 2.5 k=3: mtbench T=0 C=1: measured AL" in out.stdout
