@@ -10,7 +10,7 @@
 #   bash tests/gpu/run_gpu_smoke.sh identical   # recipe=gpu_smoke: identical draft, known-answer probe T 0/0.7
 #   bash tests/gpu/run_gpu_smoke.sh noisy       # draft=tiny_noisy with the matched baseline
 #   bash tests/gpu/run_gpu_smoke.sh forced      # forced AL 1.5/2.5/3.5 at k=3, then speedup + report
-#   bash tests/gpu/run_gpu_smoke.sh parity      # carry .specdec_ref (Model-Optimizer's examples/specdec_bench):
+#   bash tests/gpu/run_gpu_smoke.sh parity      # carry .specdec_ref (a Model-Optimizer tree: .specdec_ref/examples/specdec_bench):
 #                                               # specdec_bench and ours on the same GPU, paired AL and TPS
 #
 # `unpack` may be chained with `identical` in one call ("unpack identical"): stages are
@@ -99,8 +99,8 @@ PY
       save forced ;;
     parity)
       env_setup
-      python3 "$REPO"/tests/benchmarks/bench_parity_specdec_bench.py "$REPO"/.specdec_ref --gpu \
-        --mtbench /tmp/data/mt_bench_question.jsonl --questions 80 --concurrency 4 --output-length 32 \
+      python3 -u "$REPO"/tests/benchmarks/bench_parity_specdec_bench.py "$REPO"/.specdec_ref --gpu \
+        --mtbench /tmp/data/mt_bench_question.jsonl --questions 32 --concurrency 4 --output-length 32 \
         --out /tmp/parity > "$OUT/parity.log" 2>&1; echo "parity rc=$?"; tail -30 "$OUT/parity.log"
       mkdir -p "$OUT/parity" && cp -r /tmp/parity/* "$OUT/parity/" 2>/dev/null ;;
     *) echo "unknown stage $stage"; exit 2 ;;
