@@ -103,6 +103,10 @@ class SweepConfig:
     # A matched baseline: the same server without speculation runs the same client
     # points (after the first k's sweep, in the restart the lossless check also uses).
     baseline: bool = False
+    # Each client point measured N times against the same server (extra AIPerf profiling
+    # phases); repeats.json holds each repeat and mean, sd, 95% interval, relative MAD
+    # (docs/repeats.md). compare judges throughput against that noise only with N >= 2.
+    repeats: int = 1
 
 
 @dataclass
@@ -134,6 +138,12 @@ class GatesConfig:
     # python -m launcher.compare fails when a point's throughput speedup over the
     # baseline (sweep.baseline=true) is below this, per dataset
     min_speedup: dict[str, float] = field(default_factory=dict)
+    # A point whose Output TPS relative MAD over its repeats exceeds this is noisy
+    # (excluded from the best k; marked in tables and plots)
+    noisy_rel_mad: float = 0.1
+    # compare with one repeat on a side: throughput cannot be judged against the noise,
+    # so a change is flagged only beyond this wide threshold
+    compare_single_run_tps_threshold: float = 0.35
 
 
 @dataclass
