@@ -251,6 +251,12 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
         else:
             why = _finish_repeats(ctx, spec, questions, o, save_dir, runs, total, progress)
         ext = read_point(save_dir / o.dir).acc_ext if why is None and o.status == "complete" else {}
+        if repeats > 1 and ext:  # the run's window holds every repeat's steps
+            from launcher.repeats import record
+            per = (record.read(save_dir / o.dir) or {}).get("per_repeat") or []
+            counts = [(r.get("num_spec_steps"), r.get("num_accepted_draft_tokens")) for r in per]
+            ext = ({"num_spec_steps": sum(c[0] for c in counts), "num_accepted_draft_tokens": sum(c[1] for c in counts)}
+                   if counts and all(c[0] is not None and c[1] is not None for c in counts) else {})
         if ext.get("num_spec_steps") is None:
             all_read = False
         else:
@@ -289,7 +295,11 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
             except (RecordError, ValueError, OSError) as e:
                 missing = f"repeat {r} ({name}): results unreadable: {str(e).splitlines()[0]}"
                 break
-            per.append({"repeat": r, "phase": name, **record.repeat_figures(acc, tim, ok)})
+            ext = acc.get(EXTENSION_KEY) or {}
+            per.append({"repeat": r, "phase": name, **record.repeat_figures(acc, tim, ok),
+                        # the repeat's own verify steps, for the run's /metrics cross-check
+                        "num_spec_steps": ext.get("num_spec_steps"),
+                        "num_accepted_draft_tokens": ext.get("num_accepted_draft_tokens")})
             srcs.append(dst)
     if missing is not None:
         o.status, o.reason = "failed", missing
