@@ -56,6 +56,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="measure each point N times against this server (extra AIPerf profiling phases, in "
                         "rounds); each repeat's figures and their mean, sd, 95%% interval and relative MAD go "
                         "to the point's repeats.json (docs/repeats.md)")
+    p.add_argument("--warmup", action="store_true",
+                   help="a warm-up phase (the dataset once, at the highest concurrency) opens each AIPerf run; "
+                        "its requests enter no figure (the default with --repeats > 1 from the launcher)")
     p.add_argument("--noisy_rel_mad", type=float, default=0.1,
                    help="a point whose Output TPS relative MAD over its repeats exceeds this is marked noisy")
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"), default=None,

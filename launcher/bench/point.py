@@ -205,8 +205,15 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                            o.concurrency, len(questions))
               for r in range(repeats) for i, o in enumerate(outcomes)]
     owner = {ph.name: i % len(outcomes) for i, ph in enumerate(phases)}  # phase -> its point's index
+    # A warm-up phase first (--warmup): the dataset once at the group's highest concurrency, a
+    # profiling phase of its own whose records enter no figure (its verify steps do enter the
+    # run's /metrics cross-check). Without it the first phase after AIPerf's start-up ran
+    # slower than the later ones (docs/repeats.md), so the repeats were not alike.
+    warm = ar.PhasePlan(f"warmup_c{max(o.concurrency for o in outcomes)}", max(o.concurrency for o in outcomes),
+                        len(questions)) if getattr(args, "warmup", False) else None
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
-                               artifact_dir=group_dir, phases=phases, request_timeout_s=args.request_timeout_s)
+                               artifact_dir=group_dir, phases=([warm] if warm else []) + phases,
+                               request_timeout_s=args.request_timeout_s)
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     from launcher.node.apikey import client_key
@@ -225,6 +232,9 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     def on_progress(done_in_phase: int) -> None:
         o = outcomes[current["i"]]
         rep = f" repeat {current['name'].rsplit('_r', 1)[-1]}/{repeats}" if repeats > 1 else ""
+        if warm is not None and current["name"] == warm.name:
+            progress.update(f"{label}: warm-up at C={warm.concurrency}: {done_in_phase}/{n_turns} requests")
+            return
         progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}{rep}: "
                         f"{done_in_phase}/{n_turns} requests")
 
@@ -237,6 +247,12 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
         if (res.timed_out or res.returncode != 0) else None
     steps = accepted = 0
     all_read = failed_run is None
+    if warm is not None and all_read:
+        counted = _phase_steps(group_dir, warm.name)
+        if counted is None:
+            all_read = False
+        else:
+            steps, accepted = counted
     for i, o in enumerate(outcomes):
         runs = []
         for ph in phases[i::len(outcomes)]:  # this point's repeats, in run order
@@ -274,6 +290,23 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                 o.values["acceptance_exact"] = bool(check and check["matches"])
     shutil.rmtree(group_dir, ignore_errors=True)
     return check
+
+
+def _phase_steps(group_dir: Path, name: str) -> Optional[tuple[int, int]]:
+    """(verify steps, accepted drafts) of one phase's successful requests, from its
+    records; None when they cannot be read (or carry no stats)."""
+    from launcher.bench.metrics import profiling_records
+
+    dst = group_dir / "points" / name
+    if ar.collect_phase(group_dir, name, dst) is not None:
+        return None
+    try:
+        ok = profiling_records(read_profile_export(dst / "profile_export.jsonl"))[0]
+    except (RecordError, ValueError, OSError):
+        return None
+    if any(r.spec is None for r in ok):
+        return None
+    return sum(r.spec.steps for r in ok), sum(r.spec.accepted for r in ok)
 
 
 def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: int, progress) -> Optional[str]:

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                          "counts (default: B's recipe, bench.gates.compare_single_run_tps_threshold, else 0.35)")
     ap.add_argument("--run-floor", type=_fraction, default=None,
                     help="between-run relative sd of a point's mean Output TPS added to the interval "
-                         f"(default: {RUN_FLOOR}; docs/repeats.md)")
+                         f"(default: B's recipe, bench.gates.compare_run_floor, else {RUN_FLOOR}; docs/repeats.md)")
     ap.add_argument("--allow-missing", action="store_true",
                     help="points present (complete) on one side only do not fail the comparison")
     args = ap.parse_args(argv)
@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     th.min_speedup = recipe_min_speedup(jobs_b)
     th.single_run_tps = (args.single_run_tps_threshold if args.single_run_tps_threshold is not None
                          else recipe_threshold(jobs_b, "single_run_tps", th.single_run_tps))
-    if args.run_floor is not None:
-        th.run_floor = args.run_floor
+    th.run_floor = (args.run_floor if args.run_floor is not None
+                    else recipe_threshold(jobs_b, "run_floor", th.run_floor))
     diffs = compare_runs(jobs_a, jobs_b, th)
     render(diffs, args.a, args.b, th)
     return print_verdict(diffs, args.allow_missing)

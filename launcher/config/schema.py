@@ -107,6 +107,10 @@ class SweepConfig:
     # phases); repeats.json holds each repeat and mean, sd, 95% interval, relative MAD
     # (docs/repeats.md). compare judges throughput against that noise only with N >= 2.
     repeats: int = 1
+    # A warm-up phase opens each AIPerf run (its requests enter no figure). None: on when
+    # repeats > 1, so that the repeats are alike (the first phase after AIPerf's start-up
+    # measured slower than the rest).
+    warmup: Optional[bool] = None
 
 
 @dataclass
@@ -144,6 +148,10 @@ class GatesConfig:
     # compare with one repeat on a side: throughput cannot be judged against the noise,
     # so a change is flagged only beyond this wide threshold
     compare_single_run_tps_threshold: float = 0.35
+    # compare: the between-run relative sd of a point's mean Output TPS added to the interval
+    # of a change (a run-level random effect the repeats inside one run cannot see);
+    # None: compare's measured default (docs/repeats.md)
+    compare_run_floor: Optional[float] = None
 
 
 @dataclass

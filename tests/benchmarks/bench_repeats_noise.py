@@ -50,7 +50,7 @@ def run_once(save: Path, flags: list[str], repeats: int, a) -> float:
                 "--tokenizer", str(stack.TARGET), "--aiperf", str(stack.AIPERF),
                 "--num_requests", str(a.num_requests), "--output_length", str(a.output_length),
                 "--temperature", *a.temperatures, "--concurrency", *a.concurrencies,
-                "--save_dir", str(save), "--repeats", str(repeats)]
+                "--save_dir", str(save), "--repeats", str(repeats), *(["--warmup"] if a.warmup else [])]
         for ds in a.datasets:
             argv += [f"--{ds}", str(DATA / f"{ds}_sample.jsonl")]
         p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
@@ -84,6 +84,68 @@ def what(d) -> str:
     return f"{d.dir} {d.verdict}: " + ", ".join(parts)
 
 
+def figure_flags(pairs: list[tuple[Path, Path]], floor: float, threshold: float) -> dict:
+    """Had every repeated figure been judged by compare's throughput rule (beyond the threshold
+    AND the interval), how many identical pairs would it flag, per (figure, concurrency)."""
+    from launcher.repeats import record
+    from launcher.repeats.stats import difference
+
+    out: dict[tuple[str, int], list[int]] = {}
+    for a_dir, b_dir in pairs:
+        for f in sorted(a_dir.glob("*/t*_c*/repeats.json")):
+            rel = f.parent.relative_to(a_dir)
+            da, db = record.read(a_dir / rel), record.read(b_dir / rel)
+            c = int(str(rel).rsplit("_c", 1)[-1])
+            for key in record.FIGURES:
+                sa, sb = record.figure(da, key), record.figure(db, key)
+                if sa is None or sb is None or not sa.mean:
+                    continue
+                d = difference(sa, sb, floor)
+                hit = out.setdefault((key, c), [0, 0])
+                hit[1] += 1
+                if d.has_interval and d.excludes_zero and abs(d.rel) > threshold:
+                    hit[0] += 1
+    return out
+
+
+def _request_ttfts(point: Path) -> list[float]:
+    """Every successful request's TTFT (s) over all the point's repeats."""
+    from launcher.bench.metrics import profiling_records, read_profile_export
+    from launcher.repeats import record
+
+    out = []
+    for export in [point / "aiperf" / "profile_export.jsonl",
+                   *sorted((point / record.REPEATS_ARTIFACTS).glob("r*/profile_export.jsonl"))]:
+        out += [r.ttft_ms / 1e3 for r in profiling_records(read_profile_export(export))[0] if r.ttft_ms is not None]
+    return out
+
+
+def alternatives(pairs: list[tuple[Path, Path]], threshold: float) -> dict:
+    """False positives of other definitions on the same identical pairs: the normal 1.96 in
+    place of Student's t for Output TPS, and TTFT judged on every request pooled over the
+    repeats (requests as if independent samples: pseudo-replication)."""
+    from launcher.repeats import record
+    from launcher.repeats.stats import summarize
+
+    z = pooled = n = 0
+    for a_dir, b_dir in pairs:
+        for f in sorted(a_dir.glob("*/t*_c*/repeats.json")):
+            rel = f.parent.relative_to(a_dir)
+            sa, sb = (record.figure(record.read(d / rel), "Output TPS") for d in (a_dir, b_dir))
+            if sa is None or sb is None or sa.n < 2 or sb.n < 2:
+                continue
+            n += 1
+            delta = sb.mean - sa.mean
+            half = 1.96 * math.sqrt(sa.sd ** 2 / sa.n + sb.sd ** 2 / sb.n)
+            z += abs(delta) > half and abs(delta / sa.mean) > threshold
+            ta, tb = summarize(_request_ttfts(a_dir / rel)), summarize(_request_ttfts(b_dir / rel))
+            if ta and tb and ta.n > 1 and tb.n > 1:
+                d = tb.mean - ta.mean
+                h = 1.96 * math.sqrt(ta.sd ** 2 / ta.n + tb.sd ** 2 / tb.n)
+                pooled += abs(d) > h and abs(d / ta.mean) > threshold
+    return {"points": n, "tps_normal_1.96": z, "ttft_pooled_requests": pooled}
+
+
 def floor_estimate(pairs: list[tuple[Path, Path]]) -> tuple[float | None, list[float]]:
     """The between-run relative sd of a point's mean TPS implied by identical pairs:
     E[(m_b - m_a)^2] = 2 s_run^2 + s_a^2/n_a + s_b^2/n_b, all relative to m_a."""
@@ -110,6 +172,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, nargs="+", default=[1, 3], help="the N to measure false positives at")
     ap.add_argument("--detect-repeats", type=int, default=3)
     ap.add_argument("--no-detection", action="store_true")
+    ap.add_argument("--warmup", action="store_true", help="a warm-up phase opens each AIPerf run (launcher.bench --warmup)")
     ap.add_argument("--datasets", nargs="+", default=["mtbench", "specbench"])
     ap.add_argument("--temperatures", nargs="+", default=["0"])
     ap.add_argument("--concurrencies", nargs="+", default=["1", "2"])
@@ -162,6 +225,15 @@ def main() -> int:
         print(f"N={n}: false positives {sum(counts)} over {len(counts)} identical pairs ({counts}); "
               f"TPS change between identical runs {spread}; implied between-run floor "
               f"{'-' if est is None else f'{est:.3f}'}")
+        if n > 1:
+            flags = figure_flags([(out / nm / "A", out / nm / "B") for nm, _, _, nn in plan
+                                  if nn == n and nm.startswith("fp") and (out / nm / "B").is_dir()],
+                                 floor, Thresholds().tps)
+            alt = alternatives([(out / nm / "A", out / nm / "B") for nm, _, _, nn in plan
+                                if nn == n and nm.startswith("fp") and (out / nm / "B").is_dir()], Thresholds().tps)
+            print(f"    other definitions on the same pairs: {alt}")
+            print("    each figure under the TPS rule (flagged/compared): " + ", ".join(
+                f"{k} C={c} {v[0]}/{v[1]}" for (k, c), v in sorted(flags.items())))
     if total:
         print(f"detection (N={a.detect_repeats}): {detected}/{total} points flagged as regressions")
     return 0
