@@ -13,7 +13,7 @@ AND its 95% interval excludes zero. The interval's variance is
 
     sd_a²/n_a + sd_b²/n_b + (run_floor · mean_a)²
 
-(Welch's, plus a between-run term): repeats of one run share that run's server
+(Welch's, plus a between-run term; Welch–Satterthwaite's degrees of freedom of the sample part): repeats of one run share that run's server
 process and machine state, so they scatter less than two runs do; ``run_floor``
 is the relative sd of a run's mean that no number of repeats removes, measured
 on the machine (docs/repeats.md has the figures).
@@ -99,7 +99,10 @@ class Difference:
 def difference(a: Summary, b: Summary, run_floor: float = 0.0) -> Difference:
     """Welch's interval of mean_b − mean_a, widened by a between-run term
     (``run_floor`` × mean_a as one more sd). The degrees of freedom are Welch–
-    Satterthwaite's over the two sample variances (the floor is taken as known)."""
+    Satterthwaite's over the two sample variances only, df = (va + vb)² /
+    (va²/(n_a − 1) + vb²/(n_b − 1)): the floor is an estimate from a few pairs, not
+    a known variance, so it does not buy the narrower t of many degrees of freedom
+    (counting it as known flagged more identical pairs, not fewer: docs/repeats.md)."""
     delta = b.mean - a.mean
     rel = delta / a.mean if a.mean else None
     if a.n < 2 or b.n < 2 or a.sd is None or b.sd is None:

@@ -37,8 +37,10 @@ def test_difference_is_welch_plus_the_between_run_floor():
     se = math.sqrt(4 / 3 + 4 / 3)
     assert d.delta == -10.0 and d.rel == pytest.approx(-0.1) and d.df == pytest.approx(4.0)
     assert d.hi == pytest.approx(-10 + 2.776 * se) and d.excludes_zero
-    wide = difference(a, b, run_floor=0.05)   # + (5% of 100)^2: se = sqrt(2.67 + 25)
+    wide = difference(a, b, run_floor=0.05)   # + (5% of 100)^2: se = sqrt(2.67 + 25), df stays 4
+    assert wide.df == pytest.approx(4.0)
     assert wide.hi == pytest.approx(-10 + 2.776 * math.sqrt(8 / 3 + 25)) and not wide.excludes_zero
+    assert difference(a, b, run_floor=0.02).excludes_zero      # 2.776 * sqrt(2.67 + 4) = 7.2 < 10
     assert not difference(summarize([100.0]), b).has_interval
 
 
