@@ -172,6 +172,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, nargs="+", default=[1, 3], help="the N to measure false positives at")
     ap.add_argument("--detect-repeats", type=int, default=3)
     ap.add_argument("--no-detection", action="store_true")
+    ap.add_argument("--no-false-positives", action="store_true", help="measure the detection pairs only")
     ap.add_argument("--warmup", action="store_true", help="a warm-up phase opens each AIPerf run (launcher.bench --warmup)")
     ap.add_argument("--datasets", nargs="+", default=["mtbench", "specbench"])
     ap.add_argument("--temperatures", nargs="+", default=["0"])
@@ -188,7 +189,8 @@ def main() -> int:
     floor = Thresholds().run_floor if a.run_floor is None else a.run_floor
     out = a.reuse or a.out
     noisy3 = stack.spec_flags(stack.DRAFT_NOISY, 3)
-    plan = [(f"fp_n{n}_m{m}", noisy3, noisy3, n) for n in a.repeats for m in range(1, a.pairs + 1)]
+    plan = [] if a.no_false_positives else \
+        [(f"fp_n{n}_m{m}", noisy3, noisy3, n) for n in a.repeats for m in range(1, a.pairs + 1)]
     if not a.no_detection:
         plan += [(f"detect_n{a.detect_repeats}_m{m}", stack.spec_flags(stack.DRAFT_IDENTICAL, 3),
                   stack.spec_flags(stack.DRAFT_NOISY, 1), a.detect_repeats) for m in range(1, a.pairs + 1)]
