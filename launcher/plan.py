@@ -81,6 +81,10 @@ def bench_args(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> list[str]:
     if b.force:
         a += ["--force"]
     a += ["--aiperf_mode", b.aiperf_mode]
+    if sw.repeats > 1:
+        a += ["--repeats", str(sw.repeats), "--noisy_rel_mad", str(b.gates.noisy_rel_mad)]
+    if sw.warmup or (sw.warmup is None and sw.repeats > 1):
+        a += ["--warmup"]
     forced = cfg.draft.forced_acceptance.length is not None or cfg.draft.forced_acceptance.rates is not None
     if b.golden and cfg.draft.method != "none" and not forced:  # a forced AL says nothing of the draft
         a += ["--golden", b.golden]
@@ -138,7 +142,10 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                             "dataset_kwargs": dict(cfg.sweep.runtime_params.dataset_kwargs)},
             compare_thresholds={"al": cfg.bench.gates.compare_al_threshold,
                                 "tps": cfg.bench.gates.compare_tps_threshold,
-                                "min_speedup": dict(cfg.bench.gates.min_speedup)},
+                                "min_speedup": dict(cfg.bench.gates.min_speedup),
+                                "single_run_tps": cfg.bench.gates.compare_single_run_tps_threshold,
+                                "noisy_rel_mad": cfg.bench.gates.noisy_rel_mad,
+                                "run_floor": cfg.bench.gates.compare_run_floor},
         ))
     plan = Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs)
     if cfg.sweep.baseline and jobs and jobs[0].speculative_config:

@@ -53,6 +53,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="phases (default): one AIPerf process per dataset x temperature, one profiling phase per "
                         "point, so AIPerf's start-up is paid once a group; point: one AIPerf process per point "
                         "(the baseline)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="measure each point N times against this server (extra AIPerf profiling phases, in "
+                        "rounds); each repeat's figures and their mean, sd, 95%% interval and relative MAD go "
+                        "to the point's repeats.json (docs/repeats.md)")
+    p.add_argument("--warmup", action="store_true",
+                   help="a warm-up phase (the dataset once, at the highest concurrency) opens each AIPerf run; "
+                        "its requests enter no figure (the default with --repeats > 1 from the launcher)")
+    p.add_argument("--noisy_rel_mad", type=float, default=0.1,
+                   help="a point whose Output TPS relative MAD over its repeats exceeds this is marked noisy")
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"), default=None,
                    help="where per-request acceptance comes from (default: the job's, else per_request_stats); "
                         "stream_chunks counts one streamed chunk per decode step, for engines without stats")
@@ -155,12 +164,21 @@ def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path)
     return out
 
 
+def _repeats_done(point_dir: Path) -> int:
+    """How many repeats a complete point holds (1 without repeats.json)."""
+    from launcher.repeats import record
+    return int((record.read(point_dir) or {}).get("repeats") or 1)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     from launcher.bench import point as point_mod
     from launcher.bench.result_files import is_complete, write_json_atomic
     from launcher.bench.summary import print_table
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.repeats < 1:
+        print(f"error: --repeats {args.repeats}: must be at least 1", file=sys.stderr)
+        return 2
     t0 = time.time()
     save_dir = Path(args.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
@@ -227,7 +245,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     # --- resume: complete points are skipped
     todo = []
     for o in outcomes:
-        if not args.force and is_complete(save_dir / o.dir):
+        if not args.force and is_complete(save_dir / o.dir) and _repeats_done(save_dir / o.dir) == max(1, args.repeats):
             o.status, o.reason = "skipped", "already complete"
             prev = point_mod.load_point_values(save_dir / o.dir)
             o.values.update(prev)

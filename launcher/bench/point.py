@@ -116,7 +116,9 @@ def load_point_values(point_dir: Path) -> dict:
     res = read_point(point_dir)
     if not res.timing:
         return {}
-    return point_values(res, ar.aiperf_benchmark_duration(point_dir / "aiperf"))
+    from launcher.repeats import record
+    return point_values(res, ar.aiperf_benchmark_duration(point_dir / "aiperf")) | \
+        {"repeats": record.compact(record.read(point_dir))}
 
 
 def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
@@ -128,11 +130,21 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
     ds_dir.mkdir(parents=True, exist_ok=True)
     input_file = ds_dir / "aiperf_input.jsonl"
     write_aiperf_multi_turn(questions, input_file, ctx.args.output_length)
-    if getattr(ctx.args, "aiperf_mode", "phases") == "phases" and len(outcomes) > 1:
+    repeats = n_repeats(ctx)
+    if getattr(ctx.args, "aiperf_mode", "phases") == "phases" and (len(outcomes) > 1 or repeats > 1):
         return run_phases(ctx, spec, questions, dataset, temperature, outcomes, save_dir, progress)
+    if repeats > 1:  # point mode: one AIPerf process per point, its repeats as that process's phases
+        for o in outcomes:
+            run_phases(ctx, spec, questions, dataset, temperature, [o], save_dir, progress)
+        return None
     for o in outcomes:
         _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, [o], save_dir, progress, input_file)
     return None
+
+
+def n_repeats(ctx: PointContext) -> int:
+    """sweep.repeats: how many times each point is measured against this server."""
+    return max(1, int(getattr(ctx.args, "repeats", 1) or 1))
 
 
 def _group_run(ctx: PointContext, dataset: str, temperature: float, outcomes: list, group_dir: Path,
@@ -147,6 +159,10 @@ def _finish_point(ctx, spec, questions, o, save_dir: Path, src: Optional[Path], 
                   total: int, progress) -> None:
     """Turn one point's AIPerf folder into its results, or record why there is none."""
     point_dir = save_dir / o.dir
+    if n_repeats(ctx) == 1:  # an earlier run's repeats no longer describe this point
+        from launcher.repeats import record
+        (point_dir / record.REPEATS_FILE).unlink(missing_ok=True)
+        shutil.rmtree(point_dir / record.REPEATS_ARTIFACTS, ignore_errors=True)
     if src is None or not (src / "profile_export.jsonl").exists():
         o.status, o.reason = "failed", why_missing
     else:
@@ -182,10 +198,22 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
                                       ctx.runtime.get("chat_template_args") or {}) | ctx.stream_extra
     write_aiperf_multi_turn(questions, input_file, args.output_length, extra=extra)
-    phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency), o.concurrency, len(questions))
-              for i, o in enumerate(outcomes)]
+    repeats = n_repeats(ctx)
+    # Repeats run in rounds (every point once, then every point again), so a slow drift of
+    # the machine reaches every point's repeats alike instead of one point's all at once.
+    phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency) + (f"_r{r + 1}" if repeats > 1 else ""),
+                           o.concurrency, len(questions))
+              for r in range(repeats) for i, o in enumerate(outcomes)]
+    owner = {ph.name: i % len(outcomes) for i, ph in enumerate(phases)}  # phase -> its point's index
+    # A warm-up phase first (--warmup): the dataset once at the group's highest concurrency, a
+    # profiling phase of its own whose records enter no figure (its verify steps do enter the
+    # run's /metrics cross-check). Without it the first phase after AIPerf's start-up ran
+    # slower than the later ones (docs/repeats.md), so the repeats were not alike.
+    warm = ar.PhasePlan(f"warmup_c{max(o.concurrency for o in outcomes)}", max(o.concurrency for o in outcomes),
+                        len(questions)) if getattr(args, "warmup", False) else None
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
-                               artifact_dir=group_dir, phases=phases, request_timeout_s=args.request_timeout_s)
+                               artifact_dir=group_dir, phases=([warm] if warm else []) + phases,
+                               request_timeout_s=args.request_timeout_s)
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     from launcher.node.apikey import client_key
@@ -194,16 +222,20 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     total = len(outcomes) * n_turns
     first = progress.done + 1
     label = f"{dataset} T={temperature:g}"
-    index = {ph.name: i for i, ph in enumerate(phases)}
-    current = {"i": 0}
+    current = {"i": 0, "name": phases[0].name}
 
     def on_phase(name: str) -> None:  # AIPerf logs "Phase <name> (profiling) started"
-        current["i"] = index.get(name, current["i"])
+        current["i"] = owner.get(name, current["i"])
+        current["name"] = name
         on_progress(0)
 
     def on_progress(done_in_phase: int) -> None:
         o = outcomes[current["i"]]
-        progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}: "
+        rep = f" repeat {current['name'].rsplit('_r', 1)[-1]}/{repeats}" if repeats > 1 else ""
+        if warm is not None and current["name"] == warm.name:
+            progress.update(f"{label}: warm-up at C={warm.concurrency}: {done_in_phase}/{n_turns} requests")
+            return
+        progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}{rep}: "
                         f"{done_in_phase}/{n_turns} requests")
 
     progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
@@ -215,13 +247,32 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
         if (res.timed_out or res.returncode != 0) else None
     steps = accepted = 0
     all_read = failed_run is None
-    for o, ph in zip(outcomes, phases):
-        dst = group_dir / "points" / ph.name
-        why = ar.collect_phase(group_dir, ph.name, dst)
-        if why is not None:
-            why = f"{failed_run or why} before this point finished (log: {res.log_path})"
-        _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
-        ext = read_point(save_dir / o.dir).acc_ext if why is None else {}
+    if warm is not None and all_read:
+        counted = _phase_steps(group_dir, warm.name)
+        if counted is None:
+            all_read = False
+        else:
+            steps, accepted = counted
+    for i, o in enumerate(outcomes):
+        runs = []
+        for ph in phases[i::len(outcomes)]:  # this point's repeats, in run order
+            dst = group_dir / "points" / ph.name
+            why = ar.collect_phase(group_dir, ph.name, dst)
+            if why is not None:
+                why = f"{failed_run or why} before this point finished (log: {res.log_path})"
+            runs.append((ph.name, dst, why))
+        if repeats == 1:
+            _, dst, why = runs[0]
+            _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
+        else:
+            why = _finish_repeats(ctx, spec, questions, o, save_dir, runs, total, progress)
+        ext = read_point(save_dir / o.dir).acc_ext if why is None and o.status == "complete" else {}
+        if repeats > 1 and ext:  # the run's window holds every repeat's steps
+            from launcher.repeats import record
+            per = (record.read(save_dir / o.dir) or {}).get("per_repeat") or []
+            counts = [(r.get("num_spec_steps"), r.get("num_accepted_draft_tokens")) for r in per]
+            ext = ({"num_spec_steps": sum(c[0] for c in counts), "num_accepted_draft_tokens": sum(c[1] for c in counts)}
+                   if counts and all(c[0] is not None and c[1] is not None for c in counts) else {})
         if ext.get("num_spec_steps") is None:
             all_read = False
         else:
@@ -239,6 +290,67 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                 o.values["acceptance_exact"] = bool(check and check["matches"])
     shutil.rmtree(group_dir, ignore_errors=True)
     return check
+
+
+def _phase_steps(group_dir: Path, name: str) -> Optional[tuple[int, int]]:
+    """(verify steps, accepted drafts) of one phase's successful requests, from its
+    records; None when they cannot be read (or carry no stats)."""
+    from launcher.bench.metrics import profiling_records
+
+    dst = group_dir / "points" / name
+    if ar.collect_phase(group_dir, name, dst) is not None:
+        return None
+    try:
+        ok = profiling_records(read_profile_export(dst / "profile_export.jsonl"))[0]
+    except (RecordError, ValueError, OSError):
+        return None
+    if any(r.spec is None for r in ok):
+        return None
+    return sum(r.spec.steps for r in ok), sum(r.spec.accepted for r in ok)
+
+
+def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: int, progress) -> Optional[str]:
+    """A point measured ``len(runs)`` times (``runs``: (phase, AIPerf folder, why missing)).
+    Every repeat's figures go to ``repeats.json``; specdec_bench's files are written from
+    one repeat (launcher.repeats.record.HOLD_RULE), whose AIPerf folder becomes the
+    point's ``aiperf/``; the others are kept in ``aiperf_repeats/r<i>/``. A missing or
+    unreadable repeat fails the point. Returns why it failed, or None."""
+    from launcher.bench.result_files import write_json_atomic
+    from launcher.repeats import record
+
+    missing = next((why for _, _, why in runs if why is not None), None)
+    per, srcs = [], []
+    if missing is None:
+        spec_cfg = _spec_cfg(ctx)
+        for r, (name, dst, _) in enumerate(runs, 1):
+            try:
+                acc, tim, ok = _measure(ctx, spec, questions, dst / "profile_export.jsonl", dst, spec_cfg)
+            except (RecordError, ValueError, OSError) as e:
+                missing = f"repeat {r} ({name}): results unreadable: {str(e).splitlines()[0]}"
+                break
+            ext = acc.get(EXTENSION_KEY) or {}
+            per.append({"repeat": r, "phase": name, **record.repeat_figures(acc, tim, ok),
+                        # the repeat's own verify steps, for the run's /metrics cross-check
+                        "num_spec_steps": ext.get("num_spec_steps"),
+                        "num_accepted_draft_tokens": ext.get("num_accepted_draft_tokens")})
+            srcs.append(dst)
+    if missing is not None:
+        o.status, o.reason = "failed", missing
+        progress.point_done(o.dir, o.status, o.reason)
+        return missing
+    held = record.held_repeat(per)
+    point_dir = save_dir / o.dir
+    point_dir.mkdir(parents=True, exist_ok=True)
+    others = point_dir / record.REPEATS_ARTIFACTS
+    shutil.rmtree(others, ignore_errors=True)
+    for i, src in enumerate(srcs):
+        if i != held:
+            ar.move_artifacts(src, others / f"r{i + 1}")
+    doc = record.build(per, held, float(getattr(ctx.args, "noisy_rel_mad", record.NOISY_REL_MAD)))
+    write_json_atomic(point_dir / record.REPEATS_FILE, doc)
+    _finish_point(ctx, spec, questions, o, save_dir, srcs[held], None, total, progress)
+    o.values["repeats"] = record.compact(doc)
+    return None if o.status == "complete" else o.reason
 
 
 def sweep_prometheus_check(window: Optional[dict], steps: int, accepted: int,
@@ -303,25 +415,40 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     shutil.rmtree(group_dir, ignore_errors=True)
 
 
+def _spec_cfg(ctx: PointContext) -> Optional[dict]:
+    spec_cfg = ctx.job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
+    return spec_cfg if ctx.speculative else None
+
+
+def _measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], export: Path, aip: Path,
+             spec_cfg: Optional[dict], prometheus: bool = False) -> tuple[dict, dict, list]:
+    """acceptance_rate and timing objects of one AIPerf export, and its successful records."""
+    from launcher.bench.metrics import profiling_records
+
+    args = ctx.args
+    qids = [q.question_id for q in questions]
+    records = read_profile_export(export)
+    if ctx.stream_counted:
+        k = int((spec_cfg or {}).get("num_speculative_tokens") or 0)
+        records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
+    prom = ar.prometheus_window(aip) if prometheus else None
+    acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
+                          max_tokens=args.output_length, speculative=ctx.speculative, prometheus_window=prom,
+                          acceptance_source=ctx.acceptance_source)
+    tim = timing(records, num_gpus=args.num_gpus, question_ids=qids, max_tokens=args.output_length,
+                 speculative=ctx.speculative)
+    return acc, tim, profiling_records(records)[0]
+
+
 def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question], o, point_dir: Path,
                   total_hint: int = 0) -> None:
     args = ctx.args
     aip = point_dir / "aiperf"
-    qids = [q.question_id for q in questions]
     job = ctx.job
-    spec_cfg = job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
-    spec_cfg = spec_cfg if ctx.speculative else None
+    spec_cfg = _spec_cfg(ctx)
     try:
-        records = read_profile_export(aip / "profile_export.jsonl")
-        if ctx.stream_counted:
-            k = int((spec_cfg or {}).get("num_speculative_tokens") or 0)
-            records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
-        prom = ar.prometheus_window(aip) if ctx.speculative else None
-        acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
-                              max_tokens=args.output_length, speculative=ctx.speculative, prometheus_window=prom,
-                              acceptance_source=ctx.acceptance_source)
-        tim = timing(records, num_gpus=args.num_gpus, question_ids=qids, max_tokens=args.output_length,
-                     speculative=ctx.speculative)
+        acc, tim, _ = _measure(ctx, spec, questions, aip / "profile_export.jsonl", aip, spec_cfg,
+                               prometheus=ctx.speculative)
     except (RecordError, ValueError, OSError) as e:
         o.status, o.reason = "failed", f"results unreadable: {str(e).splitlines()[0]}"
         return

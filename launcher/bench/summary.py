@@ -31,6 +31,7 @@ def print_table(summary: dict, file=None) -> None:
                 "failed", "bench s"):
         t.add_column(col, justify="left" if col in ("point", "status") else "right")
     thin = False
+    marks: set[str] = set()
     for p in summary.get("points", []):
         status = {"complete": "[green]complete[/]", "failed": "[red]failed[/]"}.get(p["status"], p["status"])
         total = (p.get("num_turns") or 0) or None
@@ -40,13 +41,30 @@ def print_table(summary: dict, file=None) -> None:
         thin = thin or ttft_cell.startswith("(") or dec_cell.startswith("(")
         if p.get("forced_acceptance"):
             status += " [yellow]FORCED[/]"
+        if p.get("engine_warning"):
+            status += " [magenta]! SUSPECT T[/]"
+            marks.add("suspect")
+        tps_cell, rep = _f(p.get("Output TPS"), "{:.1f}"), p.get("repeats") or {}
+        if (rep.get("n") or 1) > 1 and rep.get("Output TPS lo") is not None:
+            half = (rep["Output TPS hi"] - rep["Output TPS lo"]) / 2
+            tps_cell = f"{rep['Output TPS mean']:.1f} ±{half:.1f} (n={rep['n']})" + (" ~noisy" if rep.get("noisy") else "")
+            marks.add("repeats")
+            if rep.get("noisy"):
+                marks.add("noisy")
         t.add_row(p["dir"], status, _f(p.get("Average_AL"), "{:.3f}"), _f(p.get("Server_AL"), "{:.3f}"),
-                  _f(p.get("Output TPS"), "{:.1f}"), ttft_cell, dec_cell, str(p.get("failed_requests", 0)),
+                  tps_cell, ttft_cell, dec_cell, str(p.get("failed_requests", 0)),
                   _f(p.get("benchmark_duration_s"), "{:.2f}"))
     Console(file=out, width=140).print(t)
     if thin:
         print("(x n=N): a median over N samples only (fewer than 5, or fewer than half the requests); "
               "not a headline figure", file=out)
+    if "repeats" in marks:
+        print("Output TPS a ± b (n=N): the mean over N repeats and its 95% half-interval (repeats.json)"
+              + ("; ~noisy: relative MAD over the repeats above bench.gates.noisy_rel_mad" if "noisy" in marks else ""),
+              file=out)
+    if "suspect" in marks:
+        print("! SUSPECT T: the known-answer probe failed at this temperature (engine defect suspected); "
+              "its acceptance figures reflect the engine, not the draft", file=out)
     from launcher.forced_acceptance import label
     for p in summary.get("points", []):
         if p.get("forced_acceptance"):

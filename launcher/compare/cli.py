@@ -1,14 +1,15 @@
-"""python -m launcher.compare A B [--al-threshold 0.02] [--tps-threshold 0.05] [--allow-missing]
+"""python -m launcher.compare A B [--al-threshold 0.02] [--tps-threshold 0.05]
+[--single-run-tps-threshold 0.35] [--run-floor F] [--allow-missing]
 
-Exit codes: 0 no regression (improvements and noise), 1 a regression or a
-missing point (unless --allow-missing), 2 unusable input.
+Exit codes: 0 no regression (improvements, noise and SUSPECT points), 1 a
+regression or a missing point (unless --allow-missing), 2 unusable input.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from launcher.compare.diff import Thresholds, compare_runs
+from launcher.compare.diff import RUN_FLOOR, Thresholds, compare_runs
 from launcher.compare.table import print_verdict, render
 from launcher.report.load import ResultsError, load_results
 
@@ -50,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tps-threshold", type=_fraction, default=None,
                     help="relative Output TPS change that counts (default: B's recipe, "
                          "bench.gates.compare_tps_threshold, else 0.05)")
+    ap.add_argument("--single-run-tps-threshold", type=_fraction, default=None,
+                    help="with one repeat on a side (no noise estimate), the relative Output TPS change that "
+                         "counts (default: B's recipe, bench.gates.compare_single_run_tps_threshold, else 0.35)")
+    ap.add_argument("--run-floor", type=_fraction, default=None,
+                    help="between-run relative sd of a point's mean Output TPS added to the interval "
+                         f"(default: B's recipe, bench.gates.compare_run_floor, else {RUN_FLOOR}; docs/repeats.md)")
     ap.add_argument("--allow-missing", action="store_true",
                     help="points present (complete) on one side only do not fail the comparison")
     args = ap.parse_args(argv)
@@ -61,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     th = Thresholds(al=args.al_threshold if args.al_threshold is not None else recipe_threshold(jobs_b, "al", 0.02),
                     tps=args.tps_threshold if args.tps_threshold is not None else recipe_threshold(jobs_b, "tps", 0.05))
     th.min_speedup = recipe_min_speedup(jobs_b)
+    th.single_run_tps = (args.single_run_tps_threshold if args.single_run_tps_threshold is not None
+                         else recipe_threshold(jobs_b, "single_run_tps", th.single_run_tps))
+    th.run_floor = (args.run_floor if args.run_floor is not None
+                    else recipe_threshold(jobs_b, "run_floor", th.run_floor))
     diffs = compare_runs(jobs_a, jobs_b, th)
     render(diffs, args.a, args.b, th)
     return print_verdict(diffs, args.allow_missing)

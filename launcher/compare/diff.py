@@ -1,18 +1,32 @@
-"""Match two runs' jobs and points and judge each point's differences.
+"""Match two runs' points and judge each point's differences (docs/repeats.md).
 
-A point is flagged on Average_AL only when the paired per-request interval
-(Request_AL, matched by question id) excludes zero AND the relative change is
-beyond ``al_threshold``; Output TPS has no per-request pairing, so it is
-flagged on ``tps_threshold`` alone. B worse than A is a regression.
+Points are matched by what they measured (launcher.compare.match). A point is
+flagged on Average_AL only when the paired per-request interval (Request_AL,
+matched by question id) excludes zero AND the relative change is beyond
+``al_threshold``. Output TPS (and the speedup over a matched baseline) are judged
+against the repeats (``sweep.repeats``, the point's repeats.json): flagged only
+when the change of the means exceeds ``tps_threshold`` AND the 95% interval of
+the difference (Welch's, widened by the between-run floor) excludes zero. With
+one repeat on a side the noise is unknown: the change is flagged only beyond
+``single_run_tps`` (wide), and the point says so. A point at a temperature the
+known-answer probe marked "engine defect suspected" is SUSPECT: shown, never a
+regression or an improvement. B worse than A is a regression.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from launcher.compare.stats import Paired, paired_interval
+from launcher.repeats import record
+from launcher.repeats.stats import Difference, Summary, difference, summarize
 from launcher.report.load import Job, Point
 
-REGRESSION, IMPROVEMENT, NOISE, MISSING = "regression", "improvement", "ok", "missing"
+REGRESSION, IMPROVEMENT, NOISE, MISSING, SUSPECT = "regression", "improvement", "ok", "missing", "suspect"
+# The relative sd of a run's mean Output TPS between two runs that no number of repeats
+# inside one run removes (a run-level random effect), added to the interval of a change.
+# Measured with tests/benchmarks/bench_repeats_noise.py on the 2-core CPU stack: 0.16
+# (docs/repeats.md); set bench.gates.compare_run_floor to your machines' own figure.
+RUN_FLOOR = 0.16
 
 
 @dataclass
@@ -33,6 +47,11 @@ class PointDiff:
     speedup_rel: float | None = None
     speedup_flag: str | None = None
     gate: str | None = None          # why B fails bench.gates.min_speedup
+    tps_a: Summary | None = None     # Output TPS over each side's repeats (n=1: the one figure)
+    tps_b: Summary | None = None
+    tps_diff: Difference | None = None
+    tps_judged: bool = False         # both sides had >= 2 repeats: judged against the noise
+    suspect: str | None = None       # the known-answer probe's warning for this temperature
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
@@ -45,11 +64,16 @@ class PointDiff:
                   if self.paired and self.paired.has_interval else "")
             parts.append(f"Average_AL {self.al_rel:+.1%}{ci}")
         if self.tps_flag:
-            parts.append(f"{self.tps_key} {self.tps_rel:+.1%}")
+            ci = (f" [{self.tps_diff.lo / self.tps_a.mean:+.1%}, {self.tps_diff.hi / self.tps_a.mean:+.1%}]"
+                  f" n={self.tps_a.n}+{self.tps_b.n}" if self.tps_judged and self.tps_diff and self.tps_a.mean
+                  else " (one repeat: beyond the single-run threshold)")
+            parts.append(f"{self.tps_key} {self.tps_rel:+.1%}{ci}")
         if self.speedup_flag:
             parts.append(f"speedup {self.speedup_a:.2f}x -> {self.speedup_b:.2f}x ({self.speedup_rel:+.1%})")
         if self.gate:
             parts.append(self.gate)
+        if self.verdict == SUSPECT:
+            parts.append(self.suspect or "engine defect suspected")
         return f"{self.dir} [job {self.job}]: " + ", ".join(parts)
 
 
@@ -58,18 +82,8 @@ class Thresholds:
     al: float = 0.02
     tps: float = 0.05
     min_speedup: dict = field(default_factory=dict)  # dataset -> least throughput speedup of B
-
-
-def pair_jobs(jobs_a: list[Job], jobs_b: list[Job]) -> tuple[list[tuple[str, Job, Job]], list[Job], list[Job]]:
-    """(label, job A, job B) pairs, then the jobs only in A and only in B.
-    One job on each side: paired whatever their names; otherwise by name (server_id)."""
-    if len(jobs_a) == 1 and len(jobs_b) == 1:
-        a, b = jobs_a[0], jobs_b[0]
-        return [(a.name if a.name == b.name else f"{a.name} vs {b.name}", a, b)], [], []
-    by_b = {j.name: j for j in jobs_b}
-    pairs = [(j.name, j, by_b[j.name]) for j in jobs_a if j.name in by_b]
-    names_a = {j.name for j in jobs_a}
-    return pairs, [j for j in jobs_a if j.name not in by_b], [j for j in jobs_b if j.name not in names_a]
+    single_run_tps: float = 0.35  # with one repeat on a side: throughput flagged only beyond this
+    run_floor: float = RUN_FLOOR  # between-run relative sd of a run's mean (docs/repeats.md)
 
 
 def _rel(a: float | None, b: float | None) -> float | None:
@@ -101,17 +115,51 @@ def judge_point(job: str, a: Point, b: Point, th: Thresholds) -> PointDiff:
         d.al_flag = _flag(d.al_rel, th.al)
         d.notes.append("AL: no paired interval, threshold only")
     gpus_a, gpus_b = (p.num_gpus for p in (a, b))
-    if gpus_a and gpus_b and gpus_a != gpus_b:
+    per_gpu = bool(gpus_a and gpus_b and gpus_a != gpus_b)
+    if per_gpu:
         d.tps_key = "Output TPS/gpu"
-        d.tps_rel = _rel(a.output_tps_per_gpu, b.output_tps_per_gpu)
         d.notes.append(f"GPUs differ ({gpus_a} vs {gpus_b}): TPS per GPU compared")
-    else:
-        d.tps_rel = _rel(a.output_tps, b.output_tps)
-    d.tps_flag = _flag(d.tps_rel, th.tps)
+    d.tps_a, d.tps_b = tps_summary(a, per_gpu), tps_summary(b, per_gpu)
+    d.tps_rel, d.tps_flag, d.tps_diff, d.tps_judged = judge_figure(d.tps_a, d.tps_b, th)
+    for side, rep in (("A", d.tps_a), ("B", d.tps_b)):
+        if rep is not None and rep.noisy:
+            d.notes.append(f"{side} noisy (TPS rel. MAD {rep.rel_mad:.0%})")
     _judge_speedup(d, a, b, th)
+    warning = b.row.get("engine_warning") or a.row.get("engine_warning")
     flags = {d.al_flag, d.tps_flag, d.speedup_flag, REGRESSION if d.gate else None}
+    if warning:
+        d.suspect = warning
+        d.verdict = SUSPECT
+        return d
     d.verdict = REGRESSION if REGRESSION in flags else IMPROVEMENT if IMPROVEMENT in flags else NOISE
     return d
+
+
+def tps_summary(p: Point, per_gpu: bool = False) -> Summary | None:
+    """Output TPS over the point's repeats (repeats.json), else its one figure as n=1."""
+    doc = record.read(p.path)
+    s = record.figure(doc, "Output TPS")
+    if s is None:
+        v = p.output_tps_per_gpu if per_gpu else p.output_tps
+        return summarize([v])
+    if per_gpu and p.num_gpus:
+        g = float(p.num_gpus)
+        s = Summary(s.n, s.mean / g, None if s.sd is None else s.sd / g, None if s.lo is None else s.lo / g,
+                    None if s.hi is None else s.hi / g, s.median / g, s.mad / g, s.rel_mad, s.noisy)
+    return s
+
+
+def judge_figure(a: Summary | None, b: Summary | None, th: Thresholds):
+    """(relative change, flag, difference, judged against the noise) of a throughput-like
+    figure: with >= 2 repeats a side, flagged beyond the threshold AND the interval;
+    otherwise beyond the single-run threshold only."""
+    if a is None or b is None or not a.mean:
+        return None, None, None, False
+    diff = difference(a, b, th.run_floor)
+    if diff.has_interval:
+        flag = _flag(diff.rel, th.tps) if diff.excludes_zero else None
+        return diff.rel, flag, diff, True
+    return diff.rel, _flag(diff.rel, th.single_run_tps), diff, False
 
 
 def _judge_speedup(d: PointDiff, a: Point, b: Point, th: Thresholds) -> None:
@@ -119,10 +167,15 @@ def _judge_speedup(d: PointDiff, a: Point, b: Point, th: Thresholds) -> None:
     flagged beyond the TPS threshold; B below bench.gates.min_speedup fails."""
     from launcher.speedup.collect import read_speedup
 
-    sa, sb = ((read_speedup(p) or {}).get("speedup", {}).get("throughput") for p in (a, b))
+    docs = [read_speedup(p) or {} for p in (a, b)]
+    sa, sb = (doc.get("speedup", {}).get("throughput") for doc in docs)
     d.speedup_a, d.speedup_b = sa, sb
-    d.speedup_rel = _rel(sa, sb)
-    d.speedup_flag = _flag(d.speedup_rel, th.tps)
+    reps = [Summary.from_dict(doc.get("throughput_repeats") or {}) if doc.get("throughput_repeats")
+            else summarize([v]) for doc, v in zip(docs, (sa, sb))]
+    if reps[0] is not None and reps[1] is not None and reps[0].n > 1 and reps[1].n > 1:
+        sa, sb = reps[0].mean, reps[1].mean
+        d.speedup_a, d.speedup_b = sa, sb
+    d.speedup_rel, d.speedup_flag, _, _ = judge_figure(reps[0], reps[1], th)
     gate = th.min_speedup.get(b.dataset)
     sc = (b.configuration or {}).get("speculative_config") or {}
     speculative = sb is not None or (bool(sc) and sc.get("method") != "none")
@@ -143,25 +196,32 @@ def _state(p: Point | None) -> str:
     return p.status if not p.ok else "complete"
 
 
-def compare_jobs(label: str, ja: Job, jb: Job, th: Thresholds) -> list[PointDiff]:
-    pa, pb = {p.dir: p for p in ja.points}, {p.dir: p for p in jb.points}
-    order = [p.dir for p in ja.points] + [d for d in (p.dir for p in jb.points) if d not in pa]
-    out = []
-    for rel_dir in order:
-        a, b = pa.get(rel_dir), pb.get(rel_dir)
-        if a is not None and b is not None and a.ok and b.ok:
-            out.append(judge_point(label, a, b, th))
-        else:
-            out.append(_missing(label, rel_dir, a, b, f"A {_state(a)}, B {_state(b)}"))
-    return out
-
-
 def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: Thresholds) -> list[PointDiff]:
-    pairs, only_a, only_b = pair_jobs(jobs_a, jobs_b)
+    """Every matched pair judged; points on one side only (or not complete on both) missing."""
+    from launcher.compare.match import label, match_points
+
+    pairs, only_a, only_b = match_points(jobs_a, jobs_b)
     out: list[PointDiff] = []
-    for label, ja, jb in pairs:
-        out += compare_jobs(label, ja, jb, th)
-    for side, jobs in (("A", only_a), ("B", only_b)):
+    for ja, a, jb, b, note in pairs:
+        name = label(ja, jb)
+        if a.ok and b.ok:
+            d = judge_point(name, a, b, th)
+            if b.dir != a.dir:
+                d.dir = f"{a.dir} ~ {b.dir}"
+        else:
+            d = _missing(name, a.dir if a.dir == b.dir else f"{a.dir} ~ {b.dir}", a, b, f"A {_state(a)}, B {_state(b)}")
+        if note:
+            d.notes.append(note)
+        out.append(d)
+    for side, left, jobs in (("A", only_a, jobs_a), ("B", only_b, jobs_b)):
         for j in jobs:
-            out.append(_missing(j.name, "*", None, None, f"job only in {side} ({len(j.points)} points)"))
+            mine = [p for jj, p in left if jj is j]
+            if not mine:
+                continue
+            if len(mine) == len(j.points):
+                out.append(_missing(j.name, "*", None, None, f"job only in {side} ({len(j.points)} points)"))
+                continue
+            for p in mine:
+                a, b = (p, None) if side == "A" else (None, p)
+                out.append(_missing(j.name, p.dir, a, b, f"A {_state(a)}, B {_state(b)}"))
     return out

@@ -103,6 +103,14 @@ class SweepConfig:
     # A matched baseline: the same server without speculation runs the same client
     # points (after the first k's sweep, in the restart the lossless check also uses).
     baseline: bool = False
+    # Each client point measured N times against the same server (extra AIPerf profiling
+    # phases); repeats.json holds each repeat and mean, sd, 95% interval, relative MAD
+    # (docs/repeats.md). compare judges throughput against that noise only with N >= 2.
+    repeats: int = 1
+    # A warm-up phase opens each AIPerf run (its requests enter no figure). None: on when
+    # repeats > 1, so that the repeats are alike (the first phase after AIPerf's start-up
+    # measured slower than the rest).
+    warmup: Optional[bool] = None
 
 
 @dataclass
@@ -134,6 +142,16 @@ class GatesConfig:
     # python -m launcher.compare fails when a point's throughput speedup over the
     # baseline (sweep.baseline=true) is below this, per dataset
     min_speedup: dict[str, float] = field(default_factory=dict)
+    # A point whose Output TPS relative MAD over its repeats exceeds this is noisy
+    # (excluded from the best k; marked in tables and plots)
+    noisy_rel_mad: float = 0.1
+    # compare with one repeat on a side: throughput cannot be judged against the noise,
+    # so a change is flagged only beyond this wide threshold
+    compare_single_run_tps_threshold: float = 0.35
+    # compare: the between-run relative sd of a point's mean Output TPS added to the interval
+    # of a change (a run-level random effect the repeats inside one run cannot see);
+    # None: compare's measured default (docs/repeats.md)
+    compare_run_floor: Optional[float] = None
 
 
 @dataclass

@@ -171,6 +171,11 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         elif ds.startswith("speed_") and Path(sw.dataset_paths[ds]).stem != ds[len("speed_"):]:
             add(f"sweep.dataset_paths.{ds}", f"file '{Path(sw.dataset_paths[ds]).name}' does not match the split",
                 f"point it at the {ds[len('speed_'):]}.parquet split")
+    if sw.repeats < 1:
+        add("sweep.repeats", f"is {sw.repeats}", "use 1 (one measurement) or more, e.g. sweep.repeats=3")
+    if not 0 < cfg.bench.gates.noisy_rel_mad < 10:
+        add("bench.gates.noisy_rel_mad", f"is {cfg.bench.gates.noisy_rel_mad}",
+            "use a relative spread such as 0.1 (10%)")
     if sw.num_requests is not None and sw.num_requests < 1:
         add("sweep.num_requests", f"is {sw.num_requests}", "use a positive count, or null for the whole dataset")
     if sw.max_turns is not None and sw.max_turns < 1:

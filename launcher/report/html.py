@@ -235,12 +235,21 @@ def _row(p: Point) -> str:
     forced = p.result.forced_acceptance if p.result else None
     rates = p.result.per_position_rates if p.result else None
     forced_tag = f' <span class="st-failed">{_e(forced_label(forced).upper())}</span>' if forced else ""
+    from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
+    mk = point_marks(p)
+    if mk.suspect:
+        forced_tag += f' <span class="st-failed" title="{_e(mk.suspect)}">{SUSPECT} SUSPECT T</span>'
+    tps_cell = _num(p.output_tps, 1)
+    if mk.tps is not None:
+        tps_cell = (f"{mk.tps.mean:.1f} ±{(mk.tps.hi - mk.tps.lo) / 2:.1f} (n={mk.tps.n})"
+                    + (f" {NOISY} noisy" if mk.noisy else ""))
+    few = lambda v, stat: v + (f" {FEW}" if stat in mk.few else "")  # noqa: E731
     cells = [
         ("l", _e(p.dir)), ("l", f'<span class="st-{_e(p.status)}">{_e(p.status)}</span>{forced_tag}'),
         ("l", _e(p.reason or ("result files missing" if not p.ok and p.status != "failed" else ""))),
         ("", _num(p.average_al, 3)), ("", _num(p.server_al, 3)), ("", _num(p.prometheus_al, 3)),
-        ("", _num(p.output_tps, 1)), ("", _num(p.output_tps_per_gpu, 1)), ("", _num(p.ttft_p50_ms, 1)),
-        ("", _num(p.decode_tps_p50, 1)), ("", _e(failed_req if failed_req is not None else "–")),
+        ("", tps_cell), ("", _num(p.output_tps_per_gpu, 1)), ("", few(_num(p.ttft_p50_ms, 1), "TTFT Time")),
+        ("", few(_num(p.decode_tps_p50, 1), "Request Generation Tokens Per Second")), ("", _e(failed_req if failed_req is not None else "–")),
         ("", _num(bench_s, 2)),
         ("l", _e(", ".join(f"{r:.4f}" for r in rates)) if rates else "–"),
     ]
@@ -250,7 +259,9 @@ def _row(p: Point) -> str:
 
 def points_table(points: list[Point]) -> str:
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in _COLS)
-    return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(p) for p in points)}</tbody></table>'
+    from launcher.report.marks import LEGEND
+    return (f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(p) for p in points)}</tbody></table>'
+            f'<p class="sub">Output TPS with repeats: mean ± the 95% half-interval (n repeats). {_e(LEGEND)}.</p>')
 
 
 def jobs_table(jobs: list[Job]) -> str:

@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from launcher.report.load import Point  # noqa: E402
+from launcher.report.marks import LEGEND, SUSPECT, point_marks  # noqa: E402
 
 DPI = 110
 _MARKERS = "osD^vP*X"
@@ -68,7 +69,12 @@ def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None
             ys = [p.output_tps_per_gpu for p in pts]
             ax.plot(xs, ys, marker=_MARKERS[gi % len(_MARKERS)], label=_join(lab, _tlabel(t)))
             for p, x, y in zip(pts, xs, ys):
-                ax.annotate(f"c{p.concurrency}", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+                ax.annotate(f"c{p.concurrency}{point_marks(p).symbols}", (x, y), textcoords="offset points",
+                            xytext=(5, 4), fontsize=8)
+                tps = point_marks(p).tps
+                if tps is not None and p.num_gpus:  # the 95% interval over the repeats
+                    ax.errorbar([x], [y], yerr=[[y - tps.lo / p.num_gpus], [tps.hi / p.num_gpus - y]],
+                                fmt="none", ecolor="gray", capsize=3)
             all_xy += list(zip(xs, ys))
             all_pts += pts
         front = pareto_front(all_xy)
@@ -82,17 +88,27 @@ def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("Throughput vs per-user speed across concurrency (labels: concurrency)", fontsize=11)
+    _legend_marks(fig)
     return _save(fig, path)
+
+
+def _legend_marks(fig) -> None:
+    """The marks' meaning under a figure (launcher.report.marks)."""
+    fig.text(0.01, 0.005, LEGEND, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    fig.subplots_adjust(bottom=0.2)
 
 
 def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None:
     """Average_AL against temperature, one line per (job, dataset): the mean over
     concurrencies, with bars spanning their min..max."""
     lines: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    suspect: set[float] = set()
     for lab, pts in series.items():
         for p in pts:
             if p.average_al is not None:
                 lines[(lab, p.dataset)][p.temperature].append(p.average_al)
+                if point_marks(p).suspect:
+                    suspect.add(p.temperature)
     if not lines:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -102,6 +118,9 @@ def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None
         lo = [y - min(by_t[t]) for t, y in zip(ts, ys)]
         hi = [max(by_t[t]) - y for t, y in zip(ts, ys)]
         ax.errorbar(ts, ys, yerr=[lo, hi], marker=_MARKERS[gi % len(_MARKERS)], capsize=4, label=_join(lab, ds))
+    for t in sorted(suspect):  # the known-answer probe failed here: the engine, not the draft
+        ax.axvline(t, color="red", alpha=0.3, linestyle="--")
+        ax.annotate(f"{SUSPECT} suspect T", (t, ax.get_ylim()[1]), fontsize=8, color="red", ha="center", va="top")
     ax.set_xlabel("temperature")
     ax.set_ylabel("Average_AL (tokens per step)")
     ax.set_title("Acceptance length vs temperature\n(mean over concurrencies; bars: min–max)", fontsize=11)

@@ -32,8 +32,12 @@ def best_k_table(analysis: dict) -> str:
            ["speedup", "beats baseline (beyond noise)"]
     rows = []
     for c in analysis["best_k"]:
-        cells = [_e(c["dataset"]), f"{c['temperature']:g}", str(c["concurrency"]), f"<b>{c['k']}</b>"]
-        cells += [_num(c["candidates"].get(str(k)), 1) for k in ks]
+        excluded = set(c.get("noisy_excluded") or [])
+        note = " ~ all noisy" if c.get("all_noisy") else ""
+        n = c.get("repeats") or 1
+        cells = [_e(c["dataset"]), f"{c['temperature']:g}", str(c["concurrency"]),
+                 f"<b>{c['k']}</b>{note}" + (f" (median − MAD over {n} repeats)" if n > 1 else " (one repeat)")]
+        cells += [_num(c["candidates"].get(str(k)), 1) + (" ~ noisy, excluded" if k in excluded else "") for k in ks]
         cells += [_num(c["speedup"], 2) + ("×" if c["speedup"] is not None else ""), _beats(c["beats_baseline"])]
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     table = (f'<table class="bestk"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'

@@ -23,19 +23,35 @@ class KChoice:
     output_tps: float
     speedup: Optional[float]        # throughput vs the baseline
     beats_baseline: Optional[bool]  # beyond the noise (None: cannot tell)
-    candidates: dict                # k -> Output TPS
+    candidates: dict                # k -> Output TPS (the mean over repeats)
+    score: Optional[float] = None   # median - MAD of the chosen k's Output TPS over its repeats
+    repeats: int = 1                # repeats the chosen k's figure rests on
+    noisy_excluded: tuple = ()      # k left out as noisy (relative MAD above bench.gates.noisy_rel_mad)
+    all_noisy: bool = False         # every k was noisy: chosen among them all, not to be trusted
     draft: Optional[str] = None     # the draft the k were measured with (each draft has its own best k)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["candidates"] = {str(k): v for k, v in self.candidates.items()}
+        d["noisy_excluded"] = list(self.noisy_excluded)
         return d
 
 
+def _score(r: dict) -> float:
+    """median − MAD of the row's Output TPS over its repeats (one repeat: the figure itself)."""
+    rep = r.get("tps_repeats") or {}
+    if rep.get("median") is not None and rep.get("mad") is not None:
+        return float(rep["median"]) - float(rep["mad"])
+    return float(r["output_tps"])
+
+
 def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
-    """rows: {dataset, temperature, concurrency, k, output_tps, speedup, beats_baseline[, draft]}.
-    For each (draft, dataset, temperature, concurrency): the k with the highest Output TPS
-    (ties: the smaller k). Two drafts are never candidates of one choice."""
+    """rows: {dataset, temperature, concurrency, k, output_tps, speedup, beats_baseline[, draft]}
+    and, with repeats, ``tps_repeats`` (launcher.repeats' summary: median, mad, n, noisy).
+    For each (draft, dataset, temperature, concurrency), vLLM's tune_speculative_k rule: noisy
+    points are left out (unless every k is noisy), each k is scored by median − MAD of
+    its Output TPS, the highest score wins and a tie goes to the smaller k. Two drafts are
+    never candidates of one choice."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("k") is None or r.get("output_tps") is None:
@@ -44,10 +60,16 @@ def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
         groups.setdefault(key, []).append(r)
     out = []
     for (draft, ds, t, c), rs in sorted(groups.items()):
-        best = max(rs, key=lambda r: (r["output_tps"], -r["k"]))
+        calm = [r for r in rs if not (r.get("tps_repeats") or {}).get("noisy")]
+        pool = calm or rs
+        best = max(pool, key=lambda r: (round(_score(r), 9), -r["k"]))
+        rep = best.get("tps_repeats") or {}
         out.append(KChoice(ds, t, c, int(best["k"]), float(best["output_tps"]), best.get("speedup"),
-                           best.get("beats_baseline"), {int(r["k"]): r["output_tps"] for r in sorted(rs, key=lambda r: r["k"])},
-                           draft or None))
+                           best.get("beats_baseline"),
+                           {int(r["k"]): r["output_tps"] for r in sorted(rs, key=lambda r: r["k"])},
+                           score=_score(best), repeats=int(rep.get("n") or 1),
+                           noisy_excluded=tuple(sorted(int(r["k"]) for r in rs if r not in pool)),
+                           all_noisy=not calm, draft=draft or None))
     return out
 
 

@@ -24,6 +24,8 @@ from typing import Optional
 
 from launcher.bench.metrics import RecordError
 from launcher.report.load import Job, Point, ResultsError, load_results, read_json
+from launcher.repeats import record
+from launcher.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.speedup import best_k, paired, predict
 
 SPEEDUP_FILE = "speedup.json"
@@ -116,13 +118,17 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
                 skipped.append(f"{job.name}/{p.dir}: {str(e).splitlines()[0]}")
                 continue
             sp = paired.point_speedup(srec, brec, p.output_tps, bp.output_tps)
+            rep_s, rep_b = record.read(p.path), record.read(bp.path)
+            tps_s, tps_b = (((d or {}).get("stats") or {}).get("Output TPS") for d in (rep_s, rep_b))
+            thr_reps = throughput_repeats(rep_s, rep_b)
             hist = predict.merge_histograms(r.histogram for r in srec)
             b_step, s_step = predict.base_step_s(brec), predict.spec_step_s(srec)
             rows.append({
                 "job": job.name, "job_dir": str(job.path), "point_dir": str(p.path), "baseline_job": base.name,
                 "dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency, "k": k,
                 "draft": draft, "forced_acceptance": forced, "measured_al": p.average_al, "server_al": p.server_al,
-                "speedup": sp, "beats_baseline": paired.beats_baseline(sp),
+                "speedup": sp, "beats_baseline": paired.beats_baseline(sp, tps_s, tps_b),
+                "throughput_repeats": thr_reps, "tps_repeats": tps_s, "base_tps_repeats": tps_b,
                 "acceptance": {"histogram": {str(j): n for j, n in hist.items()},
                                "position_acceptance": predict.position_acceptance(hist, k),
                                "expected_tokens_per_step": predict.expected_tokens_per_step(hist, k)},
@@ -133,8 +139,10 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     # Forced acceptance measures the serving system, not a draft: never a best-k candidate.
     choices = best_k.best_k_per_load(
         {"draft": r["draft"], "dataset": r["dataset"], "temperature": r["temperature"],
-         "concurrency": r["concurrency"], "k": r["k"], "output_tps": r["speedup"]["spec_output_tps"],
-         "speedup": r["speedup"]["throughput"], "beats_baseline": r["beats_baseline"]}
+         "concurrency": r["concurrency"], "k": r["k"],
+         "output_tps": (r["tps_repeats"] or {}).get("mean") or r["speedup"]["spec_output_tps"],
+         "speedup": (r["throughput_repeats"] or {}).get("mean") or r["speedup"]["throughput"],
+         "beats_baseline": r["beats_baseline"], "tps_repeats": r["tps_repeats"]}
         for r in rows if not r["forced_acceptance"])
     schedules = []
     for draft, ds, t in sorted({(c.draft or "", c.dataset, c.temperature) for c in choices}):
@@ -160,6 +168,19 @@ def forced_table(rows: list[dict]) -> list[dict]:
                     "beats_baseline": r["beats_baseline"]})
     key = lambda x: (x["dataset"], x["temperature"], x["concurrency"], x["forced"].get("length") or 0)  # noqa: E731
     return sorted(out, key=key)
+
+
+def throughput_repeats(rep_spec: Optional[dict], rep_base: Optional[dict]) -> Optional[dict]:
+    """The throughput speedup over repeats: repeat i of the speculative point over repeat
+    i of the baseline (both run their repeats in rounds, in the same order), summarised
+    like every repeated figure (launcher.repeats.stats); None without repeats on both sides."""
+    if not rep_spec or not rep_base:
+        return None
+    s = [r.get("Output TPS") for r in rep_spec.get("per_repeat") or []]
+    b = [r.get("Output TPS") for r in rep_base.get("per_repeat") or []]
+    ratios = [x / y for x, y in zip(s, b) if x and y]
+    out = summarize(ratios, float(rep_spec.get("noisy_rel_mad") or NOISY_REL_MAD)) if len(ratios) > 1 else None
+    return out.to_dict() if out else None
 
 
 def _add_predictions(rows: list[dict]) -> None:
@@ -221,6 +242,13 @@ def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
                           {"schema_version": SCHEMA_VERSION, **{k: v for k, v in row.items()
                                                                 if k not in ("job_dir", "point_dir")}})
     write_json_atomic(Path(root) / SUMMARY_FILE, res)
+    for row in res["points"]:  # the speedup over repeats beside the point's other repeated figures
+        doc = record.read(row["point_dir"])
+        if doc is not None and row.get("throughput_repeats"):
+            doc["stats"]["speedup"] = row["throughput_repeats"]
+            doc.setdefault("figures", {})["speedup"] = ("Output TPS of repeat i / the baseline's repeat i "
+                                                        "(launcher.speedup)")
+            write_json_atomic(Path(row["point_dir"]) / record.REPEATS_FILE, doc)
     for job in jobs:
         if is_baseline(job) or (only_job is not None and Path(job.path).resolve() != Path(only_job).resolve()):
             continue

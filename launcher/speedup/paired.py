@@ -137,11 +137,15 @@ def point_speedup(spec: list[RequestTiming], base: list[RequestTiming],
             **{k: (v.to_dict() if v else None) for k, v in stats.items()}}
 
 
-def beats_baseline(speedup: dict) -> Optional[bool]:
-    """Whether a point beats its baseline beyond the noise: the throughput
-    speedup is above 1 AND the 95% interval of the paired per-request
-    end-to-end speedup lies above 1. None when there is no interval (fewer
-    than 2 paired requests) to judge the noise by."""
+def beats_baseline(speedup: dict, spec_tps: Optional[dict] = None, base_tps: Optional[dict] = None) -> Optional[bool]:
+    """Whether a point beats its baseline beyond the noise. With repeats on both sides
+    (``spec_tps``/``base_tps``: launcher.repeats summaries of Output TPS): the 95%
+    intervals separate, the speculative one wholly above. Otherwise: the throughput
+    speedup is above 1 AND the 95% interval of the paired per-request end-to-end
+    speedup lies above 1. None when there is no interval (fewer than 2 paired
+    requests) to judge the noise by."""
+    if spec_tps and base_tps and spec_tps.get("lo") is not None and base_tps.get("hi") is not None:
+        return spec_tps["lo"] > base_tps["hi"]
     thr = speedup.get("throughput")
     e2e = speedup.get("e2e_speedup") or {}
     if thr is None or e2e.get("lo") is None:

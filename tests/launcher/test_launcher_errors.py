@@ -168,6 +168,8 @@ VALIDATE_CASES = [
     ("unknown-executor", {"cluster.executor": "pbs"}, "cluster.executor"),
     ("multi-node", {"cluster.nodes": 2}, "cluster.nodes"),
     ("zero-time", {"cluster.time_min": 0}, "cluster.time_min"),
+    ("zero-repeats", {"sweep.repeats": 0}, "sweep.repeats"),
+    ("noisy-rel-mad-zero", {"bench.gates.noisy_rel_mad": 0.0}, "bench.gates.noisy_rel_mad"),
 ]
 
 

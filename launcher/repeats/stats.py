@@ -1,0 +1,126 @@
+"""Statistics of a handful of repeated measurements. Pure, standard library only
+(the node side computes them).
+
+A point measured N times gives N values of each figure (Output TPS, TTFT, ...).
+:func:`summarize` gives their mean, sample sd, the 95% Student-t interval of the
+mean, the median, the MAD (median absolute deviation from the median, unscaled)
+and the relative MAD (MAD / |median|), the spread rule vLLM's k tuner uses: a
+point whose relative MAD exceeds ``noisy_rel_mad`` (0.1) is *noisy*.
+
+:func:`difference` is the interval compare judges a change against: the two
+runs' means differ by Δ, and Δ is flagged only when it exceeds the threshold
+AND its 95% interval excludes zero. The interval's variance is
+
+    sd_a²/n_a + sd_b²/n_b + (run_floor · mean_a)²
+
+(Welch's, plus a between-run term; Welch–Satterthwaite's degrees of freedom of the sample part): repeats of one run share that run's server
+process and machine state, so they scatter less than two runs do; ``run_floor``
+is the relative sd of a run's mean that no number of repeats removes, measured
+on the machine (docs/repeats.md has the figures).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from statistics import mean, median, stdev
+from typing import Optional, Sequence
+
+from launcher.compare.stats import t_critical
+
+NOISY_REL_MAD = 0.1  # bench.gates.noisy_rel_mad's default (vLLM tune_speculative_k's rule)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A figure over its repeats. ``lo``/``hi``: the 95% t-interval of the mean (None with one value)."""
+    n: int
+    mean: float
+    sd: Optional[float]
+    lo: Optional[float]
+    hi: Optional[float]
+    median: float
+    mad: float
+    rel_mad: Optional[float]
+    noisy: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Optional["Summary"]:
+        try:
+            return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        except TypeError:
+            return None
+
+    @property
+    def score(self) -> float:
+        """median − MAD: the spread-penalised figure the best k is chosen by."""
+        return self.median - self.mad
+
+
+def mad(xs: Sequence[float]) -> float:
+    m = median(xs)
+    return median(abs(x - m) for x in xs)
+
+
+def summarize(values: Sequence[Optional[float]], noisy_rel_mad: float = NOISY_REL_MAD) -> Optional[Summary]:
+    """The values' summary (None values dropped); None when there is none."""
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not xs:
+        return None
+    m, med, d = mean(xs), median(xs), mad(xs)
+    rel = d / abs(med) if med else None
+    if len(xs) < 2:
+        return Summary(1, m, None, None, None, med, 0.0, rel, False)
+    sd = stdev(xs)
+    half = t_critical(len(xs) - 1) * sd / math.sqrt(len(xs))
+    return Summary(len(xs), m, sd, m - half, m + half, med, d, rel, rel is not None and rel > noisy_rel_mad)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """B's mean minus A's, with the 95% interval of the difference (None when a side has one value)."""
+    delta: float
+    rel: Optional[float]          # delta / A's mean
+    lo: Optional[float]
+    hi: Optional[float]
+    df: Optional[float]
+
+    @property
+    def has_interval(self) -> bool:
+        return self.lo is not None
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.has_interval and (self.lo > 0 or self.hi < 0)
+
+
+def difference(a: Summary, b: Summary, run_floor: float = 0.0) -> Difference:
+    """Welch's interval of mean_b − mean_a, widened by a between-run term
+    (``run_floor`` × mean_a as one more sd). The degrees of freedom are Welch–
+    Satterthwaite's over the two sample variances only, df = (va + vb)² /
+    (va²/(n_a − 1) + vb²/(n_b − 1)): the floor is an estimate from a few pairs, not
+    a known variance, so it does not buy the narrower t of many degrees of freedom
+    (counting it as known flagged more identical pairs, not fewer: docs/repeats.md)."""
+    delta = b.mean - a.mean
+    rel = delta / a.mean if a.mean else None
+    if a.n < 2 or b.n < 2 or a.sd is None or b.sd is None:
+        return Difference(delta, rel, None, None, None)
+    va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
+    vf = (run_floor * abs(a.mean)) ** 2
+    se = math.sqrt(va + vb + vf)
+    if va + vb > 0:
+        df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    else:
+        df = float(a.n + b.n - 2)
+    df = max(1.0, df)
+    half = t_critical(int(math.floor(df))) * se
+    return Difference(delta, rel, delta - half, delta + half, df)
+
+
+def intervals_separate(a: Summary, b: Summary) -> Optional[bool]:
+    """b's interval lies wholly above a's (True), or not (False); None when a side has no interval."""
+    if a.lo is None or b.lo is None:
+        return None
+    return b.lo > a.hi

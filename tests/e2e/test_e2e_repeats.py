@@ -1,0 +1,74 @@
+"""Numbers a CI can trust, on the real stack: two identical smoke runs with
+sweep.repeats=3 compare with zero regressions and zero improvements, and a real
+change (the identical draft against the smoke's noisy one) is flagged.
+
+Three launcher runs of the smoke recipe (one server each, as CI runs are), at T=0
+and without the known-answer probe (it has its own tests) to keep this near 3 min.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import stack
+
+RUN = ["sweep.repeats=3", "sweep.temperatures=[0]", "bench.known_answer=false"]
+
+
+def _launch(out, *extra: str):
+    p = subprocess.run(stack.launcher_cmd(*RUN, *extra, f"output_dir={out}"), cwd=stack.REPO_ROOT,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (job,) = [d for d in (out / "smoke").iterdir() if (d / "job.json").exists()]
+    return job
+
+
+def _compare(a, b):
+    return subprocess.run([sys.executable, "-m", "launcher.compare", str(a), str(b)], cwd=stack.REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def runs(real_stack, tmp_path_factory):
+    root = tmp_path_factory.mktemp("repeats")
+    return {"a": _launch(root / "a"), "b": _launch(root / "b"),
+            "identical": _launch(root / "identical", "draft=tiny_identical")}
+
+
+def test_each_point_holds_three_repeats(runs):
+    job = runs["a"]
+    assert "--repeats" in json.loads((job / "job.json").read_text())["bench_args"]
+    summary = json.loads((job / "summary.json").read_text())
+    # vLLM's counters over each AIPerf run hold every repeat's verify steps, exactly
+    assert summary["prometheus_runs"] and all(r["matches"] for r in summary["prometheus_runs"]), \
+        summary["prometheus_runs"]
+    for row in summary["points"]:
+        assert row["status"] == "complete" and row["repeats"]["n"] == 3, row
+        doc = json.loads((job / row["dir"] / "repeats.json").read_text())
+        assert [r["repeat"] for r in doc["per_repeat"]] == [1, 2, 3]
+        held = doc["files_hold"]["repeat"]
+        timing = json.loads((job / row["dir"] / "timing.json").read_text())[-1]
+        assert timing["Output TPS"] == doc["per_repeat"][held - 1]["Output TPS"]  # the files hold that repeat
+        tps = doc["stats"]["Output TPS"]
+        assert tps["n"] == 3 and tps["lo"] <= tps["mean"] <= tps["hi"]
+        assert sorted(p.name for p in (job / row["dir"] / "aiperf_repeats").iterdir()) == \
+            sorted(f"r{i}" for i in (1, 2, 3) if i != held)
+
+
+def test_identical_runs_compare_clean(runs):
+    p = _compare(runs["a"], runs["b"])
+    assert p.returncode == 0, p.stdout[-4000:]
+    assert "4 point(s) compared: 0 regression(s), 0 improvement(s), 0 suspect, 0 missing" in p.stdout, p.stdout[-4000:]
+
+
+def test_a_real_change_is_flagged(runs):
+    worse = _compare(runs["identical"], runs["a"])   # B: the noisy draft, against the identical one
+    assert worse.returncode == 1, worse.stdout[-4000:]
+    lines = [ln for ln in worse.stdout.splitlines() if ln.startswith("REGRESSION")]
+    assert len(lines) == 4 and all("Average_AL" in ln for ln in lines), worse.stdout[-4000:]
+    better = _compare(runs["a"], runs["identical"])
+    assert better.returncode == 0
+    assert "0 regression(s), 4 improvement(s)" in better.stdout, better.stdout[-4000:]
