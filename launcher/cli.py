@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ok = follow(subs)
     if plan.baseline:  # every job has ended: the speedups with every k, in every summary.json
-        from launcher.speedup.collect import main as speedup_main
-        speedup_main([plan.results_dir])
+        import subprocess  # its own process: the login side imports no reader of results
+        subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)
     print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
     return 0 if ok else 1

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.config.schema import LauncherConfig
-from launcher.node.serve_and_bench import kv_cache_cap_bytes
+from launcher.engines.flags import kv_cache_cap_bytes
 from launcher.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
 from launcher.spec import JobSpec, drop_flags, LaunchSpec, PointSpec, point_dir_name, shell_join  # noqa: F401 (re-exported)
 

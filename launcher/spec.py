@@ -12,12 +12,12 @@ still loads.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
+from launcher.common.files import write_text_atomic
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.engines.flags import drop_flags, flag_names  # noqa: F401 (re-exported)
 from launcher.engines.vllm import SPEC_METRICS_FLAG  # noqa: F401 (re-exported)
@@ -178,6 +178,11 @@ class JobSpec:
         return compose_server_argv(self.server_command, self.model, f, host, port, engine=self.engine,
                                    acceptance_source=self.acceptance_source)
 
+    def identity(self) -> dict:
+        """What summary.json records of the job: recipe, server_id, method, k."""
+        return {"recipe": self.recipe, "server_id": self.server_id, "method": self.method,
+                "num_speculative_tokens": self.num_speculative_tokens}
+
     # -- JSON
 
     def to_dict(self) -> dict:
@@ -189,12 +194,7 @@ class JobSpec:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def write(self, path: Optional[Path] = None) -> Path:
-        path = Path(path or Path(self.job_dir) / SPEC_FILE)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
-        return path
+        return write_text_atomic(Path(path or Path(self.job_dir) / SPEC_FILE), self.to_json())
 
     @classmethod
     def from_dict(cls, d: dict) -> "JobSpec":

@@ -16,6 +16,8 @@ import yaml
 
 from launcher.config.schema import LauncherConfig
 from launcher.plan import JobPlan, Plan
+from launcher.results.job_end import finalize_job_dir
+from launcher.results.summary import read_summary
 from launcher.sbatch import render_standalone, sbatch_setup, slurm_parameters
 
 STANDALONE_SCRIPT = "job.sbatch"
@@ -93,7 +95,7 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
 def points_complete(job: JobPlan, default: int = 0) -> int:
     """Points complete or skipped-as-complete, from summary.json."""
     try:
-        pts = json.loads((Path(job.job_dir) / "summary.json").read_text())["points"]
+        pts = read_summary(job.job_dir)["points"]
         return sum(1 for p in pts if p.get("status") in ("complete", "skipped"))
     except (OSError, ValueError, KeyError, TypeError):
         return default
@@ -112,9 +114,8 @@ def job_end_reason(job: JobPlan) -> str | None:
     """Why a job ended, in words, from what the node side wrote: summary.json's
     job_end (the node job's own finalization), else logs/error.txt."""
     d = Path(job.job_dir)
-    try:
-        end = json.loads((d / "summary.json").read_text()).get("job_end") or {}
-    except (OSError, ValueError, AttributeError):
+    end = (read_summary(d) or {}).get("job_end") or {}
+    if not isinstance(end, dict):
         end = {}
     if end.get("status") == "failed" and (end.get("reason") or end.get("cause")):
         return str(end.get("reason") or end.get("cause"))
@@ -128,17 +129,13 @@ def job_end_reason(job: JobPlan) -> str | None:
 def finalize_lost_job(job: JobPlan, cause: str) -> None:
     """The node job could not finalize summary.json (it was SIGKILLed, or never
     started): do it here, from the files on disk, with ``cause`` in words."""
-    from launcher.node.outcome import finalize_job_dir
-
     d = Path(job.job_dir)
-    try:
-        end = json.loads((d / "summary.json").read_text()).get("job_end")
-    except (OSError, ValueError, AttributeError):
-        end = None
-    if end:  # the node job wrote its own end
+    if (read_summary(d) or {}).get("job_end"):  # the node job wrote its own end
         return
     try:
-        finalize_job_dir(d, rc=-9, cause=cause, reason=cause, bench_args=job.bench_args)
+        finalize_job_dir(d, rc=-9, cause=cause, reason=cause,
+                         points=[(p.dataset, p.temperature, p.concurrency) for p in job.points],
+                         identity=job.identity())
     except OSError:
         pass
 

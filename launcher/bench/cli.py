@@ -16,13 +16,14 @@ from typing import Callable, Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
-from launcher.bench.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
+from launcher.common.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
+from launcher.common.files import write_text_atomic
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.spec import point_dir_name
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m launcher.bench", description=__doc__)
     p.add_argument("--mtbench", metavar="PATH", help="MT-Bench question.jsonl")
     p.add_argument("--specbench", metavar="PATH", help="Spec-Bench question.jsonl")
@@ -37,7 +38,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--num_gpus", type=int, default=1)
     p.add_argument("--output_length", type=int, default=4096)  # specdec_bench's default
     p.add_argument("--save_dir", required=True)
-    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--url", required=require_url, help="the server, e.g. http://127.0.0.1:8000")
     p.add_argument("--model", required=True, help="the served model name")
     p.add_argument("--tokenizer", required=True, help="HF id or local dir, for AIPerf's token counts")
     p.add_argument("--aiperf", default="aiperf", help="the aiperf executable")
@@ -62,6 +63,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--lossless_output_length", type=int, default=64)
     p.add_argument("--lossless_min_match_fraction", type=float, default=0.6)
     return p.parse_args(argv)
+
+
+def planned_points(argv: list[str]) -> list[tuple[str, float, int]]:
+    """The points a benchmark argv describes (datasets x temperatures x concurrencies,
+    the order the benchmark runs them), read by the benchmark's own parser."""
+    args = parse_args(list(argv), require_url=False)
+    return [(name, float(t), int(c)) for name, _ in dataset_inputs(args) for t in args.temperature
+            for c in args.concurrency]
 
 
 @dataclass
@@ -131,15 +140,15 @@ class Progress:
         if line.split("|", 1)[1] != self._last.split("|", 1)[-1]:
             print(line, file=sys.stderr, flush=True)
         self._last = line
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"points_total": self.total, "points_done": self.done, "current": current,
-                                   "running": self.running, "elapsed_s": round(time.time() - self.start, 1)}))
-        tmp.replace(self.path)
+        write_text_atomic(self.path, json.dumps({
+            "points_total": self.total, "points_done": self.done, "current": current, "running": self.running,
+            "elapsed_s": round(time.time() - self.start, 1)}))
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     from launcher.bench import point as point_mod
-    from launcher.bench.result_files import is_complete, write_json_atomic
+    from launcher.bench.result_files import is_complete
+    from launcher.results.summary import write_summary
     from launcher.bench.summary import print_table
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
@@ -188,7 +197,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     def flush():
         summary["points"] = [o.row() for o in outcomes]
         summary["wall_time_s"] = round(time.time() - t0, 3)
-        write_json_atomic(save_dir / "summary.json", summary)
+        write_summary(save_dir, summary, allow_nan=False)
 
     # --- preflight
     if not args.no_preflight:

@@ -15,7 +15,7 @@ import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.forced_acceptance import forced_from_speculative_config
-from launcher.bench.datasets import DatasetSpec, Question, write_aiperf_multi_turn
+from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.bench.metrics import (RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
                                     timing)
 from launcher.bench.stream_chunks import read_raw_chunks
@@ -188,7 +188,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                                artifact_dir=group_dir, phases=phases, request_timeout_s=args.request_timeout_s)
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    from launcher.node.apikey import client_key
+    from launcher.common.apikey import client_key
     argv = ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)
     total = len(outcomes) * n_turns
@@ -278,7 +278,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     shutil.rmtree(group_dir, ignore_errors=True)
     run = _group_run(ctx, dataset, temperature, outcomes, group_dir, input_file, len(questions))
     concurrencies = run.concurrencies
-    from launcher.node.apikey import client_key
+    from launcher.common.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from launcher.compare.stats import Paired, paired_interval
-from launcher.report.load import Job, Point
+from launcher.speedup.stats import Paired, paired_interval
+from launcher.results.job_dir import Job, Point
 
 REGRESSION, IMPROVEMENT, NOISE, MISSING = "regression", "improvement", "ok", "missing"
 

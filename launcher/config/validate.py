@@ -212,7 +212,7 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
                 f"use one of: {', '.join(sw.datasets)}")
 
     # --- the server's API key: through the environment only
-    from launcher.node.apikey import FIX as API_KEY_FIX, api_key_in_args
+    from launcher.common.apikey import FIX as API_KEY_FIX, api_key_in_args
     if api_key_in_args(srv.extra_args):
         add("server.extra_args", "passes --api-key on the command line, where it would be written to job.json, "
             "the logs and the process list", API_KEY_FIX)
@@ -266,8 +266,8 @@ def _strip(line: str, prefix: str) -> str:
 
 def check_input_paths(cfg: LauncherConfig) -> list[ConfigError]:
     """Model, draft, tokenizer and dataset files, where this machine can see them:
-    the same checks the node runs (launcher.node.inputs), one line each."""
-    from launcher.node.inputs import HF_ID, check_dataset, check_model, check_tokenizer
+    the same checks the node runs (launcher.common.inputs), one line each."""
+    from launcher.common.inputs import HF_ID, check_dataset, check_model, check_tokenizer
 
     out: list[ConfigError] = []
     ex = cfg.cluster.executor

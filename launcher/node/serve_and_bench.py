@@ -55,7 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.node import apikey, outcome, slurm_steps
+from launcher.common import apikey
+from launcher.node import outcome, slurm_steps
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
     Interrupted,
@@ -69,7 +70,11 @@ from launcher.node.lifecycle import (
     spawn,
     terminate_trees,
 )
-from launcher.spec import SPEC_FILE, JobSpec, LaunchSpec, SpecError, drop_flags
+from launcher.common.files import write_json_atomic
+from launcher.results.job_end import finalize_job_dir
+from launcher.results.summary import has_summary
+from launcher.engines.flags import drop_flags, flag_values, kv_cache_cap_bytes, served_name
+from launcher.spec import SPEC_FILE, JobSpec, LaunchSpec, PointSpec, SpecError
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -79,8 +84,6 @@ DEFAULT_READY_TIMEOUT_S = 1800.0
 WATCH_INTERVAL_S = 0.2
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
-KV_CACHE_FLAG = "--kv-cache-memory-bytes"
-SERVED_NAME_FLAG = "--served-model-name"
 
 USAGE = """usage: run.sh [SERVER ARGS...] -- [BENCH ARGS...]
 
@@ -117,69 +120,6 @@ def client_host(bind_host: str) -> str:
     if h == "::":
         return "::1"
     return h
-
-
-def _norm_flag(arg: str) -> str:
-    name = arg.split("=", 1)[0]
-    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
-
-
-def flag_values(args: Sequence[str], flag: str) -> Optional[list[str]]:
-    """The values of the last occurrence of ``flag`` (`--x v [v2 ...]` or
-    `--x=v`; `--x_y` spelled with underscores counts), or None if absent."""
-    found: Optional[list[str]] = None
-    args = list(args)
-    for i, a in enumerate(args):
-        if not a.startswith("--") or _norm_flag(a) != flag:
-            continue
-        if "=" in a:
-            found = [a.split("=", 1)[1]]
-        else:
-            vals = []
-            for v in args[i + 1:]:
-                if v.startswith("--"):
-                    break
-                vals.append(v)
-            found = vals
-    return found
-
-
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
-def parse_human_int(value: str) -> int:
-    """vLLM's human-readable integers: lowercase k/m/g/t are decimal (1k = 1000,
-    25.6k = 25600), uppercase K/M/G/T binary (1K = 1024, no decimals)."""
-    v = value.strip()
-    m = _HUMAN_INT.fullmatch(v)
-    if m:
-        number, suffix = m.groups()
-        if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
-        if "." in number:
-            raise ValueError(f"decimals are not allowed with binary suffix {suffix}: {value!r}")
-        return int(number) * _BINARY[suffix]
-    return int(v)
-
-
-def kv_cache_cap_bytes(server_args: Sequence[str]) -> Optional[int]:
-    """The KV-cache cap from --kv-cache-memory-bytes in the server flags, or None."""
-    vals = flag_values(server_args, KV_CACHE_FLAG)
-    if not vals:
-        return None
-    try:
-        n = parse_human_int(vals[0])
-    except ValueError:
-        return None
-    return n if n > 0 else None
-
-
-def served_name(server_args: Sequence[str], model: str) -> str:
-    """The name /v1/models lists: the first --served-model-name, else the model as given."""
-    vals = flag_values(server_args, SERVED_NAME_FLAG)
-    return vals[0] if vals else model
 
 
 def pick_free_port(host: str) -> int:
@@ -274,7 +214,19 @@ class NodeConfig:
 
     def to_spec(self, server_args: list[str], bench_args: list[str]) -> JobSpec:
         """The job spec run.sh's arguments describe (one process server, on this node)."""
-        return JobSpec(recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
+        points: list[PointSpec] = []
+        if self.bench_module == DEFAULT_BENCH_MODULE:  # our benchmark: its own parser says which points
+            from launcher.bench.cli import planned_points
+
+            import contextlib
+            import io
+
+            try:  # arguments that do not parse: the benchmark itself says so (exit 2), after the checks
+                with contextlib.redirect_stderr(io.StringIO()):
+                    points = [PointSpec(*p) for p in planned_points(bench_args)]
+            except SystemExit:
+                points = []
+        return JobSpec(points=points, recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
                        served_name=served_name(server_args, self.model), server_command=self.server_cmd,
                        server_flags=list(server_args), bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
@@ -468,14 +420,10 @@ class NodeJob:
         return None
 
     def _write_ready(self, server: ServerProcess) -> Path:
-        path = self.job_dir / "server_ready.json"
-        tmp = path.with_name(f".{path.name}.tmp")
         info = server.ready_info(self.spec.bind_host)
         info.update({"engine": self.spec.engine, "acceptance_source": self.spec.acceptance_source,
                      "engine_version": info.get("engine_version") or self.spec.engine_version})
-        tmp.write_text(json.dumps(info, indent=2) + "\n")
-        os.replace(tmp, path)
-        return path
+        return write_json_atomic(self.job_dir / "server_ready.json", info)
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
         env = apikey.client_env(self.api_key, self._server_env())
@@ -569,7 +517,7 @@ class NodeJob:
 
     def _check_inputs(self) -> list[str]:
         """The inputs the server and the benchmark need, checked before the server starts."""
-        from launcher.node.inputs import check_job_inputs
+        from launcher.common.inputs import check_job_inputs
 
         is_launcher = self.spec.bench_module == DEFAULT_BENCH_MODULE
         return check_job_inputs(self.spec.model, self.server_args, self.bench_args, env=os.environ,
@@ -579,7 +527,7 @@ class NodeJob:
         """summary.json true after every end: each point from disk + what the job was doing."""
         if rc == 0 and self.end_cause is None:
             return  # the benchmark wrote the truth itself
-        if self.spec.bench_module != DEFAULT_BENCH_MODULE and not (self.job_dir / "summary.json").exists():
+        if self.spec.bench_module != DEFAULT_BENCH_MODULE and not has_summary(self.job_dir):
             return  # someone else's benchmark: its points are unknown
         err = self.logs / "error.txt"
         reason = err.read_text().strip().splitlines()[0] if err.exists() and err.read_text().strip() else None
@@ -587,8 +535,9 @@ class NodeJob:
         if cause is None and rc != 0 and reason is None:
             cause = outcome.end_cause(bench_rc=rc, phase=self.phase)
         try:
-            s = outcome.finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
-                                         bench_args=self.bench_args)
+            s = finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
+                                 points=[(p.dataset, p.temperature, p.concurrency) for p in self.spec.points],
+                                 identity=self.spec.identity())
             counts: dict[str, int] = {}
             for p in s["points"]:
                 counts[p["status"]] = counts.get(p["status"], 0) + 1

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-from launcher.node import apikey
-from launcher.node.inputs import check_aiperf, check_job_inputs, check_model, check_tokenizer
+from launcher.common import apikey
+from launcher.common.inputs import check_aiperf, check_job_inputs, check_model, check_tokenizer
 from tests.support.stack import AIPERF
 
 

@@ -5,7 +5,7 @@ Each check returns problems as one line each: the input, what is wrong, the
 fix. What is checked:
 
 - datasets: the file exists and parses into at least ``--num_requests``
-  requests (launcher.bench.datasets, the benchmark's own readers);
+  requests (launcher.common.datasets, the benchmark's own readers);
 - model and draft: a local path exists (a folder with config.json), or the
   name is a Hugging Face id (``org/name``), found in the local cache when
   HF_HUB_OFFLINE=1;
@@ -13,7 +13,7 @@ fix. What is checked:
 - output folder: a file can be created in it;
 - AIPerf: the executable is found and ``aiperf --version`` runs.
 
-Standard library only; launcher.bench.datasets is stdlib too (pyarrow is
+Standard library only; launcher.common.datasets is stdlib too (pyarrow is
 imported for SPEED-Bench parquet only, and a missing pyarrow is not an error
 here: the benchmark reports it).
 """
@@ -73,7 +73,7 @@ def check_tokenizer(name: str, fix_field: str = "model.tokenizer") -> Optional[s
 
 
 def check_dataset(name: str, path: str, num_requests: Optional[int], field: str) -> Optional[str]:
-    from launcher.bench.datasets import DatasetError, get_dataset
+    from launcher.common.datasets import DatasetError, get_dataset
 
     if not Path(path).is_file():
         return f"{field}: {path}: no such file (fix: point {field} at the dataset file)"
