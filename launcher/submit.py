@@ -6,13 +6,11 @@ Jobs receive plain dicts (JobPlan.to_dict), never live objects.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from launcher.config.schema import LauncherConfig
 from launcher.plan import JobPlan, Plan
@@ -38,12 +36,11 @@ class Submitted:
 
 
 def write_job_files(cfg: LauncherConfig, job: JobPlan) -> None:
-    """Write what the node side reads (the job spec, the runtime params) and, on
-    Slurm, the standalone script that reproduces the job with plain sbatch."""
+    """Write what the node side reads (the job spec) and, on Slurm, the standalone
+    script that reproduces the job with plain sbatch."""
     d = Path(job.job_dir)
     (d / "logs").mkdir(parents=True, exist_ok=True)
     job.write()
-    (d / "runtime_params.yaml").write_text(yaml.safe_dump(job.runtime_params, sort_keys=True))
     if cfg.cluster.executor == "slurm":
         (d / STANDALONE_SCRIPT).write_text(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
 

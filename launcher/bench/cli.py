@@ -1,7 +1,12 @@
 """`python -m launcher.bench`: sweep temperature x concurrency x dataset against
 one running server with AIPerf, and write specdec_bench-format results.
 
-This is the benchmark side of common/specdec_aiperf/run.sh (the args after `--`).
+    python -m launcher.bench --spec JOB_DIR/job.json [--role baseline] --url URL
+
+is what jobs run: the points and every setting come from the job spec's typed
+sections (launcher/spec.py). The flag form (``--mtbench PATH ... --url URL``) is
+for hand use; run.sh reads the arguments after its `--` with this parser into a
+job spec, and runs that.
 """
 from __future__ import annotations
 
@@ -65,12 +70,29 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def planned_points(argv: list[str]) -> list[tuple[str, float, int]]:
-    """The points a benchmark argv describes (datasets x temperatures x concurrencies,
-    the order the benchmark runs them), read by the benchmark's own parser."""
+def spec_from_argv(argv: list[str]):
+    """(BenchSpec, points) of a benchmark argv (run.sh's arguments after `--`), read by
+    this benchmark's own parser: the job spec run.sh writes holds the typed settings."""
+    from launcher.spec import BenchSpec, DatasetInput, Gates, LosslessSpec, PointSpec, RuntimeParams
+
     args = parse_args(list(argv), require_url=False)
-    return [(name, float(t), int(c)) for name, _ in dataset_inputs(args) for t in args.temperature
-            for c in args.concurrency]
+    runtime = (yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else None) or {}
+    datasets = dataset_inputs(args)
+    bench = BenchSpec(
+        model=args.model, tokenizer=args.tokenizer, save_dir=str(Path(args.save_dir).resolve()),
+        datasets=tuple(DatasetInput(n, str(p)) for n, p in datasets), num_requests=args.num_requests,
+        max_turns=args.max_turns, output_length=args.output_length, num_gpus=args.num_gpus, aiperf=args.aiperf,
+        aiperf_mode=args.aiperf_mode, point_timeout_s=args.point_timeout_s, request_timeout_s=args.request_timeout_s,
+        gates=Gates(args.max_failed_fraction, parse_gates(args.min_acceptance_length), args.min_tokens_per_step),
+        preflight=not args.no_preflight, force=args.force, golden=args.golden,
+        lossless=(LosslessSpec(args.lossless_prompts, args.lossless_output_length, args.lossless_min_match_fraction)
+                  if args.lossless_prompts else None),
+        runtime_params=RuntimeParams(**{k: dict(runtime.get(k) or {}) for k in
+                                        ("sampling_kwargs", "chat_template_args", "dataset_kwargs")}),
+        acceptance_source=args.acceptance_source)
+    points = [PointSpec(name, float(t), int(c)) for name, _ in datasets for t in args.temperature
+              for c in args.concurrency]
+    return bench, points
 
 
 @dataclass
@@ -93,7 +115,46 @@ class PointOutcome:
                 "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
 
 
+def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
+    """(args, runtime params, gates) of a job spec's benchmark: the same settings
+    the flag form gives, taken from the typed sections, never from an argv."""
+    from dataclasses import asdict
+
+    b = job.bench_for(role)
+    temps = list(dict.fromkeys(p.temperature for p in job.points))
+    concs = list(dict.fromkeys(p.concurrency for p in job.points))
+    ll = b.lossless
+    args = argparse.Namespace(
+        datasets=[(d.name, Path(d.path)) for d in b.datasets], mtbench=None, specbench=None, speed=[],
+        num_requests=b.num_requests, max_turns=b.max_turns, runtime_params=None, temperature=temps or [0.0],
+        concurrency=concs or [1], num_gpus=b.num_gpus, output_length=b.output_length, save_dir=b.save_dir,
+        url=url, model=b.model, tokenizer=b.tokenizer, aiperf=b.aiperf, point_timeout_s=b.point_timeout_s,
+        request_timeout_s=b.request_timeout_s, max_failed_fraction=b.gates.max_failed_fraction,
+        min_acceptance_length=[], min_tokens_per_step=b.gates.min_tokens_per_step, no_preflight=not b.preflight,
+        force=b.force, aiperf_mode=b.aiperf_mode, acceptance_source=b.acceptance_source, golden=b.golden,
+        lossless_prompts=ll.num_prompts if ll else 0, lossless_output_length=ll.output_length if ll else 64,
+        lossless_min_match_fraction=ll.min_match_fraction if ll else 0.6)
+    return args, asdict(b.runtime_params), {k: float(v) for k, v in b.gates.min_acceptance_length.items()}
+
+
+def _spec_mode(argv: list[str]) -> tuple[argparse.Namespace, dict, dict]:
+    from launcher.spec import JobSpec, SpecError
+
+    p = argparse.ArgumentParser(prog="python -m launcher.bench --spec")
+    p.add_argument("--spec", required=True, help="the job spec (JOB_DIR/job.json)")
+    p.add_argument("--role", choices=("speculative", "baseline"), default="speculative",
+                   help="baseline: the matched baseline this job hosts (its spec's baseline section)")
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    a = p.parse_args(argv)
+    try:
+        return spec_args(JobSpec.read(a.spec), a.role, a.url)
+    except SpecError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
 def dataset_inputs(args) -> list[tuple[str, Path]]:
+    if getattr(args, "datasets", None) is not None:  # from a job spec: named there
+        return list(args.datasets)
     out: list[tuple[str, Path]] = []
     if args.mtbench:
         out.append(("mtbench", Path(args.mtbench)))
@@ -151,13 +212,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     from launcher.results.summary import write_summary
     from launcher.bench.summary import print_table
 
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a == "--spec" or a.startswith("--spec=") for a in argv):
+        args, runtime, gates = _spec_mode(argv)
+    else:
+        args = parse_args(argv)
+        runtime = yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else {}
+        runtime = runtime or {}
+        gates = parse_gates(args.min_acceptance_length)
     t0 = time.time()
     save_dir = Path(args.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
-    runtime = yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else {}
-    runtime = runtime or {}
-    gates = parse_gates(args.min_acceptance_length)
     base_url = args.url.rstrip("/")
 
     # --- datasets (errors name file:line)

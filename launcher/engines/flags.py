@@ -94,3 +94,21 @@ def served_name(server_args: Sequence[str], model: str) -> str:
     """The name /v1/models lists: the first --served-model-name, else the model as given."""
     vals = flag_values(server_args, SERVED_NAME_FLAG)
     return vals[0] if vals else model
+
+
+def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
+    """The first value of the last occurrence of ``flag``, or None."""
+    vals = flag_values(args, flag)
+    return vals[0] if vals else None
+
+
+def speculative_config(server_args: Sequence[str]) -> Optional[dict]:
+    """The JSON of --speculative-config in a hand-written server argv (run.sh's), or None."""
+    import json
+
+    raw = flag_value(server_args, "--speculative-config")
+    try:
+        v = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return v if isinstance(v, dict) else None

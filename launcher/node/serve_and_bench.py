@@ -45,7 +45,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import sys
@@ -73,8 +72,8 @@ from launcher.node.lifecycle import (
 from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.summary import has_summary
-from launcher.engines.flags import drop_flags, flag_values, kv_cache_cap_bytes, served_name
-from launcher.spec import SPEC_FILE, JobSpec, LaunchSpec, PointSpec, SpecError
+from launcher.engines.flags import drop_flags, flag_value, kv_cache_cap_bytes, served_name, speculative_config
+from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -213,27 +212,35 @@ class NodeConfig:
         )
 
     def to_spec(self, server_args: list[str], bench_args: list[str]) -> JobSpec:
-        """The job spec run.sh's arguments describe (one process server, on this node)."""
-        points: list[PointSpec] = []
-        if self.bench_module == DEFAULT_BENCH_MODULE:  # our benchmark: its own parser says which points
-            from launcher.bench.cli import planned_points
-
+        """The job spec run.sh's arguments describe (one process server, on this node).
+        The server arguments are the user's own and go to the server as given; what the
+        node needs of them (served name, tokenizer, speculative config, KV-cache cap, TP)
+        is read once, here, by launcher.engines.flags. Our benchmark's arguments are read
+        by its own parser into the spec's bench section; another module's pass verbatim."""
+        bench, points = None, []
+        if self.bench_module == DEFAULT_BENCH_MODULE:
             import contextlib
             import io
 
+            from launcher.bench.cli import spec_from_argv
+
             try:  # arguments that do not parse: the benchmark itself says so (exit 2), after the checks
                 with contextlib.redirect_stderr(io.StringIO()):
-                    points = [PointSpec(*p) for p in planned_points(bench_args)]
+                    bench, points = spec_from_argv(bench_args)
             except SystemExit:
-                points = []
-        return JobSpec(points=points, recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
+                bench = None
+        spec_cfg = speculative_config(server_args)
+        tp = int(flag_value(server_args, "--tensor-parallel-size") or 1)
+        return JobSpec(recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
                        served_name=served_name(server_args, self.model), server_command=self.server_cmd,
                        server_flags=list(server_args), bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
-                       bench_args=list(bench_args), kv_cache_cap_bytes=kv_cache_cap_bytes(server_args),
-                       bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process"),
-                       lossless={} if "--lossless_prompts" in bench_args else None,
-                       known_answer={"allow_fail": self.known_answer_allow_fail} if self.known_answer else None)
+                       bench=bench, bench_args=[] if bench else list(bench_args), points=points,
+                       tokenizer=flag_value(server_args, "--tokenizer"),
+                       kv_cache_cap_bytes=kv_cache_cap_bytes(server_args), speculative_config=spec_cfg,
+                       num_speculative_tokens=(spec_cfg or {}).get("num_speculative_tokens"),
+                       bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process", tp=tp),
+                       known_answer=KnownAnswerSpec(self.known_answer_allow_fail) if self.known_answer else None)
 
 
 # ---------------------------------------------------------------- the job
@@ -249,10 +256,10 @@ class _UtcFormatter(logging.Formatter):
 class NodeJob:
     """Server + benchmark for one job; ``run()`` returns the exit status."""
 
-    def __init__(self, spec: JobSpec, python: Optional[str] = None):
+    def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
         self.spec = spec
+        self.spec_path = Path(spec_path or Path(spec.job_dir) / SPEC_FILE).resolve()  # what the benchmark reads
         self.server_args = list(spec.server_flags)
-        self.bench_args = list(spec.bench_args)
         self.stop_grace_s = spec.stop_grace_s
         self.job_dir = Path(spec.job_dir).resolve()
         self.logs = self.job_dir / "logs"
@@ -435,9 +442,15 @@ class NodeJob:
                     "SPECDEC_SERVER_READY_FILE": str(ready_path)})
         return env
 
+    def bench_argv(self, url: str, role: str = "speculative") -> list[str]:
+        """The benchmark's command: ours reads the job spec; another module gets its argv verbatim."""
+        if self.spec.bench is not None and self.spec.bench_module == DEFAULT_BENCH_MODULE:
+            return [self.python, "-m", DEFAULT_BENCH_MODULE, "--spec", str(self.spec_path),
+                    *(["--role", role] if role != "speculative" else []), "--url", url]
+        return [self.python, "-m", self.spec.bench_module, *self.spec.bench_args, "--url", url]
+
     def _run_bench(self, server: ServerProcess, ready_path: Path) -> int:
-        argv = [self.python, "-m", self.spec.bench_module, *self.bench_args, "--url", server.url]
-        return self.run_client(argv, server, ready_path, "benchmark")
+        return self.run_client(self.bench_argv(server.url), server, ready_path, "benchmark")
 
     def run_client(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
         """Run a client process while a watchdog checks that the server stays alive
@@ -490,18 +503,11 @@ class NodeJob:
         return self.run_client(argv, server, ready, "lossless comparison")
 
     def _baseline_bench(self, server: ServerProcess, baseline_dir: Path) -> int:
-        """The matched baseline (sweep.baseline=true): the baseline job's benchmark
-        arguments (its job.json, written by the launcher) against this server."""
-        try:
-            args = json.loads((baseline_dir / "job.json").read_text())["bench_args"]
-        except (OSError, ValueError, KeyError) as e:
-            self.log(f"baseline: cannot read {baseline_dir / 'job.json'} ({e})", logging.ERROR)
-            return 2
+        """The matched baseline (sweep.baseline=true): the baseline's benchmark (this
+        job spec's baseline section) against this server."""
         (baseline_dir / "logs").mkdir(parents=True, exist_ok=True)
-        ready = baseline_dir / "server_ready.json"
-        ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
-        argv = [self.python, "-m", self.spec.bench_module, *args, "--url", server.url]
-        return self.run_client(argv, server, ready, "baseline benchmark")
+        ready = write_json_atomic(baseline_dir / "server_ready.json", server.ready_info(self.spec.bind_host))
+        return self.run_client(self.bench_argv(server.url, role="baseline"), server, ready, "baseline benchmark")
 
     def _write_speedups(self, results_dir: Path) -> None:
         """Speedups against the baseline, for whatever is complete now (never fails the job)."""
@@ -519,9 +525,10 @@ class NodeJob:
         """The inputs the server and the benchmark need, checked before the server starts."""
         from launcher.common.inputs import check_job_inputs
 
-        is_launcher = self.spec.bench_module == DEFAULT_BENCH_MODULE
-        return check_job_inputs(self.spec.model, self.server_args, self.bench_args, env=os.environ,
-                                bench_is_launcher=is_launcher)
+        sp, b = self.spec, self.spec.bench
+        return check_job_inputs(model=sp.model, draft=(sp.speculative_config or {}).get("model"),
+                                tokenizer=sp.tokenizer, env=os.environ,
+                                bench=None if b is None or sp.bench_module != DEFAULT_BENCH_MODULE else b)
 
     def _finalize_summary(self, rc: int) -> None:
         """summary.json true after every end: each point from disk + what the job was doing."""
@@ -553,18 +560,13 @@ class NodeJob:
         reference instead of starting one more server."""
         from launcher.bench import known_answer as ka
 
-        spec_vals = flag_values(self.server_args, "--speculative-config")
-        try:
-            spec = json.loads(spec_vals[0]) if spec_vals else None
-        except ValueError:
-            spec = None
+        spec = self.spec.speculative_config
         k = (spec or {}).get("num_speculative_tokens")
         if not spec or not k:
             result = ka.skipped("the server has no speculative config with num_speculative_tokens")
             ka.record(self.job_dir, result)
             return result, None
-        tp_vals = flag_values(self.server_args, "--tensor-parallel-size") or ["1"]
-        reason = ka.memory_skip_reason(self.spec.model, int(tp_vals[0]), ka.free_bytes_per_device())
+        reason = ka.memory_skip_reason(self.spec.model, self.spec.launch.tp, ka.free_bytes_per_device())
         if reason:
             result = ka.skipped(reason)
             ka.record(self.job_dir, result)
@@ -588,7 +590,7 @@ class NodeJob:
             return result, None
         ready = self.job_dir / "known_answer_server_ready.json"
         ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
-        temps = flag_values(self.bench_args, "--temperature") or ["0"]
+        temps = [f"{t:g}" for t in dict.fromkeys(p.temperature for p in self.spec.points)] or ["0"]
         argv = [self.python, "-m", "launcher.bench.known_answer", "--url", server.url,
                 "--model", server.served_name, "--k", str(k),
                 "--temperature", *temps, "--save_dir", str(self.job_dir),
@@ -676,10 +678,9 @@ class NodeJob:
             if rc < 0:
                 rc = 128 - rc  # killed by signal N: 128+N, as a shell reports it
             spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
-            lossless = self.spec.lossless is not None and spec_outputs.exists()
-            job_env = self._server_env()  # the spec's env over the node's
-            baseline_dir = job_env.get("SPECDEC_BASELINE_DIR", "").strip()
-            run_baseline = bool(baseline_dir) and job_env.get("SPECDEC_RUN_BASELINE") == "1"
+            lossless = self.spec.bench is not None and self.spec.bench.lossless is not None and spec_outputs.exists()
+            baseline_dir = self.spec.baseline.job_dir if self.spec.baseline else ""
+            run_baseline = bool(self.spec.baseline and self.spec.baseline.run_here and self.spec.baseline.bench)
             known, reference = None, None
             if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
                 known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
@@ -706,7 +707,7 @@ class NodeJob:
                         self.fail("lossless check failed: speculative and reference outputs differ "
                                   "(see lossless/result.json)")
             if known is not None and known.get("passed") is False and rc == 0 \
-                    and not (self.spec.known_answer or {}).get("allow_fail"):
+                    and not self.spec.known_answer.allow_fail:
                 from launcher.bench.known_answer import defect_message
 
                 bad = next(e for e in known["temperatures"] if not e["passed"])
@@ -804,7 +805,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             spec = JobSpec.read(path)
         except SpecError as e:
             return _usage_error(str(e), "")
-        return NodeJob(spec, python=os.environ.get("SPECDEC_PYTHON", "").strip() or None).run()
+        return NodeJob(spec, python=os.environ.get("SPECDEC_PYTHON", "").strip() or None, spec_path=Path(path)).run()
     try:
         server_args, bench_args = split_args(argv)
         cfg = NodeConfig.from_env(os.environ)
@@ -812,9 +813,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _usage_error(str(e), os.environ.get("SPECDEC_JOB_DIR", "").strip())
     spec = cfg.to_spec(server_args, bench_args)
     spec_path = Path(spec.job_dir) / SPEC_FILE
-    if not spec_path.exists():  # the launcher's own spec wins; by hand, record what ran
-        spec.write(spec_path)
-    return NodeJob(spec).run()
+    if spec_path.exists():  # the launcher's own spec stays; this run's goes next to it
+        spec_path = Path(spec.job_dir) / "logs" / f"run_sh.{SPEC_FILE}"
+    spec.write(spec_path)
+    return NodeJob(spec, spec_path=spec_path).run()
 
 
 if __name__ == "__main__":

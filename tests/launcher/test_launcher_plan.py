@@ -3,6 +3,7 @@ changes, the num_speculative_tokens sweep, client points, job arrays."""
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict
 import itertools
 import json
 import pickle
@@ -13,7 +14,8 @@ import pytest
 
 from launcher import cli
 from launcher.config.validate import validate
-from launcher.plan import ClientPoint, make_plan, point_dir_name
+from launcher.plan import ClientPoint, make_plan
+from launcher.spec import point_dir_name
 from launcher.spec import JobSpec
 from launcher.sbatch import render_sbatch
 
@@ -106,8 +108,7 @@ def test_client_side_change_keeps_server_id(name, change, cfg, base_cfg):
     before, after = make_plan(base_cfg), make_plan(cfg)
     assert _ids(before) == _ids(after), f"{name} is client-side: the same server (and folder) must be reused"
     assert before.jobs[0].job_dir == after.jobs[0].job_dir
-    assert before.jobs[0].bench_args != after.jobs[0].bench_args or \
-        before.jobs[0].runtime_params != after.jobs[0].runtime_params
+    assert before.jobs[0].bench != after.jobs[0].bench or before.jobs[0].points != after.jobs[0].points
 
 
 def test_concurrency_change_changes_points(cfg, base_cfg):
@@ -148,7 +149,7 @@ def test_no_speculation_ignores_the_spec_token_sweep(cfg):
     assert job.speculative_config is None and job.num_speculative_tokens is None
     assert "--speculative-config" not in job.server_flags
     assert re.fullmatch(r"qwen3-8b-none-tp1-[0-9a-f]{8}", job.server_id), job.server_id
-    assert "--no_preflight" in job.bench_args
+    assert job.bench.preflight is False
 
 
 def test_points_are_the_product(cfg):
@@ -164,9 +165,10 @@ def test_points_are_the_product(cfg):
     assert len(set(ids)) == 12 == plan.num_points
     pts = {p.id: p for p in plan.jobs[0].points}
     assert (pts["mtbench/t0.7_c8"].temperature, pts["mtbench/t0.7_c8"].concurrency) == (0.7, 8)
-    bench = plan.jobs[0].bench_args
-    assert bench[bench.index("--specbench") + 1] == "/data/specbench.jsonl"
-    assert bench[bench.index("--temperature"):bench.index("--temperature") + 3] == ["--temperature", "0", "0.7"]
+    bench = plan.jobs[0].bench
+    assert {d.name: d.path for d in bench.datasets}["specbench"] == "/data/specbench.jsonl"
+    assert list(dict.fromkeys(p.temperature for p in plan.jobs[0].points)) == [0.0, 0.7]
+    assert "temperature" not in json.dumps(asdict(bench))  # once in the spec: on the points
 
 
 def test_duplicate_sweep_values_do_not_make_duplicate_points(cfg):
@@ -242,16 +244,17 @@ def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
     assert len(host.server_flags) == len(base.server_flags) + 4
     assert base.points == host.points and plan.num_points == 3 * len(host.points)
     # no acceptance gates, no preflight, no lossless check; its own folder
-    assert "--no_preflight" in base.bench_args and "--min_acceptance_length" not in base.bench_args
-    assert base.bench_args[base.bench_args.index("--save_dir") + 1] == base.job_dir
-    assert "--lossless_prompts" not in base.bench_args
-    # the first job runs it; every job knows where it is (speedups at each job's end)
-    assert host.env["SPECDEC_RUN_BASELINE"] == "1" and "SPECDEC_RUN_BASELINE" not in other.env
-    assert host.env["SPECDEC_BASELINE_DIR"] == other.env["SPECDEC_BASELINE_DIR"] == base.job_dir
+    assert base.bench.preflight is False and base.bench.gates.min_acceptance_length == {}
+    assert base.bench.save_dir == base.job_dir
+    assert base.bench.lossless is None
+    # the first job runs it (its spec holds the baseline's benchmark); every job knows where it is
+    assert host.baseline.run_here and host.baseline.bench == base.bench and not other.baseline.run_here
+    assert other.baseline.bench is None
+    assert host.baseline.job_dir == other.baseline.job_dir == base.job_dir
     assert host.compare_thresholds["min_speedup"] == {"mtbench": 1.1}
     assert cfg.draft.method != "none"  # the recipe itself is untouched
 
 
 def test_no_baseline_by_default(cfg):
     plan = make_plan(cfg)
-    assert plan.baseline is None and all("SPECDEC_BASELINE_DIR" not in j.env for j in plan.jobs)
+    assert plan.baseline is None and all(j.baseline is None for j in plan.jobs)

@@ -8,7 +8,7 @@ import pytest
 
 from launcher.config.schema import DraftConfig, LauncherConfig, ModelConfig, ParallelConfig, ServerConfig
 from launcher.errors import ConfigError
-from launcher.plan import shell_join
+from launcher.spec import shell_join
 from launcher.server_args import (SPEC_METRICS_FLAG, build_server_argv, build_server_flags, compose_server_argv,
                                   drop_flags, flag_names, speculative_config)
 
