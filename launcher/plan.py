@@ -15,14 +15,13 @@ from typing import Optional
 from launcher.config.schema import LauncherConfig
 from launcher.engines.flags import kv_cache_cap_bytes
 from launcher.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
-from launcher.engines.flags import drop_flags
+from launcher.engines import get_engine
+from launcher.engines.flags import drop_flags, pick_flags
 from launcher.spec import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
                            LosslessSpec, PointSpec, RuntimeParams)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
-# What turns a speculative server into its matched baseline (the lossless check's reference too).
-SPECULATIVE_FLAGS = {"--speculative-config", "--per-request-spec-decode-metrics"}
 
 
 # The planner's output is the job spec (launcher/spec.py): one per server configuration.
@@ -88,9 +87,12 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                         container_image=cl.container_image if in_container else None,
                         container_mounts=list(cl.container_mounts) if in_container else [])
     configs = [(k, build_server_flags(cfg, k), speculative_config(cfg, k)) for k in ks]
+    eng = get_engine(cfg.server.engine)
+    speculative_names = eng.speculative_flag_names() | eng.acceptance_flag_names()
     baseline = None
     if cfg.sweep.baseline and configs[0][2]:
-        baseline = baseline_job(cfg, configs[0][1], points, launch, results_dir, num_gpus)
+        baseline = baseline_job(cfg, drop_flags(configs[0][1], speculative_names), points, launch, results_dir,
+                                num_gpus)
     jobs = []
     for i, (k, flags, spec) in enumerate(configs):
         k_eff = spec["num_speculative_tokens"] if spec else None
@@ -104,7 +106,9 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         jobs.append(JobSpec(
             recipe=cfg.name, server_id=server_id, job_dir=str(job_dir), num_speculative_tokens=k_eff,
             method=cfg.draft.method, model=cfg.model.path, served_name=cfg.model.served_name,
-            server_command=cfg.server.command, server_flags=flags, bind_host=cfg.cluster.bind_host,
+            server_command=cfg.server.command, server_flags=drop_flags(flags, speculative_names),
+            acceptance_flags=pick_flags(flags, eng.acceptance_flag_names()) if spec else [],
+            bind_host=cfg.cluster.bind_host,
             port=cfg.server.port, ready_timeout_s=cfg.server.ready_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
             bench=bench_spec(cfg, job_dir, num_gpus), tokenizer=cfg.model.tokenizer, points=list(points),
             num_gpus=num_gpus, speculative_config=spec, container_image=cfg.cluster.container_image,
@@ -122,14 +126,13 @@ def make_plan(cfg: LauncherConfig) -> Plan:
     return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline)
 
 
-def baseline_job(cfg: LauncherConfig, host_flags: list[str], points: list[ClientPoint], launch: LaunchSpec,
+def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint], launch: LaunchSpec,
                  results_dir: Path, num_gpus: int) -> JobPlan:
     """The matched baseline of the first speculative job: its server flags without the
-    speculative ones (as the lossless reference restarts it), the same client points, no
-    acceptance gates, no preflight and no lossless check."""
+    speculative ones (``flags``, as the lossless reference restarts it), the same client
+    points, no acceptance gates, no preflight and no lossless check."""
     import copy
 
-    flags = drop_flags(host_flags, SPECULATIVE_FLAGS)
     identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                 "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
     readable = f"{_slug(cfg.model.served_name)}-none-tp{cfg.parallel.tp}" + \

@@ -206,7 +206,7 @@ class JobSpec:
     model: str
     served_name: str
     server_command: str
-    server_flags: list[str]  # everything but command, model, host and port
+    server_flags: list[str]  # everything but command, model, host, port and the speculative flags
     bind_host: str = "127.0.0.1"
     port: Optional[int] = None
     ready_timeout_s: float = 1800
@@ -238,20 +238,28 @@ class JobSpec:
     # re-resolved on the node once the version is probed, an explicit source may not).
     acceptance_source: str = AcceptanceSource.PER_REQUEST_STATS.value
     acceptance_requested: str = "auto"
+    # The engine's flags that make a speculative server report acceptance (for acceptance_source);
+    # the server argv is server_flags + the engine's flags for speculative_config + these.
+    acceptance_flags: list[str] = field(default_factory=list)
     spec_version: int = SPEC_VERSION
 
     # -- derived
 
     def server_argv(self, host: str, port: int | str, node_rank: int = 0, head: Optional[str] = None,
-                    rpc_port: Optional[int] = None, flags: Optional[list[str]] = None) -> list[str]:
-        """The server argv on one node (multi-node flags added for nodes > 1)."""
-        L = self.launch
-        f = list(self.server_flags if flags is None else flags)
+                    rpc_port: Optional[int] = None, speculative_config: object = "spec") -> list[str]:
+        """The server argv on one node, built from the spec's fields: the server flags,
+        the engine's flags for ``speculative_config`` (default the spec's; None: the same
+        server without speculation) with the acceptance flags, and the multi-node flags
+        for nodes > 1."""
+        L, eng = self.launch, get_engine(self.engine)
+        cfg = self.speculative_config if speculative_config == "spec" else speculative_config
+        f = list(self.server_flags)
+        if cfg:
+            f += eng.speculative_flags(cfg) + list(self.acceptance_flags)
         if L.nodes > 1:
             f += multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
                                  L.gpus_per_node)
-        return compose_server_argv(self.server_command, self.model, f, host, port, engine=self.engine,
-                                   acceptance_source=self.acceptance_source)
+        return eng.server_argv(self.server_command, self.model, f, host, port)
 
     def identity(self) -> dict:
         """What summary.json records of the job: recipe, server_id, method, k."""

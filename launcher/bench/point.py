@@ -3,7 +3,6 @@ run AIPerf (once, one phase per point, or once per point), then turn each point'
 export into result files and checks."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -89,19 +88,6 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
         "failed_requests": res.failed_requests, "benchmark_duration_s": duration,
         "per_position_rates": res.per_position_rates, "forced_acceptance": res.forced_acceptance,
     }
-
-
-def speculative_config_from_argv(argv: list[str]) -> Optional[dict]:
-    """The --speculative-config JSON of the server's argv (for runs without a job.json)."""
-    for i, a in enumerate(argv):
-        val = a.split("=", 1)[1] if a.startswith("--speculative-config=") else (
-            argv[i + 1] if a == "--speculative-config" and i + 1 < len(argv) else None)
-        if val:
-            try:
-                return json.loads(val)
-            except ValueError:
-                return None
-    return None
 
 
 def draft_sample_method(spec_cfg: Optional[dict]) -> Optional[str]:
@@ -309,7 +295,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     aip = point_dir / "aiperf"
     qids = [q.question_id for q in questions]
     job = ctx.job
-    spec_cfg = job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
+    spec_cfg = job.get("speculative_config") or ctx.server_ready.get("speculative_config")
     spec_cfg = spec_cfg if ctx.speculative else None
     try:
         records = read_profile_export(aip / "profile_export.jsonl")

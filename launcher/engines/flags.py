@@ -112,3 +112,22 @@ def speculative_config(server_args: Sequence[str]) -> Optional[dict]:
     except ValueError:
         return None
     return v if isinstance(v, dict) else None
+
+
+def pick_flags(args: Sequence[str], names: set[str]) -> list[str]:
+    """The flags named in ``names`` (with their values), in order: what drop_flags removes."""
+    out, i, args = [], 0, list(args)
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a.startswith("--") and a.split("=", 1)[0] in names:
+            out.append(a)
+            if "=" not in a and i < len(args) and not args[i].startswith("--"):
+                out.append(args[i])
+                i += 1
+    return out
+
+
+def has_flag(args: Sequence[str], flag: str) -> bool:
+    """True when ``flag`` (also spelled with underscores, or as --flag=value) is among ``args``."""
+    return any(a.startswith("--") and _norm_flag(a) == flag for a in args)

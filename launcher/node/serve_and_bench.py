@@ -72,7 +72,9 @@ from launcher.node.lifecycle import (
 from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.summary import has_summary
-from launcher.engines.flags import drop_flags, flag_value, kv_cache_cap_bytes, served_name, speculative_config
+from launcher.engines import AcceptanceSource, get_engine
+from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
+                                    speculative_config)
 from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
 EXIT_USAGE = 2
@@ -230,10 +232,17 @@ class NodeConfig:
             except SystemExit:
                 bench = None
         spec_cfg = speculative_config(server_args)
+        if spec_cfg is None and has_flag(server_args, "--speculative-config"):
+            raise UsageError("--speculative-config is not a JSON object")
         tp = int(flag_value(server_args, "--tensor-parallel-size") or 1)
+        eng = get_engine("vllm")
+        acceptance = pick_flags(server_args, eng.acceptance_flag_names())
+        if spec_cfg and not acceptance:  # the per-request stats the benchmark counts
+            acceptance = eng.acceptance_flags(AcceptanceSource.PER_REQUEST_STATS)
         return JobSpec(recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
                        served_name=served_name(server_args, self.model), server_command=self.server_cmd,
-                       server_flags=list(server_args), bind_host=self.bind_host, port=self.port,
+                       server_flags=drop_flags(server_args, eng.speculative_flag_names() | eng.acceptance_flag_names()),
+                       acceptance_flags=acceptance if spec_cfg else [], bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
                        bench=bench, bench_args=[] if bench else list(bench_args), points=points,
                        tokenizer=flag_value(server_args, "--tokenizer"),
@@ -259,7 +268,6 @@ class NodeJob:
     def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
         self.spec = spec
         self.spec_path = Path(spec_path or Path(spec.job_dir) / SPEC_FILE).resolve()  # what the benchmark reads
-        self.server_args = list(spec.server_flags)
         self.stop_grace_s = spec.stop_grace_s
         self.job_dir = Path(spec.job_dir).resolve()
         self.logs = self.job_dir / "logs"
@@ -343,15 +351,15 @@ class NodeJob:
                 raise ServerDiedError(f"the server on node {i} (its srun step) exited with code "
                                       f"{describe_returncode(rc)}", log_tail(self.logs / f"server.node{i}.log"))
 
-    def serve(self, flags: Optional[list[str]] = None, phase: str = "server") -> ServerProcess:
-        """Start the server (with ``flags``, default the spec's) and wait until it is
-        ready: one server phase. Multi-node: one srun step per node, the head's API
-        on this node. Stop it with ``stop_server()``."""
+    def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess:
+        """Start the server (speculating with ``speculative_config``, default the spec's;
+        None: without speculation) and wait until it is ready: one server phase.
+        Multi-node: one srun step per node, the head's API on this node. Stop it with
+        ``stop_server()``."""
         sp, L = self.spec, self.spec.launch
-        flags = list(self.server_args if flags is None else flags)
         host = sp.bind_host
         probe = client_host(host)
-        name = served_name(flags, sp.model)
+        name = sp.served_name
         if L.server == "srun" and not slurm_steps.in_allocation():
             raise ServerStartError("the spec's launch.server is srun but this is not a Slurm allocation "
                                    "(SLURM_JOB_ID is unset); run it under sbatch/salloc or set launch.server=process")
@@ -370,11 +378,12 @@ class NodeJob:
             head = nodes[0] or probe  # process launch: the ranks meet on this host
             self.workers = []
             for rank in range(1, L.nodes):
-                wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port, flags)
+                wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port,
+                                                                           speculative_config)
                 self.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(self.logs / f"server.node{rank}.log", "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self._server_env()))
-            argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, flags)
+            argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, speculative_config)
             self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
@@ -416,10 +425,10 @@ class NodeJob:
         from launcher.node import engine_check
 
         try:
-            res = engine_check.resolve(self.spec, self.server_args, self._server_env())
+            res = engine_check.resolve(self.spec, self._server_env())
         except engine_check.EngineError as e:
             return str(e)
-        self.spec, self.server_args = res.spec, res.server_flags
+        self.spec = res.spec
         self.log(f"engine {self.spec.engine} {self.spec.engine_version or 'version unknown'} ({res.version_from}); "
                  f"per-request acceptance from {self.spec.acceptance_source}")
         if res.note:
@@ -429,6 +438,7 @@ class NodeJob:
     def _write_ready(self, server: ServerProcess) -> Path:
         info = server.ready_info(self.spec.bind_host)
         info.update({"engine": self.spec.engine, "acceptance_source": self.spec.acceptance_source,
+                     "speculative_config": self.spec.speculative_config,
                      "engine_version": info.get("engine_version") or self.spec.engine_version})
         return write_json_atomic(self.job_dir / "server_ready.json", info)
 
@@ -490,8 +500,7 @@ class NodeJob:
         the lossless reference and the matched baseline share this one start."""
         self.log(f"restarting the server without speculation ({why})")
         self.stop_server("speculative server")
-        flags = drop_flags(self.server_args, {"--speculative-config", "--per-request-spec-decode-metrics"})
-        return self.serve(flags, phase="reference server")
+        return self.serve(speculative_config=None, phase="reference server")
 
     def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
         """The lossless check's second half: the server without speculation
@@ -578,10 +587,8 @@ class NodeJob:
         sample_method = probe_cfg.get("draft_sample_method", "greedy")
         self.log(f"known-answer drafting: {sample_method}" + ("" if sample_method == "probabilistic" else
                  " (this engine version drafts greedily: the known answer holds only at T=0)"))
-        flags = drop_flags(self.server_args, {"--speculative-config"}) + [
-            "--speculative-config", json.dumps(probe_cfg)]
         try:
-            server = self.serve(flags, phase="known-answer server")
+            server = self.serve(speculative_config=probe_cfg, phase="known-answer server")
         except ServerError as e:
             self.stop_server("known-answer server")
             result = ka.skipped(f"the target with itself as draft did not start: {e.reason}")
@@ -646,7 +653,7 @@ class NodeJob:
             except Exception as e:  # telemetry never breaks the job
                 self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
                 sampler = None
-            if apikey.api_key_in_args(self.server_args):
+            if apikey.api_key_in_args(self.spec.server_flags):
                 rc = EXIT_USAGE
                 self.end_cause = "the server arguments pass --api-key"
                 self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
@@ -809,9 +816,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         server_args, bench_args = split_args(argv)
         cfg = NodeConfig.from_env(os.environ)
+        spec = cfg.to_spec(server_args, bench_args)
     except UsageError as e:
         return _usage_error(str(e), os.environ.get("SPECDEC_JOB_DIR", "").strip())
-    spec = cfg.to_spec(server_args, bench_args)
     spec_path = Path(spec.job_dir) / SPEC_FILE
     if spec_path.exists():  # the launcher's own spec stays; this run's goes next to it
         spec_path = Path(spec.job_dir) / "logs" / f"run_sh.{SPEC_FILE}"

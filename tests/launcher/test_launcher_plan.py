@@ -128,8 +128,10 @@ def test_spec_token_sweep_gives_one_job_per_value(cfg):
     assert len(set(_ids(plan))) == 2 and len({j.job_dir for j in plan.jobs}) == 2
     assert "-k1-" in plan.jobs[0].server_id and "-k3-" in plan.jobs[1].server_id
     for j in plan.jobs:
-        spec = json.loads(j.server_flags[j.server_flags.index("--speculative-config") + 1])
+        argv = j.server_argv("h", 1)  # built from the spec's fields: the speculative config once
+        spec = json.loads(argv[argv.index("--speculative-config") + 1])
         assert spec["num_speculative_tokens"] == j.num_speculative_tokens
+        assert "--speculative-config" not in j.server_flags and "num_speculative_tokens" not in " ".join(j.server_flags)
         assert len(j.points) == 8  # each server runs the whole client sweep
     assert plan.num_points == 16
 
@@ -240,8 +242,9 @@ def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
     assert base.server_id.startswith("qwen3-8b-none-tp1-") and Path(base.job_dir).parent == Path(plan.results_dir)
     # the same server without the speculative flags, in the same order; the same points
     assert not any(f.startswith(("--speculative-config", "--per-request-spec-decode-metrics")) for f in base.server_flags)
-    assert [f for f in host.server_flags if f in base.server_flags] == base.server_flags
-    assert len(host.server_flags) == len(base.server_flags) + 4
+    assert host.server_flags == base.server_flags  # the speculative flags are built from typed fields
+    host_argv, base_argv = host.server_argv("h", 1), base.server_argv("h", 1)
+    assert [f for f in host_argv if f in base_argv] == base_argv and len(host_argv) == len(base_argv) + 4
     assert base.points == host.points and plan.num_points == 3 * len(host.points)
     # no acceptance gates, no preflight, no lossless check; its own folder
     assert base.bench.preflight is False and base.bench.gates.min_acceptance_length == {}
