@@ -1,6 +1,7 @@
 """`python -m launcher [recipe=NAME] [key=value ...]`: compose, validate, plan, submit."""
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -52,17 +53,35 @@ def print_plan(cfg, plan) -> None:
             out.write("\n".join(describe_commands(job)) + "\n")
 
 
+class _UnknownOption(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # an option we do not know: one line of ours, exit 2
+        unknown = message.partition(": ")[2].split() or [message]
+        raise _UnknownOption(unknown[0])
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m launcher", add_help=False)
+    p.add_argument("-h", "--help", action="store_true")
+    p.add_argument("--cfg", action="store_true")
+    p.add_argument("overrides", nargs="*")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help") for a in argv):
+    try:
+        args = _parser().parse_intermixed_args(argv)
+    except _UnknownOption as e:
+        _err(f"{e}: unknown option (fix: use key=value overrides; see --help)")
+        return 2
+    if args.help:
         print(USAGE)
         return 0
-    show_cfg = "--cfg" in argv
-    overrides = [a for a in argv if a != "--cfg"]
-    bad = [a for a in overrides if a.startswith("-")]
-    if bad:
-        _err(f"{bad[0]}: unknown option (fix: use key=value overrides; see --help)")
-        return 2
+    show_cfg, overrides = args.cfg, args.overrides
     try:
         from launcher.config.compose import compose_recipe
         from launcher.config.validate import validate

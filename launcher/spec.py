@@ -23,8 +23,6 @@ from typing import Optional
 
 from launcher.common.files import write_text_atomic
 from launcher.engines import AcceptanceSource, get_engine
-from launcher.engines.flags import drop_flags, flag_names  # noqa: F401 (re-exported)
-from launcher.engines.vllm import SPEC_METRICS_FLAG  # noqa: F401 (re-exported)
 
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
@@ -40,21 +38,6 @@ def shell_join(argv: list[str]) -> str:
 
 
 # ---------------------------------------------------------------- server argv (pure)
-
-
-def compose_server_argv(command: str, model: str, flags: list[str], host: str, port: int | str,
-                        spec_metrics: str = "detailed", engine: str = "vllm",
-                        acceptance_source: str = AcceptanceSource.PER_REQUEST_STATS.value) -> list[str]:
-    """The full server argv, built by the engine. With a speculative config and no
-    acceptance flag of the engine's among ``flags``, the flags that make the engine
-    return what ``acceptance_source`` counts are added (per-request stats: vLLM's
-    --per-request-spec-decode-metrics; stream chunks: none)."""
-    eng = get_engine(engine)
-    flags = list(flags)
-    names = flag_names(flags)
-    if "--speculative-config" in names and not names & eng.acceptance_flag_names():
-        flags += eng.acceptance_flags(AcceptanceSource(acceptance_source), spec_metrics)
-    return eng.server_argv(command, model, flags, host, port)
 
 
 def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,

@@ -94,3 +94,49 @@ def test_one_atomic_writer():
                     isinstance(node.value, ast.Name) and node.value.id == "os":
                 users.append(str(path.relative_to(ROOT)))
     assert users == ["launcher/common/files.py"], users
+
+
+ARGV_READER = ("launcher/engines/flags.py",)  # the one reader of hand-written argv lists
+# Comparisons and searches that read an argv by hand: a flag-looking string literal
+# compared with, searched in or split off a list element.
+_FLAG_LITERAL = ("--", "-h")
+
+
+def _reads_argv(node: ast.AST) -> bool:
+    def flaglike(n):
+        return isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith(_FLAG_LITERAL)
+
+    if isinstance(node, ast.Compare):  # a == "--x", "--x" in argv, argv[:1] == ["--x"]
+        parts = [node.left, *node.comparators]
+        return any(flaglike(p) or (isinstance(p, (ast.List, ast.Tuple)) and any(flaglike(e) for e in p.elts))
+                   for p in parts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("startswith", "index", "partition") and node.args:
+        a = node.args[0]
+        return flaglike(a) or (isinstance(a, ast.Tuple) and any(flaglike(e) for e in a.elts))
+    return False
+
+
+def _redacts_only(path: Path, node: ast.AST, tree: ast.AST) -> bool:
+    """The redactor of what the benchmark records (launcher.bench.result_files.mask_argv)
+    masks secret values in an argv; it reads no setting from it."""
+    if path.relative_to(ROOT).as_posix() != "launcher/bench/result_files.py":
+        return False
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and fn.name == "mask_argv":
+            return any(n is node for n in ast.walk(fn))
+    return False
+
+
+def test_no_hand_written_argv_reader_outside_engines_flags():
+    found = []
+    for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in ARGV_READER:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if _reads_argv(node) and not _redacts_only(path, node, tree):
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert not found, "argv read by hand (use argparse, a typed spec field, or launcher.engines.flags):\n" + \
+        "\n".join(found)

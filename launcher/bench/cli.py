@@ -30,6 +30,10 @@ from launcher.spec import point_dir_name
 
 def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m launcher.bench", description=__doc__)
+    p.add_argument("--spec", metavar="JOB_JSON",
+                   help="run from a job spec (what jobs do): its points and bench section; with --url only")
+    p.add_argument("--role", choices=("speculative", "baseline"), default="speculative",
+                   help="with --spec: baseline runs the matched baseline the job hosts (its baseline section)")
     p.add_argument("--mtbench", metavar="PATH", help="MT-Bench question.jsonl")
     p.add_argument("--specbench", metavar="PATH", help="Spec-Bench question.jsonl")
     p.add_argument("--speed", metavar="PATH", action="append", default=[],
@@ -213,7 +217,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     from launcher.bench.summary import print_table
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a == "--spec" or a.startswith("--spec=") for a in argv):
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--spec")
+    if pre.parse_known_args(argv)[0].spec is not None:
         args, runtime, gates = _spec_mode(argv)
     else:
         args = parse_args(argv)

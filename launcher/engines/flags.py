@@ -1,7 +1,9 @@
-"""The one reader of server argv lists: which flags a list holds, the list
-without some of them (the recipe's extra arguments win over computed ones), and
-the values of a flag in a hand-written server argv (run.sh's, the recipe's
-``server.extra_args``). Nothing else in the tree reads an argv by hand.
+"""The one reader of hand-written argv lists: which flags a list holds, the list
+without some of them (the recipe's extra arguments win over computed ones), the
+values of a flag in a server argv a user wrote (run.sh's, the recipe's
+``server.extra_args``), and run.sh's `SERVER ARGS -- BENCH ARGS` split. Nothing
+else in the tree reads an argv by hand (tests/test_dependencies.py checks it):
+the job spec carries typed fields, and argvs are only built from them.
 """
 from __future__ import annotations
 
@@ -131,3 +133,12 @@ def pick_flags(args: Sequence[str], names: set[str]) -> list[str]:
 def has_flag(args: Sequence[str], flag: str) -> bool:
     """True when ``flag`` (also spelled with underscores, or as --flag=value) is among ``args``."""
     return any(a.startswith("--") and _norm_flag(a) == flag for a in args)
+
+
+def split_at_separator(argv: Sequence[str]) -> Optional[tuple[list[str], list[str]]]:
+    """run.sh's convention: (arguments before the first `--`, after it), or None without `--`."""
+    argv = list(argv)
+    if "--" not in argv:
+        return None
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]

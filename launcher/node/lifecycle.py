@@ -93,7 +93,7 @@ def url_host(host: str) -> str:
 class ServerProcess:
     """One inference server process and its readiness.
 
-    ``argv`` is the complete server command line (compose_server_argv's output);
+    ``argv`` is the complete server command line (JobSpec.server_argv's output);
     ``probe_host``/``port`` are where this node reaches it; ``served_name`` is
     what /v1/models must list before it counts as ready.
     """

@@ -42,6 +42,7 @@ whole process tree and the benchmark's are stopped first.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -74,7 +75,7 @@ from launcher.results.job_end import finalize_job_dir
 from launcher.results.summary import has_summary
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
-                                    speculative_config)
+                                    speculative_config, split_at_separator)
 from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
 EXIT_USAGE = 2
@@ -106,11 +107,10 @@ class UsageError(Exception):
 
 def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Split at the first `--`: (server args, bench args). The `--` is required."""
-    argv = list(argv)
-    if "--" not in argv:
+    parts = split_at_separator(argv)
+    if parts is None:
         raise UsageError("missing `--` between the server's and the benchmark's arguments")
-    i = argv.index("--")
-    return argv[:i], argv[i + 1:]
+    return parts
 
 
 def client_host(bind_host: str) -> str:
@@ -803,11 +803,15 @@ def _usage_error(msg: str, job_dir: str) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv in (["-h"], ["--help"]):
+    p = argparse.ArgumentParser(prog="python -m launcher.node.serve_and_bench", add_help=False, allow_abbrev=False)
+    p.add_argument("--spec", help="the job spec (JOB_DIR/job.json)")
+    p.add_argument("-h", "--help", action="store_true")
+    known, rest = p.parse_known_args(argv)
+    if known.help and not rest and known.spec is None:
         print(USAGE)
         return 0
-    if argv[:1] == ["--spec"] or (argv and argv[0].startswith("--spec=")):
-        path = argv[1] if argv[0] == "--spec" and len(argv) > 1 else argv[0].partition("=")[2]
+    if known.spec is not None and not rest:
+        path = known.spec
         try:
             spec = JobSpec.read(path)
         except SpecError as e:
