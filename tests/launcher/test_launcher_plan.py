@@ -261,3 +261,21 @@ def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
 def test_no_baseline_by_default(cfg):
     plan = make_plan(cfg)
     assert plan.baseline is None and all(j.baseline is None for j in plan.jobs)
+
+
+def test_render_only_writes_the_job_folders_and_submits_nothing(recipe_env, tmp_path, capsys):
+    """render_only=true: each job's job.json and standalone job.sbatch are written (the
+    dry run's printed script then points at a spec that exists); nothing is submitted."""
+    rc = cli.main(["recipe=qwen3_dflash", "sweep.num_speculative_tokens=[1,3]", "render_only=true",
+                   f"output_dir={tmp_path}"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    jobs = sorted(p.parent for p in tmp_path.rglob("job.json"))
+    assert len(jobs) == 2 and not list(tmp_path.rglob("_submitit"))
+    for d in jobs:
+        spec = JobSpec.read(d / "job.json")
+        assert spec.job_dir == str(d) and spec.bench is not None
+        script = (d / "job.sbatch").read_text()
+        assert str(d / "job.json") in script
+        assert f"sbatch {d}/job.sbatch" in out
+    assert "nothing submitted" in out
