@@ -7,6 +7,7 @@ child SIGTERM when its parent dies (PR_SET_PDEATHSIG), so even a SIGKILLed job
 does not leave a server running; on other systems the shim just execs.
 
 Used by the node driver (the server, the benchmark) and by the benchmark (AIPerf).
+The process tree is read with psutil.
 """
 from __future__ import annotations
 
@@ -89,62 +90,46 @@ def log_tail(path: str | os.PathLike[str], n: int = TAIL_LINES, start_offset: in
     return "\n".join(lines[-n:])
 
 
-def _read_stat(pid: int) -> Optional[tuple[str, int, int]]:
-    """(state, ppid, pgid) of a process from /proc, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    rest = raw[raw.rfind(")") + 2:].split()
-    try:
-        return rest[0], int(rest[1]), int(rest[2])
-    except (IndexError, ValueError):
-        return None
+def _psutil():
+    """psutil: every vLLM install has it, and the launcher depends on it. Imported when a
+    tree is walked, so run.sh's --help works with any python3."""
+    import psutil
+
+    return psutil
 
 
-def _all_pids() -> list[int]:
+def _running(p) -> bool:
+    """Not a zombie (exited, not yet reaped) and not gone."""
+    psutil = _psutil()
     try:
-        return [int(d) for d in os.listdir("/proc") if d.isdigit()]
-    except OSError:
-        return []
+        return p.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return False
 
 
 def live_processes(pgid: int, extra: Iterable[int] = ()) -> set[int]:
     """Running (non-zombie) members of process group ``pgid`` plus the still
     running pids among ``extra``."""
-    if not os.path.isdir("/proc"):  # not Linux: ask the kernel about the group
-        try:
-            os.killpg(pgid, 0)
-            return {pgid}
-        except (ProcessLookupError, PermissionError):
-            return set()
-    out = set()
+    psutil = _psutil()
     wanted = set(extra)
-    for pid in _all_pids():
-        st = _read_stat(pid)
-        if st is None or st[0] in ("Z", "X"):
+    out = set()
+    for p in psutil.process_iter():
+        try:
+            if _running(p) and (p.pid in wanted or os.getpgid(p.pid) == pgid):
+                out.add(p.pid)
+        except (psutil.Error, ProcessLookupError, PermissionError):
             continue
-        if st[2] == pgid or pid in wanted:
-            out.add(pid)
     return out
 
 
 def descendants(root: int) -> set[int]:
-    """Pids of all (non-zombie) descendants of ``root`` (Linux /proc; else empty)."""
-    children: dict[int, list[int]] = {}
-    for pid in _all_pids():
-        st = _read_stat(pid)
-        if st is not None and st[0] not in ("Z", "X"):
-            children.setdefault(st[1], []).append(pid)
-    out: set[int] = set()
-    todo = [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
+    """Pids of all running (non-zombie) descendants of ``root``."""
+    psutil = _psutil()
+    try:
+        kids = psutil.Process(root).children(recursive=True)
+    except psutil.Error:
+        return set()
+    return {k.pid for k in kids if _running(k)}
 
 
 def _signal_tree(pgid: int, pids: Iterable[int], sig: int) -> None:
