@@ -5,7 +5,10 @@ benchmark against it, stop the server, exit with the benchmark's status.
     python -m launcher.node.serve_and_bench [SERVER ARGS...] -- [BENCH ARGS...]
 
 The first form is what jobs run: everything comes from the job spec
-(launcher/spec.py) the launcher wrote. The second is run.sh's (the hand-use
+(launcher/spec.py) the launcher wrote; the matched baseline (sweep.baseline=true)
+is its ``baseline`` section. The job runs as phases (start-up checks, server and
+sweep, the second servers, the conclusion), with the signal handling and the
+cleanup in ``NodeJob.run``. The second is run.sh's (the hand-use
 wrapper): it builds the same spec from its arguments and the environment,
 writes it to the job folder as job.json, and runs it:
 
@@ -17,14 +20,11 @@ writes it to the job folder as job.json, and runs it:
     SPECDEC_READY_TIMEOUT  seconds to wait for readiness (default 1800)
     SPECDEC_JOB_DIR        the job's folder (default ./specdec_job_<timestamp>)
     SPECDEC_PYTHON         python for the benchmark (default: this interpreter)
-    SPECDEC_BENCH_MODULE   the benchmark module (default launcher.bench); it runs as
-                           PYTHON -m MODULE [BENCH ARGS...] --url http://HOST:PORT
+    SPECDEC_BENCH_MODULE   the benchmark module (default launcher.bench: its arguments
+                           are read by its own parser into the spec's bench section and
+                           it runs as PYTHON -m launcher.bench --spec JOB.json --url URL;
+                           another module runs as PYTHON -m MODULE [BENCH ARGS...] --url URL)
     SPECDEC_STOP_GRACE     seconds between SIGTERM and SIGKILL when stopping (default 10)
-    SPECDEC_BASELINE_DIR   the matched baseline's job folder (sweep.baseline=true): at
-                           the end, speedups are written against it (launcher.speedup)
-    SPECDEC_RUN_BASELINE   1: after the benchmark, restart the server without
-                           speculation and run the baseline's points (its job.json's
-                           bench_args) there, in the restart the lossless check shares
     SPECDEC_KNOWN_ANSWER   1: after the sweep, restart the target as its own draft and
                            check that it accepts every draft at each sweep temperature
                            (launcher.bench.known_answer); the job fails when it does not,
@@ -632,6 +632,105 @@ class NodeJob:
             self.stop_server()
         self.log("no server or benchmark process left")
 
+    # -- the job's phases: start-up checks, server + sweep, the second servers
+    #    (known answer, lossless reference, matched baseline), the conclusion.
+    #    run() holds the signal handling and the cleanup, in one place.
+
+    def _start_telemetry(self):
+        try:
+            from launcher.telemetry import GpuMemorySampler
+            sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
+            sampler.start()
+            return sampler
+        except Exception as e:  # telemetry never breaks the job
+            self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
+            return None
+
+    def _startup_checks(self) -> Optional[int]:
+        """Before the server starts: the API-key rule, the inputs, the engine. The exit
+        status when the job cannot go on, else None."""
+        if apikey.api_key_in_args(self.spec.server_flags):
+            self.end_cause = "the server arguments pass --api-key"
+            self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
+            return EXIT_USAGE
+        problems = self._check_inputs()
+        self.check_signal()  # a stop signal during the checks (it also reaches their subprocesses) wins
+        if problems:
+            self.end_cause = f"input check failed: {problems[0]}"
+            for line in problems[1:]:
+                self.log(f"ERROR: {line}", logging.ERROR)
+            self.fail(f"input check failed before the server started: {problems[0]}"
+                      + (f" (and {len(problems) - 1} more in logs/job.log)" if len(problems) > 1 else ""))
+            return EXIT_USAGE
+        self.api_key = apikey.job_key(self.spec.bind_host, os.environ)
+        self.log("server API key: " + (
+            "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
+            else "generated for this job (server bound off loopback)" if self.api_key
+            else "none (server bound to loopback)"))
+        problem = self._resolve_engine()
+        if problem:
+            self.end_cause = f"engine check failed: {problem}"
+            self.fail(f"engine check failed before the server started: {problem}")
+            return EXIT_USAGE
+        return None
+
+    def _sweep(self) -> int:
+        """The server and the benchmark's sweep against it; the benchmark's exit status."""
+        server = self.serve()
+        rc = self._run_bench(server, self._write_ready(server))
+        return 128 - rc if rc < 0 else rc  # killed by signal N: 128+N, as a shell reports it
+
+    def _after_sweep(self, rc: int) -> int:
+        """The second servers: the known-answer probe, then (one restart without
+        speculation) the matched baseline and the lossless reference; the speedups."""
+        spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
+        lossless = self.spec.bench is not None and self.spec.bench.lossless is not None and spec_outputs.exists()
+        baseline = self.spec.baseline
+        run_baseline = bool(baseline and baseline.run_here and baseline.bench)
+        known, reference = None, None
+        if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
+            known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
+        if reference is not None:
+            rc = self._lossless_verdict(rc, self._lossless_reference(reference, spec_outputs))
+        elif lossless or run_baseline:
+            server = self._restart_without_speculation(
+                " and ".join(w for w, on in (("matched baseline", run_baseline),
+                                             ("lossless reference", lossless)) if on))
+            if run_baseline:
+                brc = self._baseline_bench(server, Path(baseline.job_dir))
+                if rc == 0 and brc != 0:
+                    rc = brc
+                    self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
+                              f"see {Path(baseline.job_dir) / 'logs'})")
+            if lossless:
+                rc = self._lossless_verdict(rc, self._lossless_reference(server, spec_outputs))
+        if known is not None and known.get("passed") is False and rc == 0 and not self.spec.known_answer.allow_fail:
+            from launcher.bench.known_answer import defect_message
+
+            bad = next(e for e in known["temperatures"] if not e["passed"])
+            rc = 1
+            self.fail(f"known-answer probe failed: {defect_message(bad)} (see known_answer.json; "
+                      "set bench.known_answer_allow_fail=true to keep the job's status)")
+        if baseline is not None:
+            self._write_speedups(Path(baseline.job_dir).parent)
+        return rc
+
+    def _lossless_verdict(self, rc: int, lrc: int) -> int:
+        if rc == 0 and lrc != 0:
+            self.fail("lossless check failed: speculative and reference outputs differ (see lossless/result.json)")
+            return lrc
+        return rc
+
+    def _conclude(self, rc: int) -> None:
+        if rc != 0:
+            err = self.logs / "error.txt"
+            if err.exists():  # the benchmark said why
+                self.log(f"ERROR: {err.read_text().strip()}", logging.ERROR)
+            else:
+                self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
+        else:
+            self.log("benchmark succeeded")
+
     def run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
         for stale in (self.logs / "error.txt", self.job_dir / "server_ready.json"):
@@ -646,91 +745,14 @@ class NodeJob:
         try:
             self.log(f"job dir {self.job_dir}; model {self.spec.model}; host {os.uname().nodename}; "
                      f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')}")
-            try:
-                from launcher.telemetry import GpuMemorySampler
-                sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
-                sampler.start()
-            except Exception as e:  # telemetry never breaks the job
-                self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
-                sampler = None
-            if apikey.api_key_in_args(self.spec.server_flags):
-                rc = EXIT_USAGE
-                self.end_cause = "the server arguments pass --api-key"
-                self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
+            sampler = self._start_telemetry()
+            failed = self._startup_checks()
+            if failed is not None:
+                rc = failed
                 return rc
-            problems = self._check_inputs()
-            self.check_signal()  # a stop signal during the checks (it also reaches their subprocesses) wins
-            if problems:
-                rc = EXIT_USAGE
-                self.end_cause = f"input check failed: {problems[0]}"
-                for line in problems[1:]:
-                    self.log(f"ERROR: {line}", logging.ERROR)
-                self.fail(f"input check failed before the server started: {problems[0]}"
-                          + (f" (and {len(problems) - 1} more in logs/job.log)" if len(problems) > 1 else ""))
-                return rc
-            self.api_key = apikey.job_key(self.spec.bind_host, os.environ)
-            self.log("server API key: " + (
-                "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
-                else "generated for this job (server bound off loopback)" if self.api_key
-                else "none (server bound to loopback)"))
-            problem = self._resolve_engine()
-            if problem:
-                rc = EXIT_USAGE
-                self.end_cause = f"engine check failed: {problem}"
-                self.fail(f"engine check failed before the server started: {problem}")
-                return rc
-            server = self.serve()
-            ready = self._write_ready(server)
-            rc = self._run_bench(server, ready)
-            if rc < 0:
-                rc = 128 - rc  # killed by signal N: 128+N, as a shell reports it
-            spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
-            lossless = self.spec.bench is not None and self.spec.bench.lossless is not None and spec_outputs.exists()
-            baseline_dir = self.spec.baseline.job_dir if self.spec.baseline else ""
-            run_baseline = bool(self.spec.baseline and self.spec.baseline.run_here and self.spec.baseline.bench)
-            known, reference = None, None
-            if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
-                known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
-            if reference is not None:
-                lrc = self._lossless_reference(reference, spec_outputs)
-                if rc == 0 and lrc != 0:
-                    rc = lrc
-                    self.fail("lossless check failed: speculative and reference outputs differ "
-                              "(see lossless/result.json)")
-            elif lossless or run_baseline:
-                server = self._restart_without_speculation(
-                    " and ".join(w for w, on in (("matched baseline", run_baseline),
-                                                 ("lossless reference", lossless)) if on))
-                if run_baseline:
-                    brc = self._baseline_bench(server, Path(baseline_dir))
-                    if rc == 0 and brc != 0:
-                        rc = brc
-                        self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
-                                  f"see {Path(baseline_dir) / 'logs'})")
-                if lossless:
-                    lrc = self._lossless_reference(server, spec_outputs)
-                    if rc == 0 and lrc != 0:
-                        rc = lrc
-                        self.fail("lossless check failed: speculative and reference outputs differ "
-                                  "(see lossless/result.json)")
-            if known is not None and known.get("passed") is False and rc == 0 \
-                    and not self.spec.known_answer.allow_fail:
-                from launcher.bench.known_answer import defect_message
-
-                bad = next(e for e in known["temperatures"] if not e["passed"])
-                rc = 1
-                self.fail(f"known-answer probe failed: {defect_message(bad)} (see known_answer.json; "
-                          "set bench.known_answer_allow_fail=true to keep the job's status)")
-            if baseline_dir:
-                self._write_speedups(Path(baseline_dir).parent)
-            if rc != 0:
-                err = self.logs / "error.txt"
-                if err.exists():  # the benchmark said why
-                    self.log(f"ERROR: {err.read_text().strip()}", logging.ERROR)
-                else:
-                    self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
-            else:
-                self.log("benchmark succeeded")
+            rc = self._sweep()
+            rc = self._after_sweep(rc)
+            self._conclude(rc)
         except Interrupted as e:
             rc = 128 + e.signum
             # submitit asks Slurm for SIGUSR2 ahead of the time limit (--signal=USR2@90): judge it with that slack
