@@ -207,7 +207,7 @@ class Progress:
         self._last = line
         write_text_atomic(self.path, json.dumps({
             "points_total": self.total, "points_done": self.done, "current": current, "running": self.running,
-            "elapsed_s": round(time.time() - self.start, 1)}))
+            "elapsed_s": round(time.time() - self.start, 1)}), durable=False)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
