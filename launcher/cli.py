@@ -1,6 +1,7 @@
 """`python -m launcher [recipe=NAME] [key=value ...]`: compose, validate, plan, submit."""
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -12,7 +13,8 @@ Compose a recipe from recipes/ (Hydra), validate it, plan it and submit it.
   recipe=qwen3_dflash          pick a recipe (default: smoke, the tiny CPU model)
   cluster=gb300                any group: model, draft, parallel, cluster, sweep
   sweep.concurrencies=[1,8,32] any field
-  dry_run=true                 print the plan and the sbatch scripts; submit nothing
+  dry_run=true                 print the plan and the sbatch scripts; write and submit nothing
+  render_only=true             write each job's folder (job.json; on Slurm job.sbatch); submit nothing
   wait=true                    follow the jobs until they end (default on the local executor)
   output_dir=PATH              results go to PATH/<recipe>/<server_id>/
   --cfg                        print the composed recipe and exit
@@ -43,8 +45,9 @@ def print_plan(cfg, plan) -> None:
         out.write("\n# ---- sbatch script (submitit) ----\n")
         out.write(render_sbatch(cfg.cluster, plan.jobs, submitit_folder(plan), f"specdec-{cfg.name}"))
         out.write("\n")
-        for job in plan.jobs:  # written beside each job's spec on submission
-            out.write(f"\n# ---- standalone script {job.job_dir}/job.sbatch (plain `sbatch` runs it) ----\n")
+        for job in plan.jobs:  # written beside each job's spec on submission, or by render_only=true
+            out.write(f"\n# ---- standalone script {job.job_dir}/job.sbatch (plain `sbatch` runs it once "
+                      "render_only=true has written the job folder) ----\n")
             out.write(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
     else:
         out.write("\n# ---- local executor commands ----\n")
@@ -52,17 +55,54 @@ def print_plan(cfg, plan) -> None:
             out.write("\n".join(describe_commands(job)) + "\n")
 
 
+class _UnknownOption(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # an option we do not know: one line of ours, exit 2
+        unknown = message.partition(": ")[2].split() or [message]
+        raise _UnknownOption(unknown[0])
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m launcher", add_help=False)
+    p.add_argument("-h", "--help", action="store_true")
+    p.add_argument("--cfg", action="store_true")
+    p.add_argument("overrides", nargs="*")
+    return p
+
+
+def render_only(cfg, plan) -> int:
+    """Write every job's folder (the spec and, on Slurm, the standalone script) for
+    users who submit by hand; nothing is submitted."""
+    from launcher.submit import STANDALONE_SCRIPT, write_job_files
+    from launcher.sbatch import describe_commands
+
+    for job in plan.jobs + ([plan.baseline] if plan.baseline else []):
+        write_job_files(cfg, job)
+    print(f"wrote {len(plan.jobs)} job folder(s) under {plan.results_dir}; nothing submitted")
+    for job in plan.jobs:
+        if cfg.cluster.executor == "slurm":
+            print(f"  sbatch {job.job_dir}/{STANDALONE_SCRIPT}")
+        else:
+            print("  " + describe_commands(job)[1].partition("node:")[2].strip())
+    if plan.baseline:
+        print(f"  (baseline {plan.baseline.job_dir}: run by job {plan.jobs[0].server_id})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help") for a in argv):
+    try:
+        args = _parser().parse_intermixed_args(argv)
+    except _UnknownOption as e:
+        _err(f"{e}: unknown option (fix: use key=value overrides; see --help)")
+        return 2
+    if args.help:
         print(USAGE)
         return 0
-    show_cfg = "--cfg" in argv
-    overrides = [a for a in argv if a != "--cfg"]
-    bad = [a for a in overrides if a.startswith("-")]
-    if bad:
-        _err(f"{bad[0]}: unknown option (fix: use key=value overrides; see --help)")
-        return 2
+    show_cfg, overrides = args.cfg, args.overrides
     try:
         from launcher.config.compose import compose_recipe
         from launcher.config.validate import validate
@@ -89,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.dry_run:
         print_plan(cfg, plan)
         return 0
+    if cfg.render_only:
+        return render_only(cfg, plan)
 
     from launcher.submit import follow, submit
 
@@ -107,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ok = follow(subs)
     if plan.baseline:  # every job has ended: the speedups with every k, in every summary.json
-        from launcher.speedup.collect import main as speedup_main
-        speedup_main([plan.results_dir])
+        import subprocess  # its own process: the login side imports no reader of results
+        subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)
     print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
     return 0 if ok else 1

@@ -7,13 +7,14 @@ job's result. The argument is the spec as a plain dict (JobSpec.to_dict()).
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from launcher.results.job_result import known_answer_line, write_job_result
+from launcher.results.summary import read_summary
 from launcher.spec import SPEC_FILE
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -54,11 +55,10 @@ def run_job(spec: dict) -> dict:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    summary_path = job_dir / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
+    summary = read_summary(job_dir)
     result = {"server_id": spec["server_id"], "exit_code": rc, "job_dir": str(job_dir),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "summary": summary}
-    (job_dir / "job_result.json").write_text(json.dumps(result, indent=2))
+    write_job_result(job_dir, result)
     if rc != 0:
         reason = ""
         err = job_dir / "logs" / "error.txt"
@@ -68,6 +68,5 @@ def run_job(spec: dict) -> dict:
     result["message"] = f"complete; results in {job_dir}"
     known = (summary or {}).get("known_answer")
     if known:
-        from launcher.bench.known_answer import one_line
-        result["message"] = f"complete ({one_line(known)}); results in {job_dir}"
+        result["message"] = f"complete ({known_answer_line(known)}); results in {job_dir}"
     return result

@@ -78,7 +78,11 @@ def describe_commands(job: JobSpec) -> list[str]:
     else:
         argv = L.server_step_prefix() + job.server_argv(job.bind_host, port)
         lines.append(f"#   server: {shell_join(argv)}")
-    bench = [job.python or sys.executable, "-m", job.bench_module, *job.bench_args, "--url", "http://<host>:<port>"]
+    if job.bench is not None:  # launcher.bench reads the spec
+        bench = [job.python or sys.executable, "-m", job.bench_module, "--spec", str(Path(job.job_dir) / SPEC_FILE),
+                 "--url", "http://<host>:<port>"]
+    else:
+        bench = [job.python or sys.executable, "-m", job.bench_module, *job.bench_args, "--url", "http://<host>:<port>"]
     lines.append(f"#   bench:  {shell_join(bench)}")
     return lines
 

@@ -7,14 +7,14 @@ recipe win over computed ones rather than being appended after them.
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Optional
 
 from launcher import forced_acceptance
 from launcher.config.schema import LauncherConfig
 from launcher.engines import AcceptanceSource, EngineError, get_engine, version_from_image
 from launcher.errors import ConfigError
-from launcher.spec import SPEC_METRICS_FLAG, compose_server_argv, drop_flags, flag_names  # noqa: F401 (re-exported)
+from launcher.engines.flags import drop_flags, flag_names
+from launcher.engines.vllm import SPEC_METRICS_FLAG  # noqa: F401 (re-exported)
 
 
 def engine_version(cfg: LauncherConfig) -> Optional[str]:
@@ -97,6 +97,5 @@ def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str
 
 def build_server_argv(cfg: LauncherConfig, host: str, port: int | str, k: Optional[int] = None) -> list[str]:
     """Recipe -> the complete server argv (used by dry runs and tests)."""
-    return compose_server_argv(cfg.server.command, cfg.model.path, build_server_flags(cfg, k), host, port,
-                               cfg.server.spec_decode_metrics, engine=cfg.server.engine,
-                               acceptance_source=acceptance_source(cfg).value)
+    return get_engine(cfg.server.engine).server_argv(cfg.server.command, cfg.model.path, build_server_flags(cfg, k),
+                                                     host, port)

@@ -5,22 +5,24 @@ The planner (login side) writes it as ``<job_dir>/job.json``; the node side
 same spec from its arguments for hand use. Standard library only: this module
 is imported by the node side, which runs with any vLLM install's Python.
 
-Sections other engineers hook into are optional dicts (``known_answer``,
-``baseline``) or names (``api_key_env``) so a spec written by an older planner
-still loads.
+Every section is a frozen dataclass: the planner builds a spec whole and
+nothing changes it afterwards (the node derives a new one with
+``dataclasses.replace`` when it resolves the engine version). The benchmark's
+settings are typed (``BenchSpec``: datasets, gates, runtime params, lossless);
+the points carry their sampling (temperature) and load (concurrency) once. The
+benchmark reads them from the file (``python -m launcher.bench --spec job.json
+[--role baseline]``): no argv is written for it and none is parsed back.
 """
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
+from launcher.common.files import write_text_atomic
 from launcher.engines import AcceptanceSource, get_engine
-from launcher.engines.flags import drop_flags, flag_names  # noqa: F401 (re-exported)
-from launcher.engines.vllm import SPEC_METRICS_FLAG  # noqa: F401 (re-exported)
 
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
@@ -36,21 +38,6 @@ def shell_join(argv: list[str]) -> str:
 
 
 # ---------------------------------------------------------------- server argv (pure)
-
-
-def compose_server_argv(command: str, model: str, flags: list[str], host: str, port: int | str,
-                        spec_metrics: str = "detailed", engine: str = "vllm",
-                        acceptance_source: str = AcceptanceSource.PER_REQUEST_STATS.value) -> list[str]:
-    """The full server argv, built by the engine. With a speculative config and no
-    acceptance flag of the engine's among ``flags``, the flags that make the engine
-    return what ``acceptance_source`` counts are added (per-request stats: vLLM's
-    --per-request-spec-decode-metrics; stream chunks: none)."""
-    eng = get_engine(engine)
-    flags = list(flags)
-    names = flag_names(flags)
-    if "--speculative-config" in names and not names & eng.acceptance_flag_names():
-        flags += eng.acceptance_flags(AcceptanceSource(acceptance_source), spec_metrics)
-    return eng.server_argv(command, model, flags, host, port)
 
 
 def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
@@ -91,7 +78,81 @@ class PointSpec:
         return point_dir_name(self.dataset, self.temperature, self.concurrency)
 
 
-@dataclass
+@dataclass(frozen=True)
+class DatasetInput:
+    """One dataset of the sweep: its name (mtbench, specbench, speed_<split>) and file."""
+    name: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Gates:
+    """Recipe gates on each point (launcher.results.validity)."""
+    max_failed_fraction: float = 0.05
+    min_acceptance_length: dict = field(default_factory=dict)  # dataset -> minimum Average_AL
+    min_tokens_per_step: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class RuntimeParams:
+    """specdec_bench's runtime params: sampling and chat-template arguments, dataset options."""
+    sampling_kwargs: dict = field(default_factory=dict)
+    chat_template_args: dict = field(default_factory=dict)
+    dataset_kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LosslessSpec:
+    """The lossless check: the speculative server's greedy outputs against the same server without it."""
+    num_prompts: int
+    output_length: int = 64
+    min_match_fraction: float = 0.6
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """What launcher.bench runs against the server: the job's points (JobSpec.points)
+    over these datasets, with these settings."""
+    model: str  # the served model name
+    tokenizer: str
+    save_dir: str
+    datasets: tuple = ()  # DatasetInput, in the sweep's order
+    num_requests: Optional[int] = None
+    max_turns: Optional[int] = None
+    output_length: int = 4096
+    num_gpus: int = 1
+    aiperf: str = "aiperf"
+    aiperf_mode: str = "phases"  # phases | point
+    point_timeout_s: float = 3600
+    request_timeout_s: int = 600
+    gates: Gates = field(default_factory=Gates)
+    preflight: bool = True  # the spec-stats check (off for baselines)
+    force: bool = False
+    golden: Optional[str] = None
+    lossless: Optional[LosslessSpec] = None
+    runtime_params: RuntimeParams = field(default_factory=RuntimeParams)
+    acceptance_source: Optional[str] = None  # an explicit override; None: the job's
+    repeats: int = 1  # sweep.repeats: each point measured this many times against the server
+    warmup: bool = False  # a warm-up phase before the measured ones (on with repeats)
+    noisy_rel_mad: float = 0.1  # bench.gates.noisy_rel_mad: a point whose Output TPS varies more is noisy
+
+
+@dataclass(frozen=True)
+class KnownAnswerSpec:
+    """After the sweep, the target serves as its own draft and must accept every draft."""
+    allow_fail: bool = False
+
+
+@dataclass(frozen=True)
+class BaselineSpec:
+    """sweep.baseline=true: the matched baseline's job folder (speedups are written
+    against it when the job ends) and, for the one job that hosts it, its benchmark."""
+    job_dir: str
+    run_here: bool = False
+    bench: Optional[BenchSpec] = None
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     """How the node side starts the server."""
     server: str = "process"  # process | srun (its own Slurm step)
@@ -122,7 +183,7 @@ class LaunchSpec:
         return a + list(self.srun_args)
 
 
-@dataclass
+@dataclass(frozen=True)
 class JobSpec:
     """One server configuration and its client points (see the module doc)."""
     recipe: str
@@ -131,13 +192,15 @@ class JobSpec:
     model: str
     served_name: str
     server_command: str
-    server_flags: list[str]  # everything but command, model, host and port
+    server_flags: list[str]  # everything but command, model, host, port and the speculative flags
     bind_host: str = "127.0.0.1"
     port: Optional[int] = None
     ready_timeout_s: float = 1800
     stop_grace_s: float = 10
     env: dict[str, str] = field(default_factory=dict)
-    bench_args: list[str] = field(default_factory=list)  # launcher.bench's arguments (no --url)
+    bench: Optional[BenchSpec] = None  # launcher.bench's settings (None: another benchmark module)
+    bench_args: list[str] = field(default_factory=list)  # another benchmark module's argv, passed verbatim
+    tokenizer: Optional[str] = None  # the server's tokenizer when not the model's
     points: list[PointSpec] = field(default_factory=list)
     method: str = "none"
     num_speculative_tokens: Optional[int] = None
@@ -146,15 +209,13 @@ class JobSpec:
     kv_cache_cap_bytes: Optional[int] = None
     launch: LaunchSpec = field(default_factory=LaunchSpec)
     container_image: Optional[str] = None
-    runtime_params: dict = field(default_factory=dict)
     compare_thresholds: dict = field(default_factory=dict)  # read by launcher.compare
     role: str = "speculative"  # or "baseline": the matched no-speculation configuration
     bench_module: str = "launcher.bench"
     python: Optional[str] = None  # the benchmark's python (None: the node side's own)
     # Optional sections for other server phases and clients (None: off).
-    lossless: Optional[dict] = None  # {"num_prompts", "output_length", "min_match_fraction"}
-    known_answer: Optional[dict] = None
-    baseline: Optional[dict] = None
+    known_answer: Optional[KnownAnswerSpec] = None
+    baseline: Optional[BaselineSpec] = None
     api_key_env: Optional[str] = None  # the name of the env var holding the server's key
     engine: str = "vllm"  # launcher.engines
     engine_version: Optional[str] = None  # None: probed on the node before the server starts
@@ -163,25 +224,38 @@ class JobSpec:
     # re-resolved on the node once the version is probed, an explicit source may not).
     acceptance_source: str = AcceptanceSource.PER_REQUEST_STATS.value
     acceptance_requested: str = "auto"
+    # The engine's flags that make a speculative server report acceptance (for acceptance_source);
+    # the server argv is server_flags + the engine's flags for speculative_config + these.
+    acceptance_flags: list[str] = field(default_factory=list)
     spec_version: int = SPEC_VERSION
 
     # -- derived
 
     def server_argv(self, host: str, port: int | str, node_rank: int = 0, head: Optional[str] = None,
-                    rpc_port: Optional[int] = None, flags: Optional[list[str]] = None) -> list[str]:
-        """The server argv on one node (multi-node flags added for nodes > 1)."""
-        L = self.launch
-        f = list(self.server_flags if flags is None else flags)
+                    rpc_port: Optional[int] = None, speculative_config: object = "spec") -> list[str]:
+        """The server argv on one node, built from the spec's fields: the server flags,
+        the engine's flags for ``speculative_config`` (default the spec's; None: the same
+        server without speculation) with the acceptance flags, and the multi-node flags
+        for nodes > 1."""
+        L, eng = self.launch, get_engine(self.engine)
+        cfg = self.speculative_config if speculative_config == "spec" else speculative_config
+        f = list(self.server_flags)
+        if cfg:
+            f += eng.speculative_flags(cfg) + list(self.acceptance_flags)
         if L.nodes > 1:
             f += multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
                                  L.gpus_per_node)
-        return compose_server_argv(self.server_command, self.model, f, host, port, engine=self.engine,
-                                   acceptance_source=self.acceptance_source)
+        return eng.server_argv(self.server_command, self.model, f, host, port)
+
+    def identity(self) -> dict:
+        """What summary.json records of the job: recipe, server_id, method, k."""
+        return {"recipe": self.recipe, "server_id": self.server_id, "method": self.method,
+                "num_speculative_tokens": self.num_speculative_tokens}
 
     # -- JSON
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = json.loads(json.dumps(asdict(self)))  # plain JSON types (tuples become lists)
         d["points"] = [asdict(p) | {"id": p.id} for p in self.points]
         return d
 
@@ -189,27 +263,31 @@ class JobSpec:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def write(self, path: Optional[Path] = None) -> Path:
-        path = Path(path or Path(self.job_dir) / SPEC_FILE)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
-        return path
+        return write_text_atomic(Path(path or Path(self.job_dir) / SPEC_FILE), self.to_json())
+
+    def bench_for(self, role: str = "speculative") -> BenchSpec:
+        """The benchmark settings of ``role``: this job's, or (baseline) the baseline's it hosts."""
+        if role == "baseline":
+            if self.baseline is None or self.baseline.bench is None:
+                raise SpecError("--role baseline: this job hosts no baseline (fix: use the host job's job.json)")
+            return self.baseline.bench
+        if self.bench is None:
+            raise SpecError("the spec has no bench section (a job for another benchmark module)")
+        return self.bench
 
     @classmethod
     def from_dict(cls, d: dict) -> "JobSpec":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise SpecError(f"unknown key(s) {unknown} (fix: a newer planner wrote it; update the node's checkout)")
-        d = dict(d)
+        d = _check_keys(cls, d, "")
         d["points"] = [PointSpec(p["dataset"], float(p["temperature"]), int(p["concurrency"]))
                        for p in d.get("points", [])]
-        launch = dict(d.get("launch") or {})
-        lk = {f.name for f in fields(LaunchSpec)}
-        if set(launch) - lk:
-            raise SpecError(f"launch: unknown key(s) {sorted(set(launch) - lk)}")
-        d["launch"] = LaunchSpec(**launch)
+        d["launch"] = LaunchSpec(**_check_keys(LaunchSpec, d.get("launch") or {}, "launch"))
+        d["bench"] = _bench(d.get("bench"), "bench")
+        if d.get("known_answer") is not None:
+            d["known_answer"] = KnownAnswerSpec(**_check_keys(KnownAnswerSpec, d["known_answer"], "known_answer"))
+        if d.get("baseline") is not None:
+            b = _check_keys(BaselineSpec, d["baseline"], "baseline")
+            b["bench"] = _bench(b.get("bench"), "baseline.bench")
+            d["baseline"] = BaselineSpec(**b)
         if d["launch"].server not in SERVER_LAUNCHES:
             raise SpecError(f"launch.server is {d['launch'].server!r}; expected one of {SERVER_LAUNCHES}")
         try:
@@ -236,3 +314,30 @@ class JobSpec:
 
 class SpecError(ValueError):
     """A job spec that cannot be used; the message is one line."""
+
+
+def _check_keys(cls, d: dict, where: str) -> dict:
+    if not isinstance(d, dict):
+        raise SpecError(f"{where or 'the spec'}: expected a JSON object")
+    unknown = sorted(set(d) - {f.name for f in fields(cls)})
+    if unknown:
+        raise SpecError(f"{where + ': ' if where else ''}unknown key(s) {unknown} "
+                        "(fix: a newer planner wrote it; update the node's checkout)")
+    return dict(d)
+
+
+def _bench(d: Optional[dict], where: str) -> Optional[BenchSpec]:
+    if d is None:
+        return None
+    d = _check_keys(BenchSpec, d, where)
+    d["datasets"] = tuple(DatasetInput(**_check_keys(DatasetInput, x, f"{where}.datasets"))
+                          for x in d.get("datasets") or ())
+    d["gates"] = Gates(**_check_keys(Gates, d.get("gates") or {}, f"{where}.gates"))
+    d["runtime_params"] = RuntimeParams(**_check_keys(RuntimeParams, d.get("runtime_params") or {},
+                                                      f"{where}.runtime_params"))
+    if d.get("lossless") is not None:
+        d["lossless"] = LosslessSpec(**_check_keys(LosslessSpec, d["lossless"], f"{where}.lossless"))
+    try:
+        return BenchSpec(**d)
+    except TypeError as e:
+        raise SpecError(f"{where}: {e}") from None

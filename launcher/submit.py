@@ -6,16 +6,16 @@ Jobs receive plain dicts (JobPlan.to_dict), never live objects.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from launcher.config.schema import LauncherConfig
 from launcher.plan import JobPlan, Plan
+from launcher.results.job_end import finalize_job_dir
+from launcher.results.summary import read_summary
 from launcher.sbatch import render_standalone, sbatch_setup, slurm_parameters
 
 STANDALONE_SCRIPT = "job.sbatch"
@@ -36,12 +36,11 @@ class Submitted:
 
 
 def write_job_files(cfg: LauncherConfig, job: JobPlan) -> None:
-    """Write what the node side reads (the job spec, the runtime params) and, on
-    Slurm, the standalone script that reproduces the job with plain sbatch."""
+    """Write what the node side reads (the job spec) and, on Slurm, the standalone
+    script that reproduces the job with plain sbatch."""
     d = Path(job.job_dir)
     (d / "logs").mkdir(parents=True, exist_ok=True)
     job.write()
-    (d / "runtime_params.yaml").write_text(yaml.safe_dump(job.runtime_params, sort_keys=True))
     if cfg.cluster.executor == "slurm":
         (d / STANDALONE_SCRIPT).write_text(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
 
@@ -93,7 +92,7 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
 def points_complete(job: JobPlan, default: int = 0) -> int:
     """Points complete or skipped-as-complete, from summary.json."""
     try:
-        pts = json.loads((Path(job.job_dir) / "summary.json").read_text())["points"]
+        pts = read_summary(job.job_dir)["points"]
         return sum(1 for p in pts if p.get("status") in ("complete", "skipped"))
     except (OSError, ValueError, KeyError, TypeError):
         return default
@@ -112,9 +111,8 @@ def job_end_reason(job: JobPlan) -> str | None:
     """Why a job ended, in words, from what the node side wrote: summary.json's
     job_end (the node job's own finalization), else logs/error.txt."""
     d = Path(job.job_dir)
-    try:
-        end = json.loads((d / "summary.json").read_text()).get("job_end") or {}
-    except (OSError, ValueError, AttributeError):
+    end = (read_summary(d) or {}).get("job_end") or {}
+    if not isinstance(end, dict):
         end = {}
     if end.get("status") == "failed" and (end.get("reason") or end.get("cause")):
         return str(end.get("reason") or end.get("cause"))
@@ -128,17 +126,13 @@ def job_end_reason(job: JobPlan) -> str | None:
 def finalize_lost_job(job: JobPlan, cause: str) -> None:
     """The node job could not finalize summary.json (it was SIGKILLed, or never
     started): do it here, from the files on disk, with ``cause`` in words."""
-    from launcher.node.outcome import finalize_job_dir
-
     d = Path(job.job_dir)
-    try:
-        end = json.loads((d / "summary.json").read_text()).get("job_end")
-    except (OSError, ValueError, AttributeError):
-        end = None
-    if end:  # the node job wrote its own end
+    if (read_summary(d) or {}).get("job_end"):  # the node job wrote its own end
         return
     try:
-        finalize_job_dir(d, rc=-9, cause=cause, reason=cause, bench_args=job.bench_args)
+        finalize_job_dir(d, rc=-9, cause=cause, reason=cause,
+                         points=[(p.dataset, p.temperature, p.concurrency) for p in job.points],
+                         identity=job.identity())
     except OSError:
         pass
 

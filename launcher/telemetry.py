@@ -420,11 +420,8 @@ class GpuMemorySampler:
 
     def write_report(self, path: str | os.PathLike[str]) -> Path:
         """Write report() as JSON to ``path`` (atomically; parent folders made). Returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(self.report(), indent=2, sort_keys=False) + "\n")
-        os.replace(tmp, path)
+        from launcher.common.files import write_json_atomic
+        path = write_json_atomic(path, self.report(), indent=2)
         return path
 
 

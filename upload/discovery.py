@@ -12,10 +12,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from launcher.results.layout import RUN_FILES
 from upload.errors import UsageError
 from upload.manifest import MANIFEST_NAME
 
-RUN_MARKERS = ("configuration.json", "timing.json", "acceptance_rate.json")
+RUN_MARKERS = RUN_FILES  # launcher.results: the one definition of a run folder
 
 
 @dataclass(frozen=True)

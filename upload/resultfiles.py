@@ -10,12 +10,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from launcher.results.layout import CONFIGURATION_FILE, METRIC_FILES as LAYOUT_METRIC_FILES
 from upload.discovery import LocalRun
 
 # Result files whose top level must be a JSON object; metric files are
 # specdec_bench's lists of objects (one per run into the folder).
-OBJECT_FILES = ("configuration.json",)
-METRIC_FILES = ("timing.json", "acceptance_rate.json")
+OBJECT_FILES = (CONFIGURATION_FILE,)
+METRIC_FILES = LAYOUT_METRIC_FILES
 
 
 @dataclass

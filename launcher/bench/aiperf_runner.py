@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from launcher.node.lifecycle import terminate_trees, with_parent_death_signal
+from launcher.common.processes import terminate_trees, with_parent_death_signal
 
 # Environment variables that make AIPerf fail on a local tokenizer directory.
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")

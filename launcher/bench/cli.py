@@ -1,7 +1,12 @@
 """`python -m launcher.bench`: sweep temperature x concurrency x dataset against
 one running server with AIPerf, and write specdec_bench-format results.
 
-This is the benchmark side of common/specdec_aiperf/run.sh (the args after `--`).
+    python -m launcher.bench --spec JOB_DIR/job.json [--role baseline] --url URL
+
+is what jobs run: the points and every setting come from the job spec's typed
+sections (launcher/spec.py). The flag form (``--mtbench PATH ... --url URL``) is
+for hand use; run.sh reads the arguments after its `--` with this parser into a
+job spec, and runs that.
 """
 from __future__ import annotations
 
@@ -16,15 +21,20 @@ from typing import Callable, Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
-from launcher.bench.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
+from launcher.common.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
+from launcher.common.files import write_text_atomic
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.spec import point_dir_name
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m launcher.bench", description=__doc__)
+    p.add_argument("--spec", metavar="JOB_JSON",
+                   help="run from a job spec (what jobs do): its points and bench section; with --url only")
+    p.add_argument("--role", choices=("speculative", "baseline"), default="speculative",
+                   help="with --spec: baseline runs the matched baseline the job hosts (its baseline section)")
     p.add_argument("--mtbench", metavar="PATH", help="MT-Bench question.jsonl")
     p.add_argument("--specbench", metavar="PATH", help="Spec-Bench question.jsonl")
     p.add_argument("--speed", metavar="PATH", action="append", default=[],
@@ -38,7 +48,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--num_gpus", type=int, default=1)
     p.add_argument("--output_length", type=int, default=4096)  # specdec_bench's default
     p.add_argument("--save_dir", required=True)
-    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--url", required=require_url, help="the server, e.g. http://127.0.0.1:8000")
     p.add_argument("--model", required=True, help="the served model name")
     p.add_argument("--tokenizer", required=True, help="HF id or local dir, for AIPerf's token counts")
     p.add_argument("--aiperf", default="aiperf", help="the aiperf executable")
@@ -74,6 +84,32 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def spec_from_argv(argv: list[str]):
+    """(BenchSpec, points) of a benchmark argv (run.sh's arguments after `--`), read by
+    this benchmark's own parser: the job spec run.sh writes holds the typed settings."""
+    from launcher.spec import BenchSpec, DatasetInput, Gates, LosslessSpec, PointSpec, RuntimeParams
+
+    args = parse_args(list(argv), require_url=False)
+    runtime = (yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else None) or {}
+    datasets = dataset_inputs(args)
+    bench = BenchSpec(
+        model=args.model, tokenizer=args.tokenizer, save_dir=str(Path(args.save_dir).resolve()),
+        datasets=tuple(DatasetInput(n, str(p)) for n, p in datasets), num_requests=args.num_requests,
+        max_turns=args.max_turns, output_length=args.output_length, num_gpus=args.num_gpus, aiperf=args.aiperf,
+        aiperf_mode=args.aiperf_mode, point_timeout_s=args.point_timeout_s, request_timeout_s=args.request_timeout_s,
+        gates=Gates(args.max_failed_fraction, parse_gates(args.min_acceptance_length), args.min_tokens_per_step),
+        preflight=not args.no_preflight, force=args.force, golden=args.golden,
+        lossless=(LosslessSpec(args.lossless_prompts, args.lossless_output_length, args.lossless_min_match_fraction)
+                  if args.lossless_prompts else None),
+        runtime_params=RuntimeParams(**{k: dict(runtime.get(k) or {}) for k in
+                                        ("sampling_kwargs", "chat_template_args", "dataset_kwargs")}),
+        acceptance_source=args.acceptance_source, repeats=args.repeats, warmup=args.warmup,
+        noisy_rel_mad=args.noisy_rel_mad)
+    points = [PointSpec(name, float(t), int(c)) for name, _ in datasets for t in args.temperature
+              for c in args.concurrency]
+    return bench, points
+
+
 @dataclass
 class PointOutcome:
     dataset: str
@@ -94,7 +130,47 @@ class PointOutcome:
                 "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
 
 
+def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
+    """(args, runtime params, gates) of a job spec's benchmark: the same settings
+    the flag form gives, taken from the typed sections, never from an argv."""
+    from dataclasses import asdict
+
+    b = job.bench_for(role)
+    temps = list(dict.fromkeys(p.temperature for p in job.points))
+    concs = list(dict.fromkeys(p.concurrency for p in job.points))
+    ll = b.lossless
+    args = argparse.Namespace(
+        datasets=[(d.name, Path(d.path)) for d in b.datasets], mtbench=None, specbench=None, speed=[],
+        num_requests=b.num_requests, max_turns=b.max_turns, runtime_params=None, temperature=temps or [0.0],
+        concurrency=concs or [1], num_gpus=b.num_gpus, output_length=b.output_length, save_dir=b.save_dir,
+        url=url, model=b.model, tokenizer=b.tokenizer, aiperf=b.aiperf, point_timeout_s=b.point_timeout_s,
+        request_timeout_s=b.request_timeout_s, max_failed_fraction=b.gates.max_failed_fraction,
+        min_acceptance_length=[], min_tokens_per_step=b.gates.min_tokens_per_step, no_preflight=not b.preflight,
+        force=b.force, aiperf_mode=b.aiperf_mode, acceptance_source=b.acceptance_source, golden=b.golden,
+        lossless_prompts=ll.num_prompts if ll else 0, lossless_output_length=ll.output_length if ll else 64,
+        lossless_min_match_fraction=ll.min_match_fraction if ll else 0.6,
+        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad)
+    return args, asdict(b.runtime_params), {k: float(v) for k, v in b.gates.min_acceptance_length.items()}
+
+
+def _spec_mode(argv: list[str]) -> tuple[argparse.Namespace, dict, dict]:
+    from launcher.spec import JobSpec, SpecError
+
+    p = argparse.ArgumentParser(prog="python -m launcher.bench --spec")
+    p.add_argument("--spec", required=True, help="the job spec (JOB_DIR/job.json)")
+    p.add_argument("--role", choices=("speculative", "baseline"), default="speculative",
+                   help="baseline: the matched baseline this job hosts (its spec's baseline section)")
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    a = p.parse_args(argv)
+    try:
+        return spec_args(JobSpec.read(a.spec), a.role, a.url)
+    except SpecError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
 def dataset_inputs(args) -> list[tuple[str, Path]]:
+    if getattr(args, "datasets", None) is not None:  # from a job spec: named there
+        return list(args.datasets)
     out: list[tuple[str, Path]] = []
     if args.mtbench:
         out.append(("mtbench", Path(args.mtbench)))
@@ -141,10 +217,9 @@ class Progress:
         if line.split("|", 1)[1] != self._last.split("|", 1)[-1]:
             print(line, file=sys.stderr, flush=True)
         self._last = line
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"points_total": self.total, "points_done": self.done, "current": current,
-                                   "running": self.running, "elapsed_s": round(time.time() - self.start, 1)}))
-        tmp.replace(self.path)
+        write_text_atomic(self.path, json.dumps({
+            "points_total": self.total, "points_done": self.done, "current": current, "running": self.running,
+            "elapsed_s": round(time.time() - self.start, 1)}), durable=False)
 
 
 def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path) -> list[dict]:
@@ -166,25 +241,32 @@ def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path)
 
 def _repeats_done(point_dir: Path) -> int:
     """How many repeats a complete point holds (1 without repeats.json)."""
-    from launcher.repeats import record
+    from launcher.results.repeats import record
     return int((record.read(point_dir) or {}).get("repeats") or 1)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     from launcher.bench import point as point_mod
-    from launcher.bench.result_files import is_complete, write_json_atomic
+    from launcher.bench.result_files import is_complete
+    from launcher.results.summary import write_summary
     from launcher.bench.summary import print_table
 
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--spec")
+    if pre.parse_known_args(argv)[0].spec is not None:
+        args, runtime, gates = _spec_mode(argv)
+    else:
+        args = parse_args(argv)
+        runtime = yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else {}
+        runtime = runtime or {}
+        gates = parse_gates(args.min_acceptance_length)
     if args.repeats < 1:
         print(f"error: --repeats {args.repeats}: must be at least 1", file=sys.stderr)
         return 2
     t0 = time.time()
     save_dir = Path(args.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
-    runtime = yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else {}
-    runtime = runtime or {}
-    gates = parse_gates(args.min_acceptance_length)
     base_url = args.url.rstrip("/")
 
     # --- datasets (errors name file:line)
@@ -224,7 +306,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     def flush():
         summary["points"] = [o.row() for o in outcomes]
         summary["wall_time_s"] = round(time.time() - t0, 3)
-        write_json_atomic(save_dir / "summary.json", summary)
+        write_summary(save_dir, summary, allow_nan=False)
 
     # --- preflight
     if not args.no_preflight:

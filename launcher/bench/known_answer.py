@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from launcher.bench.preflight import chat
+from launcher.common.files import write_json_atomic
+from launcher.results.summary import read_summary, write_summary
+from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
 
 # Short, varied prompts (our own): the answer is known whatever the text.
 PROMPTS = (
@@ -98,21 +101,6 @@ def summarize(entries: list[dict], k: int, draft_sample_method: str = "probabili
 
 def skipped(reason: str) -> dict:
     return {"status": "skipped", "passed": None, "reason": reason, "temperatures": [], "failed_temperatures": []}
-
-
-def one_line(result: dict) -> str:
-    """For the launcher's table and the job log."""
-    if result.get("status") == "skipped":
-        return f"known-answer probe skipped: {result.get('reason')}"
-    parts = []
-    for e in result.get("temperatures", []):
-        al = "n/a" if e.get("al") is None else f"{e['al']:.2f}"
-        word = "pass" if e["passed"] else "FAIL" if e.get("applicable", True) else "n/a (greedy drafting)"
-        if e["passed"] and e.get("within_tolerance") is not None:
-            word = f"pass within {e['within_tolerance']:.0%} ({e['rejected_share']:.1%} rejected)"
-        server = "" if e.get("server_al") is None else f", server {e['server_al']:.2f}"
-        parts.append(f"T={e['temperature']:g} {word} (AL {al}/{e['expected_al']}{server})")
-    return "known-answer " + ", ".join(parts)
 
 
 def mark_points(summary: dict, result: dict) -> dict:
@@ -196,7 +184,7 @@ def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: 
     """Send the prompts at each temperature; the verdict per temperature. One request at
     a time, so counted from stream chunks no two steps can be merged into one chunk."""
     from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
-    from launcher.node.apikey import auth_headers
+    from launcher.common.apikey import auth_headers
 
     out = []
     for t in temperatures:
@@ -248,7 +236,7 @@ def server_counters(url: str) -> Optional[dict[str, float]]:
     """The server's /metrics, parsed; None where it cannot be read (the verdict stands
     on the per-request figures alone then)."""
     from launcher.bench.metrics import parse_prometheus_text
-    from launcher.node.apikey import auth_headers
+    from launcher.common.apikey import auth_headers
 
     try:
         req = urllib.request.Request(f"{url}/metrics", headers=auth_headers())
@@ -275,22 +263,12 @@ def server_cross_check(before: Optional[dict], after: Optional[dict]) -> dict:
             "server_accepted": int(after.get(ACCEPTED_COUNTER, 0) - before.get(ACCEPTED_COUNTER, 0))}
 
 
-def _write_json(path: Path, obj: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def record(save_dir: Path, result: dict) -> None:
     """known_answer.json, and the verdict in summary.json when it exists."""
-    _write_json(save_dir / "known_answer.json", result)
-    summ = save_dir / "summary.json"
-    if summ.exists():
-        try:
-            summary = json.loads(summ.read_text())
-        except ValueError:
-            return
-        _write_json(summ, mark_points(summary, result))
+    write_json_atomic(save_dir / "known_answer.json", result)
+    summary = read_summary(save_dir)
+    if summary is not None:
+        write_summary(save_dir, mark_points(summary, result))
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.bench.preflight import chat
+from launcher.results.summary import update_summary
 
 
 def required_matches(n: int, fraction: float) -> int:
@@ -105,13 +106,7 @@ def compare_with_reference(url: str, model: str, spec_file: Path, save_dir: Path
     res = compare_outputs(spec["prompts"], spec["outputs"], ref, spec["min_match_fraction"])
     (save_dir / "lossless").mkdir(parents=True, exist_ok=True)
     (save_dir / "lossless" / "result.json").write_text(json.dumps(res, indent=1))
-    summ = save_dir / "summary.json"
-    if summ.exists():
-        s = json.loads(summ.read_text())
-        s["lossless"] = res
-        tmp = summ.with_suffix(".tmp")
-        tmp.write_text(json.dumps(s, indent=2))
-        tmp.replace(summ)
+    update_summary(save_dir, lossless=res)
     return res
 
 

@@ -3,7 +3,6 @@ run AIPerf (once, one phase per point, or once per point), then turn each point'
 export into result files and checks."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.forced_acceptance import forced_from_speculative_config
-from launcher.bench.datasets import DatasetSpec, Question, write_aiperf_multi_turn
+from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.bench.metrics import (RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
                                     timing)
 from launcher.bench.stream_chunks import read_raw_chunks
@@ -91,19 +90,6 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
     }
 
 
-def speculative_config_from_argv(argv: list[str]) -> Optional[dict]:
-    """The --speculative-config JSON of the server's argv (for runs without a job.json)."""
-    for i, a in enumerate(argv):
-        val = a.split("=", 1)[1] if a.startswith("--speculative-config=") else (
-            argv[i + 1] if a == "--speculative-config" and i + 1 < len(argv) else None)
-        if val:
-            try:
-                return json.loads(val)
-            except ValueError:
-                return None
-    return None
-
-
 def draft_sample_method(spec_cfg: Optional[dict]) -> Optional[str]:
     """How the engine drafted: vLLM's draft_sample_method (its default is greedy: the
     draft's argmax, its probabilities taken as one-hot); None without speculation."""
@@ -116,7 +102,7 @@ def load_point_values(point_dir: Path) -> dict:
     res = read_point(point_dir)
     if not res.timing:
         return {}
-    from launcher.repeats import record
+    from launcher.results.repeats import record
     return point_values(res, ar.aiperf_benchmark_duration(point_dir / "aiperf")) | \
         {"repeats": record.compact(record.read(point_dir))}
 
@@ -160,7 +146,7 @@ def _finish_point(ctx, spec, questions, o, save_dir: Path, src: Optional[Path], 
     """Turn one point's AIPerf folder into its results, or record why there is none."""
     point_dir = save_dir / o.dir
     if n_repeats(ctx) == 1:  # an earlier run's repeats no longer describe this point
-        from launcher.repeats import record
+        from launcher.results.repeats import record
         (point_dir / record.REPEATS_FILE).unlink(missing_ok=True)
         shutil.rmtree(point_dir / record.REPEATS_ARTIFACTS, ignore_errors=True)
     if src is None or not (src / "profile_export.jsonl").exists():
@@ -216,7 +202,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                                request_timeout_s=args.request_timeout_s)
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    from launcher.node.apikey import client_key
+    from launcher.common.apikey import client_key
     argv = ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)
     total = len(outcomes) * n_turns
@@ -268,7 +254,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
             why = _finish_repeats(ctx, spec, questions, o, save_dir, runs, total, progress)
         ext = read_point(save_dir / o.dir).acc_ext if why is None and o.status == "complete" else {}
         if repeats > 1 and ext:  # the run's window holds every repeat's steps
-            from launcher.repeats import record
+            from launcher.results.repeats import record
             per = (record.read(save_dir / o.dir) or {}).get("per_repeat") or []
             counts = [(r.get("num_spec_steps"), r.get("num_accepted_draft_tokens")) for r in per]
             ext = ({"num_spec_steps": sum(c[0] for c in counts), "num_accepted_draft_tokens": sum(c[1] for c in counts)}
@@ -312,11 +298,11 @@ def _phase_steps(group_dir: Path, name: str) -> Optional[tuple[int, int]]:
 def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: int, progress) -> Optional[str]:
     """A point measured ``len(runs)`` times (``runs``: (phase, AIPerf folder, why missing)).
     Every repeat's figures go to ``repeats.json``; specdec_bench's files are written from
-    one repeat (launcher.repeats.record.HOLD_RULE), whose AIPerf folder becomes the
+    one repeat (launcher.results.repeats.record.HOLD_RULE), whose AIPerf folder becomes the
     point's ``aiperf/``; the others are kept in ``aiperf_repeats/r<i>/``. A missing or
     unreadable repeat fails the point. Returns why it failed, or None."""
     from launcher.bench.result_files import write_json_atomic
-    from launcher.repeats import record
+    from launcher.results.repeats import record
 
     missing = next((why for _, _, why in runs if why is not None), None)
     per, srcs = [], []
@@ -390,7 +376,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     shutil.rmtree(group_dir, ignore_errors=True)
     run = _group_run(ctx, dataset, temperature, outcomes, group_dir, input_file, len(questions))
     concurrencies = run.concurrencies
-    from launcher.node.apikey import client_key
+    from launcher.common.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)
@@ -416,7 +402,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
 
 
 def _spec_cfg(ctx: PointContext) -> Optional[dict]:
-    spec_cfg = ctx.job.get("speculative_config") or speculative_config_from_argv(ctx.server_ready.get("argv") or [])
+    spec_cfg = ctx.job.get("speculative_config") or ctx.server_ready.get("speculative_config")
     return spec_cfg if ctx.speculative else None
 
 

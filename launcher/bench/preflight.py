@@ -13,7 +13,7 @@ class PreflightError(RuntimeError):
 
 
 def http_json(url: str, body: Optional[dict] = None, timeout: float = 60.0) -> dict:
-    from launcher.node.apikey import auth_headers
+    from launcher.common.apikey import auth_headers
 
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **auth_headers()})
@@ -60,7 +60,7 @@ def check_stream_usage(base_url: str, model: str) -> list[int]:
     """One short streamed request; every chunk must carry cumulative usage, so that
     acceptance can be counted from the stream (engines without per-request stats)."""
     from launcher.bench.stream_chunks import stream_chat_chunks
-    from launcher.node.apikey import auth_headers
+    from launcher.common.apikey import auth_headers
 
     try:
         chunks, _ = stream_chat_chunks(base_url, model, "Say hello.", 8, {"temperature": 0.0},

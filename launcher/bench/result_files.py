@@ -17,7 +17,7 @@ import statistics
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from .datasets import DatasetSpec, Question, question_key
+from launcher.common.datasets import DatasetSpec, Question, question_key
 
 from launcher.results import (ACCEPTANCE_FILE, COMPLETE_FILE as COMPLETE, CONFIGURATION_FILE,  # noqa: F401
                               EXTENSION_KEY, TIMING_FILE, append_metric, is_complete, mark_complete,

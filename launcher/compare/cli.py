@@ -11,7 +11,7 @@ import sys
 
 from launcher.compare.diff import RUN_FLOOR, Thresholds, compare_runs
 from launcher.compare.table import print_verdict, render
-from launcher.report.load import ResultsError, load_results
+from launcher.results.job_dir import ResultsError, load_results
 
 
 def _fraction(s: str) -> float:

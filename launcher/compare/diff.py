@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from launcher.compare.stats import Paired, paired_interval
-from launcher.repeats import record
-from launcher.repeats.stats import Difference, Summary, difference, summarize
-from launcher.report.load import Job, Point
+from launcher.results.repeats import record
+from launcher.results.repeats.stats import Difference, Summary, difference, summarize
+from launcher.results.job_dir import Job, Point
+from launcher.speedup.stats import Paired, paired_interval
 
 REGRESSION, IMPROVEMENT, NOISE, MISSING, SUSPECT = "regression", "improvement", "ok", "missing", "suspect"
 # The relative sd of a run's mean Output TPS between two runs that no number of repeats

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from launcher.report.load import Job, Point
+from launcher.results.job_dir import Job, Point
 
 
 def point_k(job: Job, p: Point) -> Optional[int]:

@@ -200,4 +200,5 @@ class LauncherConfig:
     bench: BenchConfig = field(default_factory=BenchConfig)
     output_dir: str = "results"
     dry_run: bool = False
+    render_only: bool = False  # write the job folders (job.json, job.sbatch) and submit nothing
     wait: Optional[bool] = None  # None: wait on the local executor, not on Slurm

@@ -40,11 +40,18 @@ def _writable(path: Path) -> bool:
 
 
 def validate(cfg: LauncherConfig) -> list[ConfigError]:
+    """Every problem with the recipe, one ConfigError each (empty: valid): one check per section."""
     errs: list[ConfigError] = []
     add = lambda f, p, fix: errs.append(ConfigError(f, p, fix))  # noqa: E731
-    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server
+    for check in (_check_speculation, _check_forced_acceptance, _check_golden, _check_parallelism, _check_cluster,
+                  _check_sweep, _check_server, _check_gates, _check_api_key, _check_visible_inputs, _check_output):
+        check(cfg, add, errs)
+    return errs
 
-    # --- speculative method and draft
+
+def _check_speculation(cfg: LauncherConfig, add, errs: list) -> None:
+    """Speculative method and draft."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     if d.method not in SPEC_METHODS:
         add("draft.method", f"unknown method '{d.method}'", f"use one of: {', '.join(SPEC_METHODS)}")
     elif d.method not in METHODS_WITHOUT_DRAFT_CKPT and not d.model:
@@ -68,7 +75,10 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         if k < 1:
             add("sweep.num_speculative_tokens", f"contains {k}, every value must be >= 1", "remove it")
 
-    # --- forced (synthetic) acceptance: vLLM's mechanism, GPU sampling only
+
+def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
+    """Forced (synthetic) acceptance: vLLM's mechanism, GPU sampling only."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     from launcher import forced_acceptance as fa_mod
     fa = d.forced_acceptance
     if fa.length is not None or fa.rates is not None:
@@ -93,11 +103,17 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
                 add(fa_mod.FIELD, f"cannot run on server.engine_version={version}: {e}",
                     "use an image with synthetic acceptance or remove draft.forced_acceptance")
 
-    # --- golden reference
+
+def _check_golden(cfg: LauncherConfig, add, errs: list) -> None:
+    """Golden reference."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     if cfg.bench.golden is not None:
         errs.extend(check_golden(cfg))
 
-    # --- parallelism against the allocation: tp x pp x dp GPUs on nodes x gpus_per_node
+
+def _check_parallelism(cfg: LauncherConfig, add, errs: list) -> None:
+    """Parallelism against the allocation: tp x pp x dp GPUs on nodes x gpus_per_node."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     for name, v in (("parallel.tp", par.tp), ("parallel.pp", par.pp), ("parallel.dp", par.dp),
                     ("parallel.ep", par.ep), ("cluster.nodes", cl.nodes)):
         if v < 1:
@@ -135,7 +151,10 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         add("parallel.draft_tp", f"is {par.draft_tp}; vLLM accepts 1 or the target's tp ({par.tp})",
             f"set parallel.draft_tp=1 or parallel.draft_tp={par.tp}")
 
-    # --- cluster
+
+def _check_cluster(cfg: LauncherConfig, add, errs: list) -> None:
+    """Cluster."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     if cl.executor not in ("local", "slurm"):
         add("cluster.executor", f"unknown executor '{cl.executor}'", "use local or slurm")
     if cl.requires_container and not cl.container_image:
@@ -144,7 +163,10 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     if cl.time_min < 1:
         add("cluster.time_min", f"is {cl.time_min}", "set a time limit in minutes, e.g. cluster.time_min=120")
 
-    # --- sweep
+
+def _check_sweep(cfg: LauncherConfig, add, errs: list) -> None:
+    """Sweep."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     for name, values in (("sweep.temperatures", sw.temperatures), ("sweep.concurrencies", sw.concurrencies),
                          ("sweep.datasets", sw.datasets), ("sweep.num_speculative_tokens", sw.num_speculative_tokens)):
         dup = sorted({v for v in values if list(values).count(v) > 1}, key=str)
@@ -187,7 +209,10 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
             add("sweep.runtime_params.sampling_kwargs.temperature", "temperature is swept, not a runtime param",
                 "set sweep.temperatures instead")
 
-    # --- server
+
+def _check_server(cfg: LauncherConfig, add, errs: list) -> None:
+    """Server."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     if srv.kv_cache_memory_bytes and srv.gpu_memory_utilization is not None:
         add("server.kv_cache_memory_bytes", "is set together with server.gpu_memory_utilization",
             "set only one: the KV-cache cap overrides the utilization")
@@ -203,7 +228,10 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
         add("server.command", "is empty", "set it, e.g. server.command='vllm serve'")
     errs.extend(check_engine(cfg))
 
-    # --- gates
+
+def _check_gates(cfg: LauncherConfig, add, errs: list) -> None:
+    """Gates."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     if cfg.bench.aiperf_mode not in ("phases", "point"):
         add("bench.aiperf_mode", f"is '{cfg.bench.aiperf_mode}'",
             "use bench.aiperf_mode=phases (one AIPerf process per dataset x temperature) or point")
@@ -216,19 +244,27 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
             add(f"bench.gates.{key}.{ds}", "names a dataset that is not in the sweep",
                 f"use one of: {', '.join(sw.datasets)}")
 
-    # --- the server's API key: through the environment only
-    from launcher.node.apikey import FIX as API_KEY_FIX, api_key_in_args
+
+def _check_api_key(cfg: LauncherConfig, add, errs: list) -> None:
+    """The server's API key: through the environment only."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
+    from launcher.common.apikey import FIX as API_KEY_FIX, api_key_in_args
     if api_key_in_args(srv.extra_args):
         add("server.extra_args", "passes --api-key on the command line, where it would be written to job.json, "
             "the logs and the process list", API_KEY_FIX)
 
-    # --- inputs visible from here (the node checks them all again before its server starts)
+
+def _check_visible_inputs(cfg: LauncherConfig, add, errs: list) -> None:
+    """Inputs visible from here (the node checks them all again before its server starts)."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     errs.extend(check_input_paths(cfg))
 
-    # --- output
+
+def _check_output(cfg: LauncherConfig, add, errs: list) -> None:
+    """Output."""
+    d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     if not _writable(Path(cfg.output_dir)):
         add("output_dir", f"'{cfg.output_dir}' cannot be written", "choose a folder you can write, e.g. output_dir=./results")
-    return errs
 
 
 def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
@@ -271,8 +307,8 @@ def _strip(line: str, prefix: str) -> str:
 
 def check_input_paths(cfg: LauncherConfig) -> list[ConfigError]:
     """Model, draft, tokenizer and dataset files, where this machine can see them:
-    the same checks the node runs (launcher.node.inputs), one line each."""
-    from launcher.node.inputs import HF_ID, check_dataset, check_model, check_tokenizer
+    the same checks the node runs (launcher.common.inputs), one line each."""
+    from launcher.common.inputs import HF_ID, check_dataset, check_model, check_tokenizer
 
     out: list[ConfigError] = []
     ex = cfg.cluster.executor

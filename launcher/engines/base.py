@@ -94,6 +94,10 @@ class Engine:
         """Every flag :meth:`acceptance_flags` may add (dropped with speculation)."""
         raise NotImplementedError
 
+    def speculative_flags(self, config: dict) -> list[str]:
+        """Server flags that make the engine speculate with ``config`` (the job spec's)."""
+        raise NotImplementedError
+
     def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
         raise NotImplementedError
 

@@ -2,6 +2,8 @@
 version has (facts in docs/engines.md, with where each was seen)."""
 from __future__ import annotations
 
+import json
+
 import shlex
 from typing import Optional
 
@@ -50,6 +52,9 @@ class VLLM(Engine):
 
     def acceptance_flag_names(self) -> set[str]:
         return {SPEC_METRICS_FLAG}
+
+    def speculative_flags(self, config: dict) -> list[str]:
+        return [SPEC_CONFIG_FLAG, json.dumps(config, separators=(",", ":"), sort_keys=True)]
 
     def speculative_flag_names(self) -> set[str]:
         """The flags that make a server speculative (dropped for its matched baseline)."""

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
 from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version
-from launcher.engines.flags import drop_flags
 from launcher.forced_acceptance import forced_from_speculative_config
 from launcher.spec import JobSpec
 
@@ -30,13 +29,12 @@ def probe_version(argv: list[str], env: Mapping[str, str], timeout_s: float = PR
 
 @dataclass(frozen=True)
 class EngineResolution:
-    spec: JobSpec                 # the spec the node runs (version and acceptance source filled)
-    server_flags: list[str]       # the server's flags for that acceptance source
+    spec: JobSpec                 # the spec the node runs (version, acceptance source and its flags filled)
     version_from: str             # "spec" | "probe" | "unknown"
     note: Optional[str] = None    # a change the job log should show
 
 
-def resolve(spec: JobSpec, server_flags: list[str], env: Mapping[str, str],
+def resolve(spec: JobSpec, env: Mapping[str, str],
             probe: Callable[[list[str], Mapping[str, str]], Optional[str]] = probe_version) -> EngineResolution:
     """The engine version (the spec's, else probed where the server runs as a local
     process) and the acceptance source it supports. Raises EngineError when the job
@@ -48,18 +46,18 @@ def resolve(spec: JobSpec, server_flags: list[str], env: Mapping[str, str],
         version = probe(argv, env) if argv else None
         source = "probe" if version else "unknown"
     if not spec.speculative_config:
-        return EngineResolution(dataclasses.replace(spec, engine_version=version), list(server_flags), source)
+        return EngineResolution(dataclasses.replace(spec, engine_version=version), source)
     if version is not None and forced_from_speculative_config(spec.speculative_config):
         eng.forced_acceptance_check(version, cpu=False)  # CPU sampling was refused at login
     acc = eng.acceptance_source(spec.acceptance_requested, version)
-    flags = list(server_flags)
+    flags = list(spec.acceptance_flags)
     note = None
     if acc.value != spec.acceptance_source:
-        flags = drop_flags(flags, eng.acceptance_flag_names()) + eng.acceptance_flags(acc)
+        flags = eng.acceptance_flags(acc)
         note = (f"{eng.name} {version} ({source}): per-request acceptance from {acc.value}, "
                 f"not {spec.acceptance_source} as planned")
-    return EngineResolution(dataclasses.replace(spec, engine_version=version, acceptance_source=acc.value),
-                            flags, source, note)
+    return EngineResolution(dataclasses.replace(spec, engine_version=version, acceptance_source=acc.value,
+                                                acceptance_flags=flags), source, note)
 
 
 __all__ = ["AcceptanceSource", "EngineError", "EngineResolution", "probe_version", "resolve"]

@@ -22,40 +22,26 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
-TAIL_LINES = 50
+from launcher.common.processes import (  # noqa: F401 (re-exported for the node driver)
+    DEFAULT_STOP_GRACE_S,
+    TAIL_LINES,
+    Interrupted,
+    describe_returncode,
+    descendants,
+    live_processes,
+    log_tail,
+    signal_name,
+    spawn,
+    terminate_trees,
+    with_parent_death_signal,
+)
+
 DEFAULT_POLL_INTERVAL_S = 0.1
-DEFAULT_STOP_GRACE_S = 10.0
-
-# Executed by `python -c SHIM <parent pid> <argv...>`: set the parent-death
-# signal, unblock signals, then exec the real command (PR_SET_PDEATHSIG survives
-# execve). A command that cannot be executed exits 127 with a message in the log.
-_EXEC_SHIM = r"""
-import os, signal, sys
-try:
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-    if os.getppid() != int(sys.argv[1]):
-        os._exit(143)  # the parent is already gone
-except Exception:
-    pass
-try:
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
-except Exception:
-    pass
-try:
-    os.execvp(sys.argv[2], sys.argv[2:])
-except OSError as e:
-    sys.stderr.write("cannot execute %r: %s\n" % (sys.argv[2], e))
-    sys.stderr.flush()
-    os._exit(127)
-"""
 
 
 class ServerError(RuntimeError):
@@ -77,50 +63,6 @@ class ServerAuthError(ServerStartError):
 
 class ServerDiedError(ServerError):
     """The server exited after it was ready (e.g. during the benchmark)."""
-
-
-class Interrupted(Exception):
-    """A stop signal (SIGTERM, SIGINT, ...) arrived; ``signum`` says which."""
-
-    def __init__(self, signum: int):
-        self.signum = signum
-        super().__init__(f"interrupted by {signal_name(signum)}")
-
-
-def signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def describe_returncode(rc: Optional[int]) -> str:
-    """`3`, or `-9 (SIGKILL)` for a process ended by a signal."""
-    if rc is None:
-        return "none (still running)"
-    if rc < 0:
-        return f"{rc} ({signal_name(-rc)})"
-    return str(rc)
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def log_tail(path: str | os.PathLike[str], n: int = TAIL_LINES, start_offset: int = 0) -> str:
-    """The last ``n`` lines of a log file from ``start_offset`` on ("" if none)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            begin = max(start_offset, size - 256 * 1024)  # the tail is in the last 256 KiB
-            f.seek(begin)
-            data = f.read()
-    except OSError:
-        return ""
-    lines = data.decode("utf-8", "replace").splitlines()
-    if begin > start_offset and lines:
-        lines = lines[1:]  # probably a partial line
-    return "\n".join(lines[-n:])
 
 
 def http_get(host: str, port: int, path: str, timeout: float,
@@ -145,144 +87,13 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _read_stat(pid: int) -> Optional[tuple[str, int, int]]:
-    """(state, ppid, pgid) of a process from /proc, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    rest = raw[raw.rfind(")") + 2:].split()
-    try:
-        return rest[0], int(rest[1]), int(rest[2])
-    except (IndexError, ValueError):
-        return None
-
-
-def _all_pids() -> list[int]:
-    try:
-        return [int(d) for d in os.listdir("/proc") if d.isdigit()]
-    except OSError:
-        return []
-
-
-def live_processes(pgid: int, extra: Iterable[int] = ()) -> set[int]:
-    """Running (non-zombie) members of process group ``pgid`` plus the still
-    running pids among ``extra``."""
-    if not os.path.isdir("/proc"):  # not Linux: ask the kernel about the group
-        try:
-            os.killpg(pgid, 0)
-            return {pgid}
-        except (ProcessLookupError, PermissionError):
-            return set()
-    out = set()
-    wanted = set(extra)
-    for pid in _all_pids():
-        st = _read_stat(pid)
-        if st is None or st[0] in ("Z", "X"):
-            continue
-        if st[2] == pgid or pid in wanted:
-            out.add(pid)
-    return out
-
-
-def descendants(root: int) -> set[int]:
-    """Pids of all (non-zombie) descendants of ``root`` (Linux /proc; else empty)."""
-    children: dict[int, list[int]] = {}
-    for pid in _all_pids():
-        st = _read_stat(pid)
-        if st is not None and st[0] not in ("Z", "X"):
-            children.setdefault(st[1], []).append(pid)
-    out: set[int] = set()
-    todo = [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def _signal_tree(pgid: int, pids: Iterable[int], sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def terminate_trees(procs: list[subprocess.Popen], grace_s: float = DEFAULT_STOP_GRACE_S,
-                    log: Callable[[str], None] = lambda m: None, what: str = "process") -> set[int]:
-    """End the process trees of ``procs`` (each started as a session leader, so
-    its pid is its process-group id): SIGTERM to all at once, wait up to
-    ``grace_s``, then SIGKILL what is left. Returns the pids still running at
-    the end (empty when all is gone)."""
-    procs = [p for p in procs if p is not None]
-    if not procs:
-        return set()
-    known: dict[int, set[int]] = {p.pid: descendants(p.pid) for p in procs}
-
-    def alive() -> set[int]:
-        for p in procs:
-            p.poll()  # reap the direct child
-            if p.returncode is None:
-                known[p.pid] |= descendants(p.pid)
-        left: set[int] = set()
-        for pgid, extra in known.items():
-            left |= live_processes(pgid, extra)
-        return left
-
-    left = alive()
-    if not left:
-        return set()
-    for pgid, extra in known.items():
-        _signal_tree(pgid, extra, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = alive()
-    if left:
-        log(f"{what}: {len(left)} process(es) still running {grace_s:g} s after SIGTERM; sending SIGKILL")
-        for pgid, extra in known.items():
-            _signal_tree(pgid, extra | left, signal.SIGKILL)
-        deadline = time.monotonic() + 5.0
-        while left and time.monotonic() < deadline:
-            time.sleep(0.05)
-            left = alive()
-    for p in procs:
-        try:
-            p.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            pass
-    return left
-
-
-def with_parent_death_signal(argv: list[str]) -> list[str]:
-    """``argv`` run through the exec shim: it gets SIGTERM when this process dies (Linux)."""
-    return [sys.executable, "-c", _EXEC_SHIM, str(os.getpid()), *argv]
-
-
-def spawn(argv: list[str], *, stdout=None, env: Optional[dict] = None, cwd: Optional[str] = None,
-          pdeathsig: bool = True) -> subprocess.Popen:
-    """Start ``argv`` in a new session (its own process group), stdin closed.
-    With ``pdeathsig`` it gets SIGTERM if this process dies (Linux)."""
-    full = with_parent_death_signal(argv) if pdeathsig else list(argv)
-    return subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=stdout,
-                            stderr=subprocess.STDOUT if stdout is not None else None,
-                            env=env, cwd=cwd, start_new_session=True)
-
-
 # ---------------------------------------------------------------- the server
 
 
 class ServerProcess:
     """One inference server process and its readiness.
 
-    ``argv`` is the complete server command line (compose_server_argv's output);
+    ``argv`` is the complete server command line (JobSpec.server_argv's output);
     ``probe_host``/``port`` are where this node reaches it; ``served_name`` is
     what /v1/models must list before it counts as ready.
     """

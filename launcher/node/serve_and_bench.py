@@ -5,7 +5,10 @@ benchmark against it, stop the server, exit with the benchmark's status.
     python -m launcher.node.serve_and_bench [SERVER ARGS...] -- [BENCH ARGS...]
 
 The first form is what jobs run: everything comes from the job spec
-(launcher/spec.py) the launcher wrote. The second is run.sh's (the hand-use
+(launcher/spec.py) the launcher wrote; the matched baseline (sweep.baseline=true)
+is its ``baseline`` section. The job runs as phases (start-up checks, server and
+sweep, the second servers, the conclusion), with the signal handling and the
+cleanup in ``NodeJob.run``. The second is run.sh's (the hand-use
 wrapper): it builds the same spec from its arguments and the environment,
 writes it to the job folder as job.json, and runs it:
 
@@ -17,14 +20,11 @@ writes it to the job folder as job.json, and runs it:
     SPECDEC_READY_TIMEOUT  seconds to wait for readiness (default 1800)
     SPECDEC_JOB_DIR        the job's folder (default ./specdec_job_<timestamp>)
     SPECDEC_PYTHON         python for the benchmark (default: this interpreter)
-    SPECDEC_BENCH_MODULE   the benchmark module (default launcher.bench); it runs as
-                           PYTHON -m MODULE [BENCH ARGS...] --url http://HOST:PORT
+    SPECDEC_BENCH_MODULE   the benchmark module (default launcher.bench: its arguments
+                           are read by its own parser into the spec's bench section and
+                           it runs as PYTHON -m launcher.bench --spec JOB.json --url URL;
+                           another module runs as PYTHON -m MODULE [BENCH ARGS...] --url URL)
     SPECDEC_STOP_GRACE     seconds between SIGTERM and SIGKILL when stopping (default 10)
-    SPECDEC_BASELINE_DIR   the matched baseline's job folder (sweep.baseline=true): at
-                           the end, speedups are written against it (launcher.speedup)
-    SPECDEC_RUN_BASELINE   1: after the benchmark, restart the server without
-                           speculation and run the baseline's points (its job.json's
-                           bench_args) there, in the restart the lossless check shares
     SPECDEC_KNOWN_ANSWER   1: after the sweep, restart the target as its own draft and
                            check that it accepts every draft at each sweep temperature
                            (launcher.bench.known_answer); the job fails when it does not,
@@ -42,10 +42,10 @@ whole process tree and the benchmark's are stopped first.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import sys
@@ -55,7 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.node import apikey, outcome, slurm_steps
+from launcher.common import apikey
+from launcher.node import outcome, slurm_steps
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
     Interrupted,
@@ -69,7 +70,13 @@ from launcher.node.lifecycle import (
     spawn,
     terminate_trees,
 )
-from launcher.spec import SPEC_FILE, JobSpec, LaunchSpec, SpecError, drop_flags
+from launcher.common.files import write_json_atomic
+from launcher.results.job_end import finalize_job_dir
+from launcher.results.summary import has_summary
+from launcher.engines import AcceptanceSource, get_engine
+from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
+                                    speculative_config, split_at_separator)
+from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -79,8 +86,6 @@ DEFAULT_READY_TIMEOUT_S = 1800.0
 WATCH_INTERVAL_S = 0.2
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
-KV_CACHE_FLAG = "--kv-cache-memory-bytes"
-SERVED_NAME_FLAG = "--served-model-name"
 
 USAGE = """usage: run.sh [SERVER ARGS...] -- [BENCH ARGS...]
 
@@ -102,11 +107,10 @@ class UsageError(Exception):
 
 def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Split at the first `--`: (server args, bench args). The `--` is required."""
-    argv = list(argv)
-    if "--" not in argv:
+    parts = split_at_separator(argv)
+    if parts is None:
         raise UsageError("missing `--` between the server's and the benchmark's arguments")
-    i = argv.index("--")
-    return argv[:i], argv[i + 1:]
+    return parts
 
 
 def client_host(bind_host: str) -> str:
@@ -117,69 +121,6 @@ def client_host(bind_host: str) -> str:
     if h == "::":
         return "::1"
     return h
-
-
-def _norm_flag(arg: str) -> str:
-    name = arg.split("=", 1)[0]
-    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
-
-
-def flag_values(args: Sequence[str], flag: str) -> Optional[list[str]]:
-    """The values of the last occurrence of ``flag`` (`--x v [v2 ...]` or
-    `--x=v`; `--x_y` spelled with underscores counts), or None if absent."""
-    found: Optional[list[str]] = None
-    args = list(args)
-    for i, a in enumerate(args):
-        if not a.startswith("--") or _norm_flag(a) != flag:
-            continue
-        if "=" in a:
-            found = [a.split("=", 1)[1]]
-        else:
-            vals = []
-            for v in args[i + 1:]:
-                if v.startswith("--"):
-                    break
-                vals.append(v)
-            found = vals
-    return found
-
-
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
-def parse_human_int(value: str) -> int:
-    """vLLM's human-readable integers: lowercase k/m/g/t are decimal (1k = 1000,
-    25.6k = 25600), uppercase K/M/G/T binary (1K = 1024, no decimals)."""
-    v = value.strip()
-    m = _HUMAN_INT.fullmatch(v)
-    if m:
-        number, suffix = m.groups()
-        if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
-        if "." in number:
-            raise ValueError(f"decimals are not allowed with binary suffix {suffix}: {value!r}")
-        return int(number) * _BINARY[suffix]
-    return int(v)
-
-
-def kv_cache_cap_bytes(server_args: Sequence[str]) -> Optional[int]:
-    """The KV-cache cap from --kv-cache-memory-bytes in the server flags, or None."""
-    vals = flag_values(server_args, KV_CACHE_FLAG)
-    if not vals:
-        return None
-    try:
-        n = parse_human_int(vals[0])
-    except ValueError:
-        return None
-    return n if n > 0 else None
-
-
-def served_name(server_args: Sequence[str], model: str) -> str:
-    """The name /v1/models lists: the first --served-model-name, else the model as given."""
-    vals = flag_values(server_args, SERVED_NAME_FLAG)
-    return vals[0] if vals else model
 
 
 def pick_free_port(host: str) -> int:
@@ -273,15 +214,42 @@ class NodeConfig:
         )
 
     def to_spec(self, server_args: list[str], bench_args: list[str]) -> JobSpec:
-        """The job spec run.sh's arguments describe (one process server, on this node)."""
+        """The job spec run.sh's arguments describe (one process server, on this node).
+        The server arguments are the user's own and go to the server as given; what the
+        node needs of them (served name, tokenizer, speculative config, KV-cache cap, TP)
+        is read once, here, by launcher.engines.flags. Our benchmark's arguments are read
+        by its own parser into the spec's bench section; another module's pass verbatim."""
+        bench, points = None, []
+        if self.bench_module == DEFAULT_BENCH_MODULE:
+            import contextlib
+            import io
+
+            from launcher.bench.cli import spec_from_argv
+
+            try:  # arguments that do not parse: the benchmark itself says so (exit 2), after the checks
+                with contextlib.redirect_stderr(io.StringIO()):
+                    bench, points = spec_from_argv(bench_args)
+            except SystemExit:
+                bench = None
+        spec_cfg = speculative_config(server_args)
+        if spec_cfg is None and has_flag(server_args, "--speculative-config"):
+            raise UsageError("--speculative-config is not a JSON object")
+        tp = int(flag_value(server_args, "--tensor-parallel-size") or 1)
+        eng = get_engine("vllm")
+        acceptance = pick_flags(server_args, eng.acceptance_flag_names())
+        if spec_cfg and not acceptance:  # the per-request stats the benchmark counts
+            acceptance = eng.acceptance_flags(AcceptanceSource.PER_REQUEST_STATS)
         return JobSpec(recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
                        served_name=served_name(server_args, self.model), server_command=self.server_cmd,
-                       server_flags=list(server_args), bind_host=self.bind_host, port=self.port,
+                       server_flags=drop_flags(server_args, eng.speculative_flag_names() | eng.acceptance_flag_names()),
+                       acceptance_flags=acceptance if spec_cfg else [], bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
-                       bench_args=list(bench_args), kv_cache_cap_bytes=kv_cache_cap_bytes(server_args),
-                       bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process"),
-                       lossless={} if "--lossless_prompts" in bench_args else None,
-                       known_answer={"allow_fail": self.known_answer_allow_fail} if self.known_answer else None)
+                       bench=bench, bench_args=[] if bench else list(bench_args), points=points,
+                       tokenizer=flag_value(server_args, "--tokenizer"),
+                       kv_cache_cap_bytes=kv_cache_cap_bytes(server_args), speculative_config=spec_cfg,
+                       num_speculative_tokens=(spec_cfg or {}).get("num_speculative_tokens"),
+                       bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process", tp=tp),
+                       known_answer=KnownAnswerSpec(self.known_answer_allow_fail) if self.known_answer else None)
 
 
 # ---------------------------------------------------------------- the job
@@ -297,10 +265,9 @@ class _UtcFormatter(logging.Formatter):
 class NodeJob:
     """Server + benchmark for one job; ``run()`` returns the exit status."""
 
-    def __init__(self, spec: JobSpec, python: Optional[str] = None):
+    def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
         self.spec = spec
-        self.server_args = list(spec.server_flags)
-        self.bench_args = list(spec.bench_args)
+        self.spec_path = Path(spec_path or Path(spec.job_dir) / SPEC_FILE).resolve()  # what the benchmark reads
         self.stop_grace_s = spec.stop_grace_s
         self.job_dir = Path(spec.job_dir).resolve()
         self.logs = self.job_dir / "logs"
@@ -384,15 +351,15 @@ class NodeJob:
                 raise ServerDiedError(f"the server on node {i} (its srun step) exited with code "
                                       f"{describe_returncode(rc)}", log_tail(self.logs / f"server.node{i}.log"))
 
-    def serve(self, flags: Optional[list[str]] = None, phase: str = "server") -> ServerProcess:
-        """Start the server (with ``flags``, default the spec's) and wait until it is
-        ready: one server phase. Multi-node: one srun step per node, the head's API
-        on this node. Stop it with ``stop_server()``."""
+    def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess:
+        """Start the server (speculating with ``speculative_config``, default the spec's;
+        None: without speculation) and wait until it is ready: one server phase.
+        Multi-node: one srun step per node, the head's API on this node. Stop it with
+        ``stop_server()``."""
         sp, L = self.spec, self.spec.launch
-        flags = list(self.server_args if flags is None else flags)
         host = sp.bind_host
         probe = client_host(host)
-        name = served_name(flags, sp.model)
+        name = sp.served_name
         if L.server == "srun" and not slurm_steps.in_allocation():
             raise ServerStartError("the spec's launch.server is srun but this is not a Slurm allocation "
                                    "(SLURM_JOB_ID is unset); run it under sbatch/salloc or set launch.server=process")
@@ -411,11 +378,12 @@ class NodeJob:
             head = nodes[0] or probe  # process launch: the ranks meet on this host
             self.workers = []
             for rank in range(1, L.nodes):
-                wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port, flags)
+                wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port,
+                                                                           speculative_config)
                 self.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(self.logs / f"server.node{rank}.log", "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self._server_env()))
-            argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, flags)
+            argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, speculative_config)
             self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
@@ -457,10 +425,10 @@ class NodeJob:
         from launcher.node import engine_check
 
         try:
-            res = engine_check.resolve(self.spec, self.server_args, self._server_env())
+            res = engine_check.resolve(self.spec, self._server_env())
         except engine_check.EngineError as e:
             return str(e)
-        self.spec, self.server_args = res.spec, res.server_flags
+        self.spec = res.spec
         self.log(f"engine {self.spec.engine} {self.spec.engine_version or 'version unknown'} ({res.version_from}); "
                  f"per-request acceptance from {self.spec.acceptance_source}")
         if res.note:
@@ -468,14 +436,11 @@ class NodeJob:
         return None
 
     def _write_ready(self, server: ServerProcess) -> Path:
-        path = self.job_dir / "server_ready.json"
-        tmp = path.with_name(f".{path.name}.tmp")
         info = server.ready_info(self.spec.bind_host)
         info.update({"engine": self.spec.engine, "acceptance_source": self.spec.acceptance_source,
+                     "speculative_config": self.spec.speculative_config,
                      "engine_version": info.get("engine_version") or self.spec.engine_version})
-        tmp.write_text(json.dumps(info, indent=2) + "\n")
-        os.replace(tmp, path)
-        return path
+        return write_json_atomic(self.job_dir / "server_ready.json", info)
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
         env = apikey.client_env(self.api_key, self._server_env())
@@ -487,9 +452,15 @@ class NodeJob:
                     "SPECDEC_SERVER_READY_FILE": str(ready_path)})
         return env
 
+    def bench_argv(self, url: str, role: str = "speculative") -> list[str]:
+        """The benchmark's command: ours reads the job spec; another module gets its argv verbatim."""
+        if self.spec.bench is not None and self.spec.bench_module == DEFAULT_BENCH_MODULE:
+            return [self.python, "-m", DEFAULT_BENCH_MODULE, "--spec", str(self.spec_path),
+                    *(["--role", role] if role != "speculative" else []), "--url", url]
+        return [self.python, "-m", self.spec.bench_module, *self.spec.bench_args, "--url", url]
+
     def _run_bench(self, server: ServerProcess, ready_path: Path) -> int:
-        argv = [self.python, "-m", self.spec.bench_module, *self.bench_args, "--url", server.url]
-        return self.run_client(argv, server, ready_path, "benchmark")
+        return self.run_client(self.bench_argv(server.url), server, ready_path, "benchmark")
 
     def run_client(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
         """Run a client process while a watchdog checks that the server stays alive
@@ -529,8 +500,7 @@ class NodeJob:
         the lossless reference and the matched baseline share this one start."""
         self.log(f"restarting the server without speculation ({why})")
         self.stop_server("speculative server")
-        flags = drop_flags(self.server_args, {"--speculative-config", "--per-request-spec-decode-metrics"})
-        return self.serve(flags, phase="reference server")
+        return self.serve(speculative_config=None, phase="reference server")
 
     def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
         """The lossless check's second half: the server without speculation
@@ -542,18 +512,11 @@ class NodeJob:
         return self.run_client(argv, server, ready, "lossless comparison")
 
     def _baseline_bench(self, server: ServerProcess, baseline_dir: Path) -> int:
-        """The matched baseline (sweep.baseline=true): the baseline job's benchmark
-        arguments (its job.json, written by the launcher) against this server."""
-        try:
-            args = json.loads((baseline_dir / "job.json").read_text())["bench_args"]
-        except (OSError, ValueError, KeyError) as e:
-            self.log(f"baseline: cannot read {baseline_dir / 'job.json'} ({e})", logging.ERROR)
-            return 2
+        """The matched baseline (sweep.baseline=true): the baseline's benchmark (this
+        job spec's baseline section) against this server."""
         (baseline_dir / "logs").mkdir(parents=True, exist_ok=True)
-        ready = baseline_dir / "server_ready.json"
-        ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
-        argv = [self.python, "-m", self.spec.bench_module, *args, "--url", server.url]
-        return self.run_client(argv, server, ready, "baseline benchmark")
+        ready = write_json_atomic(baseline_dir / "server_ready.json", server.ready_info(self.spec.bind_host))
+        return self.run_client(self.bench_argv(server.url, role="baseline"), server, ready, "baseline benchmark")
 
     def _write_speedups(self, results_dir: Path) -> None:
         """Speedups against the baseline, for whatever is complete now (never fails the job)."""
@@ -569,17 +532,18 @@ class NodeJob:
 
     def _check_inputs(self) -> list[str]:
         """The inputs the server and the benchmark need, checked before the server starts."""
-        from launcher.node.inputs import check_job_inputs
+        from launcher.common.inputs import check_job_inputs
 
-        is_launcher = self.spec.bench_module == DEFAULT_BENCH_MODULE
-        return check_job_inputs(self.spec.model, self.server_args, self.bench_args, env=os.environ,
-                                bench_is_launcher=is_launcher)
+        sp, b = self.spec, self.spec.bench
+        return check_job_inputs(model=sp.model, draft=(sp.speculative_config or {}).get("model"),
+                                tokenizer=sp.tokenizer, env=os.environ,
+                                bench=None if b is None or sp.bench_module != DEFAULT_BENCH_MODULE else b)
 
     def _finalize_summary(self, rc: int) -> None:
         """summary.json true after every end: each point from disk + what the job was doing."""
         if rc == 0 and self.end_cause is None:
             return  # the benchmark wrote the truth itself
-        if self.spec.bench_module != DEFAULT_BENCH_MODULE and not (self.job_dir / "summary.json").exists():
+        if self.spec.bench_module != DEFAULT_BENCH_MODULE and not has_summary(self.job_dir):
             return  # someone else's benchmark: its points are unknown
         err = self.logs / "error.txt"
         reason = err.read_text().strip().splitlines()[0] if err.exists() and err.read_text().strip() else None
@@ -587,8 +551,9 @@ class NodeJob:
         if cause is None and rc != 0 and reason is None:
             cause = outcome.end_cause(bench_rc=rc, phase=self.phase)
         try:
-            s = outcome.finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
-                                         bench_args=self.bench_args)
+            s = finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
+                                 points=[(p.dataset, p.temperature, p.concurrency) for p in self.spec.points],
+                                 identity=self.spec.identity())
             counts: dict[str, int] = {}
             for p in s["points"]:
                 counts[p["status"]] = counts.get(p["status"], 0) + 1
@@ -604,18 +569,13 @@ class NodeJob:
         reference instead of starting one more server."""
         from launcher.bench import known_answer as ka
 
-        spec_vals = flag_values(self.server_args, "--speculative-config")
-        try:
-            spec = json.loads(spec_vals[0]) if spec_vals else None
-        except ValueError:
-            spec = None
+        spec = self.spec.speculative_config
         k = (spec or {}).get("num_speculative_tokens")
         if not spec or not k:
             result = ka.skipped("the server has no speculative config with num_speculative_tokens")
             ka.record(self.job_dir, result)
             return result, None
-        tp_vals = flag_values(self.server_args, "--tensor-parallel-size") or ["1"]
-        reason = ka.memory_skip_reason(self.spec.model, int(tp_vals[0]), ka.free_bytes_per_device())
+        reason = ka.memory_skip_reason(self.spec.model, self.spec.launch.tp, ka.free_bytes_per_device())
         if reason:
             result = ka.skipped(reason)
             ka.record(self.job_dir, result)
@@ -627,10 +587,8 @@ class NodeJob:
         sample_method = probe_cfg.get("draft_sample_method", "greedy")
         self.log(f"known-answer drafting: {sample_method}" + ("" if sample_method == "probabilistic" else
                  " (this engine version drafts greedily: the known answer holds only at T=0)"))
-        flags = drop_flags(self.server_args, {"--speculative-config"}) + [
-            "--speculative-config", json.dumps(probe_cfg)]
         try:
-            server = self.serve(flags, phase="known-answer server")
+            server = self.serve(speculative_config=probe_cfg, phase="known-answer server")
         except ServerError as e:
             self.stop_server("known-answer server")
             result = ka.skipped(f"the target with itself as draft did not start: {e.reason}")
@@ -639,7 +597,7 @@ class NodeJob:
             return result, None
         ready = self.job_dir / "known_answer_server_ready.json"
         ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
-        temps = flag_values(self.bench_args, "--temperature") or ["0"]
+        temps = [f"{t:g}" for t in dict.fromkeys(p.temperature for p in self.spec.points)] or ["0"]
         argv = [self.python, "-m", "launcher.bench.known_answer", "--url", server.url,
                 "--model", server.served_name, "--k", str(k),
                 "--temperature", *temps, "--save_dir", str(self.job_dir),
@@ -674,6 +632,105 @@ class NodeJob:
             self.stop_server()
         self.log("no server or benchmark process left")
 
+    # -- the job's phases: start-up checks, server + sweep, the second servers
+    #    (known answer, lossless reference, matched baseline), the conclusion.
+    #    run() holds the signal handling and the cleanup, in one place.
+
+    def _start_telemetry(self):
+        try:
+            from launcher.telemetry import GpuMemorySampler
+            sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
+            sampler.start()
+            return sampler
+        except Exception as e:  # telemetry never breaks the job
+            self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
+            return None
+
+    def _startup_checks(self) -> Optional[int]:
+        """Before the server starts: the API-key rule, the inputs, the engine. The exit
+        status when the job cannot go on, else None."""
+        if apikey.api_key_in_args(self.spec.server_flags):
+            self.end_cause = "the server arguments pass --api-key"
+            self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
+            return EXIT_USAGE
+        problems = self._check_inputs()
+        self.check_signal()  # a stop signal during the checks (it also reaches their subprocesses) wins
+        if problems:
+            self.end_cause = f"input check failed: {problems[0]}"
+            for line in problems[1:]:
+                self.log(f"ERROR: {line}", logging.ERROR)
+            self.fail(f"input check failed before the server started: {problems[0]}"
+                      + (f" (and {len(problems) - 1} more in logs/job.log)" if len(problems) > 1 else ""))
+            return EXIT_USAGE
+        self.api_key = apikey.job_key(self.spec.bind_host, os.environ)
+        self.log("server API key: " + (
+            "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
+            else "generated for this job (server bound off loopback)" if self.api_key
+            else "none (server bound to loopback)"))
+        problem = self._resolve_engine()
+        if problem:
+            self.end_cause = f"engine check failed: {problem}"
+            self.fail(f"engine check failed before the server started: {problem}")
+            return EXIT_USAGE
+        return None
+
+    def _sweep(self) -> int:
+        """The server and the benchmark's sweep against it; the benchmark's exit status."""
+        server = self.serve()
+        rc = self._run_bench(server, self._write_ready(server))
+        return 128 - rc if rc < 0 else rc  # killed by signal N: 128+N, as a shell reports it
+
+    def _after_sweep(self, rc: int) -> int:
+        """The second servers: the known-answer probe, then (one restart without
+        speculation) the matched baseline and the lossless reference; the speedups."""
+        spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
+        lossless = self.spec.bench is not None and self.spec.bench.lossless is not None and spec_outputs.exists()
+        baseline = self.spec.baseline
+        run_baseline = bool(baseline and baseline.run_here and baseline.bench)
+        known, reference = None, None
+        if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
+            known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
+        if reference is not None:
+            rc = self._lossless_verdict(rc, self._lossless_reference(reference, spec_outputs))
+        elif lossless or run_baseline:
+            server = self._restart_without_speculation(
+                " and ".join(w for w, on in (("matched baseline", run_baseline),
+                                             ("lossless reference", lossless)) if on))
+            if run_baseline:
+                brc = self._baseline_bench(server, Path(baseline.job_dir))
+                if rc == 0 and brc != 0:
+                    rc = brc
+                    self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
+                              f"see {Path(baseline.job_dir) / 'logs'})")
+            if lossless:
+                rc = self._lossless_verdict(rc, self._lossless_reference(server, spec_outputs))
+        if known is not None and known.get("passed") is False and rc == 0 and not self.spec.known_answer.allow_fail:
+            from launcher.bench.known_answer import defect_message
+
+            bad = next(e for e in known["temperatures"] if not e["passed"])
+            rc = 1
+            self.fail(f"known-answer probe failed: {defect_message(bad)} (see known_answer.json; "
+                      "set bench.known_answer_allow_fail=true to keep the job's status)")
+        if baseline is not None:
+            self._write_speedups(Path(baseline.job_dir).parent)
+        return rc
+
+    def _lossless_verdict(self, rc: int, lrc: int) -> int:
+        if rc == 0 and lrc != 0:
+            self.fail("lossless check failed: speculative and reference outputs differ (see lossless/result.json)")
+            return lrc
+        return rc
+
+    def _conclude(self, rc: int) -> None:
+        if rc != 0:
+            err = self.logs / "error.txt"
+            if err.exists():  # the benchmark said why
+                self.log(f"ERROR: {err.read_text().strip()}", logging.ERROR)
+            else:
+                self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
+        else:
+            self.log("benchmark succeeded")
+
     def run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
         for stale in (self.logs / "error.txt", self.job_dir / "server_ready.json"):
@@ -688,92 +745,14 @@ class NodeJob:
         try:
             self.log(f"job dir {self.job_dir}; model {self.spec.model}; host {os.uname().nodename}; "
                      f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')}")
-            try:
-                from launcher.telemetry import GpuMemorySampler
-                sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
-                sampler.start()
-            except Exception as e:  # telemetry never breaks the job
-                self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
-                sampler = None
-            if apikey.api_key_in_args(self.server_args):
-                rc = EXIT_USAGE
-                self.end_cause = "the server arguments pass --api-key"
-                self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
+            sampler = self._start_telemetry()
+            failed = self._startup_checks()
+            if failed is not None:
+                rc = failed
                 return rc
-            problems = self._check_inputs()
-            self.check_signal()  # a stop signal during the checks (it also reaches their subprocesses) wins
-            if problems:
-                rc = EXIT_USAGE
-                self.end_cause = f"input check failed: {problems[0]}"
-                for line in problems[1:]:
-                    self.log(f"ERROR: {line}", logging.ERROR)
-                self.fail(f"input check failed before the server started: {problems[0]}"
-                          + (f" (and {len(problems) - 1} more in logs/job.log)" if len(problems) > 1 else ""))
-                return rc
-            self.api_key = apikey.job_key(self.spec.bind_host, os.environ)
-            self.log("server API key: " + (
-                "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
-                else "generated for this job (server bound off loopback)" if self.api_key
-                else "none (server bound to loopback)"))
-            problem = self._resolve_engine()
-            if problem:
-                rc = EXIT_USAGE
-                self.end_cause = f"engine check failed: {problem}"
-                self.fail(f"engine check failed before the server started: {problem}")
-                return rc
-            server = self.serve()
-            ready = self._write_ready(server)
-            rc = self._run_bench(server, ready)
-            if rc < 0:
-                rc = 128 - rc  # killed by signal N: 128+N, as a shell reports it
-            spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
-            lossless = self.spec.lossless is not None and spec_outputs.exists()
-            job_env = self._server_env()  # the spec's env over the node's
-            baseline_dir = job_env.get("SPECDEC_BASELINE_DIR", "").strip()
-            run_baseline = bool(baseline_dir) and job_env.get("SPECDEC_RUN_BASELINE") == "1"
-            known, reference = None, None
-            if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
-                known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
-            if reference is not None:
-                lrc = self._lossless_reference(reference, spec_outputs)
-                if rc == 0 and lrc != 0:
-                    rc = lrc
-                    self.fail("lossless check failed: speculative and reference outputs differ "
-                              "(see lossless/result.json)")
-            elif lossless or run_baseline:
-                server = self._restart_without_speculation(
-                    " and ".join(w for w, on in (("matched baseline", run_baseline),
-                                                 ("lossless reference", lossless)) if on))
-                if run_baseline:
-                    brc = self._baseline_bench(server, Path(baseline_dir))
-                    if rc == 0 and brc != 0:
-                        rc = brc
-                        self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
-                                  f"see {Path(baseline_dir) / 'logs'})")
-                if lossless:
-                    lrc = self._lossless_reference(server, spec_outputs)
-                    if rc == 0 and lrc != 0:
-                        rc = lrc
-                        self.fail("lossless check failed: speculative and reference outputs differ "
-                                  "(see lossless/result.json)")
-            if known is not None and known.get("passed") is False and rc == 0 \
-                    and not (self.spec.known_answer or {}).get("allow_fail"):
-                from launcher.bench.known_answer import defect_message
-
-                bad = next(e for e in known["temperatures"] if not e["passed"])
-                rc = 1
-                self.fail(f"known-answer probe failed: {defect_message(bad)} (see known_answer.json; "
-                          "set bench.known_answer_allow_fail=true to keep the job's status)")
-            if baseline_dir:
-                self._write_speedups(Path(baseline_dir).parent)
-            if rc != 0:
-                err = self.logs / "error.txt"
-                if err.exists():  # the benchmark said why
-                    self.log(f"ERROR: {err.read_text().strip()}", logging.ERROR)
-                else:
-                    self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
-            else:
-                self.log("benchmark succeeded")
+            rc = self._sweep()
+            rc = self._after_sweep(rc)
+            self._conclude(rc)
         except Interrupted as e:
             rc = 128 + e.signum
             # submitit asks Slurm for SIGUSR2 ahead of the time limit (--signal=USR2@90): judge it with that slack
@@ -846,26 +825,31 @@ def _usage_error(msg: str, job_dir: str) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv in (["-h"], ["--help"]):
+    p = argparse.ArgumentParser(prog="python -m launcher.node.serve_and_bench", add_help=False, allow_abbrev=False)
+    p.add_argument("--spec", help="the job spec (JOB_DIR/job.json)")
+    p.add_argument("-h", "--help", action="store_true")
+    known, rest = p.parse_known_args(argv)
+    if known.help and not rest and known.spec is None:
         print(USAGE)
         return 0
-    if argv[:1] == ["--spec"] or (argv and argv[0].startswith("--spec=")):
-        path = argv[1] if argv[0] == "--spec" and len(argv) > 1 else argv[0].partition("=")[2]
+    if known.spec is not None and not rest:
+        path = known.spec
         try:
             spec = JobSpec.read(path)
         except SpecError as e:
             return _usage_error(str(e), "")
-        return NodeJob(spec, python=os.environ.get("SPECDEC_PYTHON", "").strip() or None).run()
+        return NodeJob(spec, python=os.environ.get("SPECDEC_PYTHON", "").strip() or None, spec_path=Path(path)).run()
     try:
         server_args, bench_args = split_args(argv)
         cfg = NodeConfig.from_env(os.environ)
+        spec = cfg.to_spec(server_args, bench_args)
     except UsageError as e:
         return _usage_error(str(e), os.environ.get("SPECDEC_JOB_DIR", "").strip())
-    spec = cfg.to_spec(server_args, bench_args)
     spec_path = Path(spec.job_dir) / SPEC_FILE
-    if not spec_path.exists():  # the launcher's own spec wins; by hand, record what ran
-        spec.write(spec_path)
-    return NodeJob(spec).run()
+    if spec_path.exists():  # the launcher's own spec stays; this run's goes next to it
+        spec_path = Path(spec.job_dir) / "logs" / f"run_sh.{SPEC_FILE}"
+    spec.write(spec_path)
+    return NodeJob(spec, spec_path=spec_path).run()
 
 
 if __name__ == "__main__":

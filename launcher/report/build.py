@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from launcher.report import html, plots
-from launcher.report.load import Job, load_results
+from launcher.results.job_dir import Job, load_results
 
 
 def _job_figures(job: Job, out: Path, prefix: str) -> list[tuple[str, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from launcher.report.load import ResultsError
+from launcher.results.job_dir import ResultsError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from html import escape
 from typing import Any, Iterable
 
 from launcher.forced_acceptance import label as forced_label
-from launcher.report.load import Job, Point
+from launcher.results.job_dir import Job, Point
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}

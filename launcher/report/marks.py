@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from launcher.repeats import record
+from launcher.results.repeats import record
 
 FEW, NOISY, SUSPECT = "†", "~", "!"
 LEGEND = (f"{FEW} few samples (a median over fewer than 5 requests, or fewer than half); "
@@ -26,7 +26,7 @@ class Marks:
     noisy: bool = False
     suspect: Optional[str] = None   # the warning
     repeats: int = 1
-    tps: Optional[object] = None    # launcher.repeats.stats.Summary of Output TPS, with repeats
+    tps: Optional[object] = None    # launcher.results.repeats.stats.Summary of Output TPS, with repeats
 
     @property
     def symbols(self) -> str:
@@ -34,7 +34,7 @@ class Marks:
 
 
 def point_marks(p) -> Marks:
-    """The marks of a launcher.report.load.Point."""
+    """The marks of a launcher.results.job_dir.Point."""
     few = tuple(s for s in ("TTFT Time", "Request Generation Tokens Per Second") if p.thin(s))
     doc = record.read(p.path)
     tps = record.figure(doc, "Output TPS")

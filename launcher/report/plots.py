@@ -16,8 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from launcher.report.load import Point  # noqa: E402
 from launcher.report.marks import LEGEND, SUSPECT, point_marks  # noqa: E402
+from launcher.results.job_dir import Point  # noqa: E402
 
 DPI = 110
 _MARKERS = "osD^vP*X"

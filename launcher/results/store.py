@@ -7,31 +7,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from pathlib import Path
 from typing import Iterable
 
+from launcher.common.files import write_text_atomic as _write_atomic
 from launcher.results.layout import COMPLETE_FILE
 
 
 class ResultFileError(ValueError):
     """A result file that cannot be read; the message names the file and the fix."""
-
-
-def _write_atomic(path: Path, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
 
 
 def write_json_atomic(path, obj: object, indent: int = 2) -> Path:

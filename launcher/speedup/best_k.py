@@ -47,7 +47,7 @@ def _score(r: dict) -> float:
 
 def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
     """rows: {dataset, temperature, concurrency, k, output_tps, speedup, beats_baseline[, draft]}
-    and, with repeats, ``tps_repeats`` (launcher.repeats' summary: median, mad, n, noisy).
+    and, with repeats, ``tps_repeats`` (launcher.results.repeats' summary: median, mad, n, noisy).
     For each (draft, dataset, temperature, concurrency), vLLM's tune_speculative_k rule: noisy
     points are left out (unless every k is noisy), each k is scored by median − MAD of
     its Output TPS, the highest score wins and a tie goes to the smaller k. Two drafts are

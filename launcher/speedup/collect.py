@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from launcher.bench.metrics import RecordError
-from launcher.report.load import Job, Point, ResultsError, load_results, read_json
-from launcher.repeats import record
-from launcher.repeats.stats import NOISY_REL_MAD, summarize
+from launcher.results.repeats import record
+from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
+from launcher.results.job_dir import Job, Point, ResultsError, load_results, read_json
+from launcher.results.records import RecordError
 from launcher.speedup import best_k, paired, predict
 
 SPEEDUP_FILE = "speedup.json"
@@ -37,7 +37,7 @@ SCHEMA_VERSION = 1
 
 def point_records(point: Point) -> list[paired.RequestTiming]:
     """The successful profiling turns of a point, as RequestTiming (seconds)."""
-    from launcher.bench.metrics import profiling_records, read_profile_export  # the one reader of the exports
+    from launcher.results.records import profiling_records, read_profile_export  # the one reader of the exports
 
     path = point.path / "aiperf" / "profile_export.jsonl"
     if not path.is_file():
@@ -173,7 +173,7 @@ def forced_table(rows: list[dict]) -> list[dict]:
 def throughput_repeats(rep_spec: Optional[dict], rep_base: Optional[dict]) -> Optional[dict]:
     """The throughput speedup over repeats: repeat i of the speculative point over repeat
     i of the baseline (both run their repeats in rounds, in the same order), summarised
-    like every repeated figure (launcher.repeats.stats); None without repeats on both sides."""
+    like every repeated figure (launcher.results.repeats.stats); None without repeats on both sides."""
     if not rep_spec or not rep_base:
         return None
     s = [r.get("Output TPS") for r in rep_spec.get("per_repeat") or []]
@@ -231,7 +231,8 @@ def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
     """Analyse the jobs under ``root`` and write speedup.json per point,
     speedup_summary.json in ``root`` and the summary.json blocks (only
     ``only_job``'s when given). Returns the analysis (None without a baseline)."""
-    from launcher.bench.result_files import write_json_atomic
+    from launcher.results.store import write_json_atomic
+    from launcher.results.summary import read_summary, write_summary
 
     jobs = load_results(root)
     res = analyse(jobs)
@@ -252,14 +253,13 @@ def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
     for job in jobs:
         if is_baseline(job) or (only_job is not None and Path(job.path).resolve() != Path(only_job).resolve()):
             continue
-        summ_path = job.path / "summary.json"
-        summ = read_json(summ_path)
-        if not isinstance(summ, dict):
+        summ = read_summary(job.path)
+        if summ is None:
             continue
         mine = [compact(r) for r in res["points"] if r["job"] == job.name]
         summ["speedup"] = {"baseline_jobs": res["baseline_jobs"], "points": mine, "best_k": res["best_k"],
                            "schedules": res["schedules"], "file": str(Path(root) / SUMMARY_FILE)}
-        write_json_atomic(summ_path, summ)
+        write_summary(job.path, summ, allow_nan=False)
     return res
 
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from statistics import mean, median, stdev
 from typing import Callable, Iterable, Optional
 
-from launcher.compare.stats import t_critical
+from launcher.speedup.stats import t_critical
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def point_speedup(spec: list[RequestTiming], base: list[RequestTiming],
 
 def beats_baseline(speedup: dict, spec_tps: Optional[dict] = None, base_tps: Optional[dict] = None) -> Optional[bool]:
     """Whether a point beats its baseline beyond the noise. With repeats on both sides
-    (``spec_tps``/``base_tps``: launcher.repeats summaries of Output TPS): the 95%
+    (``spec_tps``/``base_tps``: launcher.results.repeats summaries of Output TPS): the 95%
     intervals separate, the speculative one wholly above. Otherwise: the throughput
     speedup is above 1 AND the 95% interval of the paired per-request end-to-end
     speedup lies above 1. None when there is no interval (fewer than 2 paired

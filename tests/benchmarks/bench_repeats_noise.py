@@ -63,7 +63,7 @@ def run_once(save: Path, flags: list[str], repeats: int, a) -> float:
 
 def judge(a_dir: Path, b_dir: Path, run_floor: float):
     from launcher.compare.diff import IMPROVEMENT, REGRESSION, Thresholds, compare_runs
-    from launcher.report.load import load_results
+    from launcher.results.job_dir import load_results
 
     th = Thresholds(run_floor=run_floor)
     diffs = compare_runs(load_results(a_dir), load_results(b_dir), th)
@@ -87,8 +87,8 @@ def what(d) -> str:
 def figure_flags(pairs: list[tuple[Path, Path]], floor: float, threshold: float) -> dict:
     """Had every repeated figure been judged by compare's throughput rule (beyond the threshold
     AND the interval), how many identical pairs would it flag, per (figure, concurrency)."""
-    from launcher.repeats import record
-    from launcher.repeats.stats import difference
+    from launcher.results.repeats import record
+    from launcher.results.repeats.stats import difference
 
     out: dict[tuple[str, int], list[int]] = {}
     for a_dir, b_dir in pairs:
@@ -111,7 +111,7 @@ def figure_flags(pairs: list[tuple[Path, Path]], floor: float, threshold: float)
 def _request_ttfts(point: Path) -> list[float]:
     """Every successful request's TTFT (s) over all the point's repeats."""
     from launcher.bench.metrics import profiling_records, read_profile_export
-    from launcher.repeats import record
+    from launcher.results.repeats import record
 
     out = []
     for export in [point / "aiperf" / "profile_export.jsonl",
@@ -124,8 +124,8 @@ def alternatives(pairs: list[tuple[Path, Path]], threshold: float) -> dict:
     """False positives of other definitions on the same identical pairs: the normal 1.96 in
     place of Student's t for Output TPS, and TTFT judged on every request pooled over the
     repeats (requests as if independent samples: pseudo-replication)."""
-    from launcher.repeats import record
-    from launcher.repeats.stats import summarize
+    from launcher.results.repeats import record
+    from launcher.results.repeats.stats import summarize
 
     z = pooled = n = 0
     for a_dir, b_dir in pairs:
@@ -150,7 +150,7 @@ def floor_estimate(pairs: list[tuple[Path, Path]]) -> tuple[float | None, list[f
     """The between-run relative sd of a point's mean TPS implied by identical pairs:
     E[(m_b - m_a)^2] = 2 s_run^2 + s_a^2/n_a + s_b^2/n_b, all relative to m_a."""
     from launcher.compare.diff import compare_runs, Thresholds
-    from launcher.report.load import load_results
+    from launcher.results.job_dir import load_results
 
     excess, rels = [], []
     for a_dir, b_dir in pairs:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from launcher.results import read_point
-from launcher.spec import JobSpec, LaunchSpec, PointSpec
+from launcher.spec import BenchSpec, DatasetInput, JobSpec, LaunchSpec, PointSpec
 from tests.support import stack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "node"))
@@ -34,9 +34,9 @@ def test_tp2_across_two_ranks_serves_the_benchmark_and_stops(real_stack, tmp_pat
         server_command=f"{stack.VLLM_PYTHON} {VLLM_CLI} serve",
         server_flags=[*stack.BASE_FLAGS, "--tensor-parallel-size", "2"],
         ready_timeout_s=600, env={**stack.CPU_ENV, "VLLM_TARGET_DEVICE": "cpu"},
-        bench_args=["--model", "tiny", "--tokenizer", str(stack.TARGET), "--mtbench", str(MTBENCH),
-                    "--num_requests", "2", "--output_length", "16", "--temperature", "0", "--concurrency", "1",
-                    "--save_dir", str(job), "--aiperf", str(stack.AIPERF), "--no_preflight"],
+        bench=BenchSpec(model="tiny", tokenizer=str(stack.TARGET), save_dir=str(job),
+                        datasets=(DatasetInput("mtbench", str(MTBENCH)),), num_requests=2, output_length=16,
+                        aiperf=str(stack.AIPERF), preflight=False),
         points=[PointSpec("mtbench", 0.0, 1)], method="none", num_gpus=2,
         launch=LaunchSpec(server="process", nodes=2, tp=2), bench_module="launcher.bench")
     path = spec.write()

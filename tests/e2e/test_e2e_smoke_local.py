@@ -62,7 +62,7 @@ def test_server_al_matches_prometheus_counters(job):
     (no neighbour) must count exactly its points' steps and accepted drafts; a point's
     own Prometheus_AL is kept only when its phase window counted exactly its steps."""
     s = json.loads((job / "summary.json").read_text())
-    assert json.loads((job / "job.json").read_text())["bench_args"].count("phases") == 1  # the default mode
+    assert json.loads((job / "job.json").read_text())["bench"]["aiperf_mode"] == "phases"  # the default mode
     runs = s["prometheus_runs"]
     assert sorted(d for r in runs for d in r["points"]) == sorted(p["dir"] for p in s["points"])
     for r in runs:

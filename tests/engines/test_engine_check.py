@@ -10,39 +10,39 @@ from launcher.node import engine_check
 from launcher.spec import JobSpec, LaunchSpec
 
 SPEC_CFG = {"method": "draft_model", "model": "/d", "num_speculative_tokens": 3}
-FLAGS = ["--served-model-name", "t", "--speculative-config", json.dumps(SPEC_CFG),
-         "--per-request-spec-decode-metrics", "detailed"]
+FLAGS = ["--served-model-name", "t"]
+ACCEPTANCE = ["--per-request-spec-decode-metrics", "detailed"]
 
 
 def spec(**kw) -> JobSpec:
     base = dict(recipe="r", server_id="s", job_dir="/tmp/j", model="/m", served_name="t",
                 server_command="/v/bin/python -m vllm.entrypoints.openai.api_server", server_flags=FLAGS,
-                speculative_config=SPEC_CFG)
+                speculative_config=SPEC_CFG, acceptance_flags=ACCEPTANCE)
     return JobSpec(**{**base, **kw})
 
 
 def test_probed_old_version_switches_auto_to_stream_chunks():
-    res = engine_check.resolve(spec(), FLAGS, {}, probe=lambda argv, env: "0.26.0")
+    res = engine_check.resolve(spec(), {}, probe=lambda argv, env: "0.26.0")
     assert res.version_from == "probe" and res.spec.engine_version == "0.26.0"
     assert res.spec.acceptance_source == "stream_chunks"
-    assert "--per-request-spec-decode-metrics" not in res.server_flags
-    assert "--speculative-config" in res.server_flags and "stream_chunks" in res.note
-    argv = res.spec.server_argv("127.0.0.1", 8000, flags=res.server_flags)
-    assert "--per-request-spec-decode-metrics" not in argv
+    assert res.spec.acceptance_flags == [] and "stream_chunks" in res.note
+    argv = res.spec.server_argv("127.0.0.1", 8000)
+    assert "--per-request-spec-decode-metrics" not in argv and "--speculative-config" in argv
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == SPEC_CFG
 
 
 def test_explicit_stats_on_a_probed_old_version_is_refused():
     with pytest.raises(EngineError, match="no per-request"):
-        engine_check.resolve(spec(acceptance_requested="per_request_stats"), FLAGS, {},
+        engine_check.resolve(spec(acceptance_requested="per_request_stats"), {},
                              probe=lambda argv, env: "0.26.0")
 
 
 def test_a_version_in_the_spec_is_not_probed_and_a_container_is_never_probed():
     calls = []
-    res = engine_check.resolve(spec(engine_version="0.32.0"), FLAGS, {}, probe=lambda a, e: calls.append(a))
+    res = engine_check.resolve(spec(engine_version="0.32.0"), {}, probe=lambda a, e: calls.append(a))
     assert not calls and res.version_from == "spec" and res.spec.acceptance_source == "per_request_stats"
-    assert res.server_flags == FLAGS and res.note is None
-    res = engine_check.resolve(spec(launch=LaunchSpec(container_image="img:latest")), FLAGS, {},
+    assert res.spec.acceptance_flags == ACCEPTANCE and res.note is None
+    res = engine_check.resolve(spec(launch=LaunchSpec(container_image="img:latest")), {},
                                probe=lambda a, e: calls.append(a))
     assert not calls and res.version_from == "unknown" and res.spec.acceptance_source == "per_request_stats"
 
@@ -56,8 +56,8 @@ def test_probe_version_reads_a_real_command(tmp_path):
 def test_forced_acceptance_on_a_probed_version_without_it_is_refused_before_the_server():
     forced = {**SPEC_CFG, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}
     with pytest.raises(EngineError, match="no synthetic acceptance"):
-        engine_check.resolve(spec(speculative_config=forced), FLAGS, {}, probe=lambda argv, env: "0.20.1")
-    res = engine_check.resolve(spec(speculative_config=forced), FLAGS, {}, probe=lambda argv, env: "0.26.0")
+        engine_check.resolve(spec(speculative_config=forced), {}, probe=lambda argv, env: "0.20.1")
+    res = engine_check.resolve(spec(speculative_config=forced), {}, probe=lambda argv, env: "0.26.0")
     assert res.spec.engine_version == "0.26.0"
 
 

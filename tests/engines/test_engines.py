@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version, version_from_image
-from launcher.spec import compose_server_argv
+from launcher.spec import JobSpec
 
 VLLM = get_engine("vllm")
 
@@ -40,13 +40,17 @@ def test_explicit_stats_on_a_version_without_them_is_one_line():
 
 
 def test_stats_flag_only_for_per_request_source():
-    spec = ["--speculative-config", '{"method":"ngram"}']
-    a = compose_server_argv("vllm serve", "m", spec, "h", 1, acceptance_source="per_request_stats")
+    def argv(source, command="vllm serve", cfg=({"method": "ngram"},)):
+        return JobSpec(recipe="r", server_id="s", job_dir="/j", model="m", served_name="m", server_command=command,
+                       server_flags=[], speculative_config=cfg[0],
+                       acceptance_flags=VLLM.acceptance_flags(AcceptanceSource(source))).server_argv("h", 1)
+
+    a = argv("per_request_stats")
     assert a[a.index("--per-request-spec-decode-metrics") + 1] == "detailed"
-    b = compose_server_argv("vllm serve", "m", spec, "h", 1, acceptance_source="stream_chunks")
+    b = argv("stream_chunks")
     assert "--per-request-spec-decode-metrics" not in b
     assert b[:3] == ["vllm", "serve", "m"] and b[-4:] == ["--host", "h", "--port", "1"]
-    c = compose_server_argv("py -m vllm.entrypoints.openai.api_server", "m", [], "h", 2)
+    c = VLLM.server_argv("py -m vllm.entrypoints.openai.api_server", "m", [], "h", 2)
     assert c[3:5] == ["--model", "m"] and "--per-request-spec-decode-metrics" not in c
 
 

@@ -45,7 +45,7 @@ def test_gpu_recipe_renders_the_mechanism(compose):
     rendered = json.loads(flags[flags.index("--speculative-config") + 1])
     assert rendered["synthetic_acceptance_length"] == 2.5
     job = make_plan(cfg).jobs[0]
-    assert "--golden" not in job.bench_args  # the recipe's golden check is skipped: the AL is forced
+    assert job.bench.golden is None  # the recipe's golden check is skipped: the AL is forced
     assert fa.forced_from_speculative_config(job.speculative_config) == {"length": 2.5}
     cfg = compose("recipe=llama31_eagle3", "draft.forced_acceptance.rates=[0.9,0.6,0.3]")
     assert speculative_config(cfg)["synthetic_acceptance_rates"] == [0.9, 0.6, 0.3]
@@ -95,5 +95,5 @@ def test_recipes_point_at_their_references_and_the_ci_sweep_reproduces_it(compos
     assert cfg.sweep.num_requests == w["num_prompts"] and cfg.sweep.max_turns == w["turns"]
     assert cfg.sweep.output_length == w["output_tokens"] and cfg.sweep.temperatures == [w["temperature"]]
     assert cfg.sweep.concurrencies == [w["concurrency"]] and cfg.draft.num_speculative_tokens == e["k"]
-    args = make_plan(cfg).jobs[0].bench_args
-    assert args[args.index("--golden") + 1] == gid and args[args.index("--max_turns") + 1] == "1"
+    bench = make_plan(cfg).jobs[0].bench
+    assert bench.golden == gid and bench.max_turns == 1

@@ -3,6 +3,7 @@ changes, the num_speculative_tokens sweep, client points, job arrays."""
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict
 import itertools
 import json
 import pickle
@@ -13,7 +14,8 @@ import pytest
 
 from launcher import cli
 from launcher.config.validate import validate
-from launcher.plan import ClientPoint, make_plan, point_dir_name
+from launcher.plan import ClientPoint, make_plan
+from launcher.spec import point_dir_name
 from launcher.spec import JobSpec
 from launcher.sbatch import render_sbatch
 
@@ -106,8 +108,7 @@ def test_client_side_change_keeps_server_id(name, change, cfg, base_cfg):
     before, after = make_plan(base_cfg), make_plan(cfg)
     assert _ids(before) == _ids(after), f"{name} is client-side: the same server (and folder) must be reused"
     assert before.jobs[0].job_dir == after.jobs[0].job_dir
-    assert before.jobs[0].bench_args != after.jobs[0].bench_args or \
-        before.jobs[0].runtime_params != after.jobs[0].runtime_params
+    assert before.jobs[0].bench != after.jobs[0].bench or before.jobs[0].points != after.jobs[0].points
 
 
 def test_concurrency_change_changes_points(cfg, base_cfg):
@@ -127,8 +128,10 @@ def test_spec_token_sweep_gives_one_job_per_value(cfg):
     assert len(set(_ids(plan))) == 2 and len({j.job_dir for j in plan.jobs}) == 2
     assert "-k1-" in plan.jobs[0].server_id and "-k3-" in plan.jobs[1].server_id
     for j in plan.jobs:
-        spec = json.loads(j.server_flags[j.server_flags.index("--speculative-config") + 1])
+        argv = j.server_argv("h", 1)  # built from the spec's fields: the speculative config once
+        spec = json.loads(argv[argv.index("--speculative-config") + 1])
         assert spec["num_speculative_tokens"] == j.num_speculative_tokens
+        assert "--speculative-config" not in j.server_flags and "num_speculative_tokens" not in " ".join(j.server_flags)
         assert len(j.points) == 8  # each server runs the whole client sweep
     assert plan.num_points == 16
 
@@ -148,7 +151,7 @@ def test_no_speculation_ignores_the_spec_token_sweep(cfg):
     assert job.speculative_config is None and job.num_speculative_tokens is None
     assert "--speculative-config" not in job.server_flags
     assert re.fullmatch(r"qwen3-8b-none-tp1-[0-9a-f]{8}", job.server_id), job.server_id
-    assert "--no_preflight" in job.bench_args
+    assert job.bench.preflight is False
 
 
 def test_points_are_the_product(cfg):
@@ -164,9 +167,10 @@ def test_points_are_the_product(cfg):
     assert len(set(ids)) == 12 == plan.num_points
     pts = {p.id: p for p in plan.jobs[0].points}
     assert (pts["mtbench/t0.7_c8"].temperature, pts["mtbench/t0.7_c8"].concurrency) == (0.7, 8)
-    bench = plan.jobs[0].bench_args
-    assert bench[bench.index("--specbench") + 1] == "/data/specbench.jsonl"
-    assert bench[bench.index("--temperature"):bench.index("--temperature") + 3] == ["--temperature", "0", "0.7"]
+    bench = plan.jobs[0].bench
+    assert {d.name: d.path for d in bench.datasets}["specbench"] == "/data/specbench.jsonl"
+    assert list(dict.fromkeys(p.temperature for p in plan.jobs[0].points)) == [0.0, 0.7]
+    assert "temperature" not in json.dumps(asdict(bench))  # once in the spec: on the points
 
 
 def test_duplicate_sweep_values_do_not_make_duplicate_points(cfg):
@@ -238,20 +242,40 @@ def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
     assert base.server_id.startswith("qwen3-8b-none-tp1-") and Path(base.job_dir).parent == Path(plan.results_dir)
     # the same server without the speculative flags, in the same order; the same points
     assert not any(f.startswith(("--speculative-config", "--per-request-spec-decode-metrics")) for f in base.server_flags)
-    assert [f for f in host.server_flags if f in base.server_flags] == base.server_flags
-    assert len(host.server_flags) == len(base.server_flags) + 4
+    assert host.server_flags == base.server_flags  # the speculative flags are built from typed fields
+    host_argv, base_argv = host.server_argv("h", 1), base.server_argv("h", 1)
+    assert [f for f in host_argv if f in base_argv] == base_argv and len(host_argv) == len(base_argv) + 4
     assert base.points == host.points and plan.num_points == 3 * len(host.points)
     # no acceptance gates, no preflight, no lossless check; its own folder
-    assert "--no_preflight" in base.bench_args and "--min_acceptance_length" not in base.bench_args
-    assert base.bench_args[base.bench_args.index("--save_dir") + 1] == base.job_dir
-    assert "--lossless_prompts" not in base.bench_args
-    # the first job runs it; every job knows where it is (speedups at each job's end)
-    assert host.env["SPECDEC_RUN_BASELINE"] == "1" and "SPECDEC_RUN_BASELINE" not in other.env
-    assert host.env["SPECDEC_BASELINE_DIR"] == other.env["SPECDEC_BASELINE_DIR"] == base.job_dir
+    assert base.bench.preflight is False and base.bench.gates.min_acceptance_length == {}
+    assert base.bench.save_dir == base.job_dir
+    assert base.bench.lossless is None
+    # the first job runs it (its spec holds the baseline's benchmark); every job knows where it is
+    assert host.baseline.run_here and host.baseline.bench == base.bench and not other.baseline.run_here
+    assert other.baseline.bench is None
+    assert host.baseline.job_dir == other.baseline.job_dir == base.job_dir
     assert host.compare_thresholds["min_speedup"] == {"mtbench": 1.1}
     assert cfg.draft.method != "none"  # the recipe itself is untouched
 
 
 def test_no_baseline_by_default(cfg):
     plan = make_plan(cfg)
-    assert plan.baseline is None and all("SPECDEC_BASELINE_DIR" not in j.env for j in plan.jobs)
+    assert plan.baseline is None and all(j.baseline is None for j in plan.jobs)
+
+
+def test_render_only_writes_the_job_folders_and_submits_nothing(recipe_env, tmp_path, capsys):
+    """render_only=true: each job's job.json and standalone job.sbatch are written (the
+    dry run's printed script then points at a spec that exists); nothing is submitted."""
+    rc = cli.main(["recipe=qwen3_dflash", "sweep.num_speculative_tokens=[1,3]", "render_only=true",
+                   f"output_dir={tmp_path}"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    jobs = sorted(p.parent for p in tmp_path.rglob("job.json"))
+    assert len(jobs) == 2 and not list(tmp_path.rglob("_submitit"))
+    for d in jobs:
+        spec = JobSpec.read(d / "job.json")
+        assert spec.job_dir == str(d) and spec.bench is not None
+        script = (d / "job.sbatch").read_text()
+        assert str(d / "job.json") in script
+        assert f"sbatch {d}/job.sbatch" in out
+    assert "nothing submitted" in out

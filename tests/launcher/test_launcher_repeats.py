@@ -4,21 +4,30 @@ import copy
 from launcher.plan import make_plan
 
 
-def _bench_args(cfg):
-    return make_plan(cfg).jobs[0].bench_args
+def _bench(cfg):
+    return make_plan(cfg).jobs[0].bench
 
 
 def test_repeats_and_warmup_reach_the_benchmark(qwen3_dflash_cfg):
     cfg = copy.deepcopy(qwen3_dflash_cfg)
     cfg.sweep.repeats = 1
-    args = _bench_args(cfg)
-    assert "--repeats" not in args and "--warmup" not in args
+    b = _bench(cfg)
+    assert b.repeats == 1 and not b.warmup
     cfg.sweep.repeats = 3
-    args = _bench_args(cfg)
-    assert args[args.index("--repeats") + 1] == "3" and args[args.index("--noisy_rel_mad") + 1] == "0.1"
-    assert "--warmup" in args                      # on by default with repeats
+    b = _bench(cfg)
+    assert b.repeats == 3 and b.noisy_rel_mad == 0.1
+    assert b.warmup                      # on by default with repeats
     cfg.sweep.warmup = False
-    assert "--warmup" not in _bench_args(cfg)
+    assert not _bench(cfg).warmup
+
+
+def test_the_spec_gives_the_benchmark_its_repeats(qwen3_dflash_cfg):
+    from launcher.bench.cli import spec_args
+
+    cfg = copy.deepcopy(qwen3_dflash_cfg)
+    cfg.sweep.repeats = 3
+    args, _, _ = spec_args(make_plan(cfg).jobs[0], "speculative", "http://127.0.0.1:1")
+    assert args.repeats == 3 and args.warmup and args.noisy_rel_mad == 0.1
 
 
 def test_compare_defaults_travel_in_job_json(qwen3_dflash_cfg):

@@ -8,8 +8,10 @@ import pytest
 
 from launcher.config.schema import DraftConfig, LauncherConfig, ModelConfig, ParallelConfig, ServerConfig
 from launcher.errors import ConfigError
-from launcher.plan import shell_join
-from launcher.server_args import (SPEC_METRICS_FLAG, build_server_argv, build_server_flags, compose_server_argv,
+from launcher.spec import shell_join
+from launcher.engines import AcceptanceSource, get_engine
+from launcher.spec import JobSpec
+from launcher.server_args import (SPEC_METRICS_FLAG, build_server_argv, build_server_flags,
                                   drop_flags, flag_names, speculative_config)
 
 API_SERVER = "/venv/bin/python -m vllm.entrypoints.openai.api_server"
@@ -207,7 +209,19 @@ def test_no_flag_is_ever_duplicated():
     assert len(names) == len(set(names)), names
 
 
-# --- compose_server_argv
+def compose_server_argv(command, model, flags, host, port):
+    return get_engine("vllm").server_argv(command, model, flags, host, port)
+
+
+def spec_argv(speculative_config=None, acceptance=None):
+    eng = get_engine("vllm")
+    acc = eng.acceptance_flags(AcceptanceSource.PER_REQUEST_STATS) if acceptance is None else acceptance
+    return JobSpec(recipe="r", server_id="s", job_dir="/j", model="m", served_name="m", server_command="vllm serve",
+                   server_flags=["--tensor-parallel-size", "1"], speculative_config=speculative_config,
+                   acceptance_flags=acc).server_argv("h", 1)
+
+
+# --- the server argv: the engine's, from typed fields
 def test_vllm_serve_takes_the_model_positionally():
     argv = compose_server_argv("vllm serve", "org/target", ["--tensor-parallel-size", "1"], "0.0.0.0", 8000)
     assert argv[:3] == ["vllm", "serve", "org/target"]
@@ -222,20 +236,17 @@ def test_api_server_module_takes_model_flag():
 
 
 def test_spec_metrics_added_only_with_a_speculative_config():
-    spec = ["--speculative-config", '{"method":"ngram","num_speculative_tokens":3}']
-    argv = compose_server_argv("vllm serve", "m", spec, "h", 1)
+    argv = spec_argv({"method": "ngram", "num_speculative_tokens": 3})
     assert value(argv, SPEC_METRICS_FLAG) == "detailed"
-    argv = compose_server_argv("vllm serve", "m", spec, "h", 1, spec_metrics="detailed")
-    assert value(argv, SPEC_METRICS_FLAG) == "detailed"
-    argv = compose_server_argv("vllm serve", "m", ["--tensor-parallel-size", "1"], "h", 1)
-    assert count(argv, SPEC_METRICS_FLAG) == 0
+    assert spec_of(argv) == {"method": "ngram", "num_speculative_tokens": 3}
+    argv = spec_argv(None)  # the same spec without speculation: no acceptance flag either
+    assert count(argv, SPEC_METRICS_FLAG) == 0 and count(argv, "--speculative-config") == 0
 
 
 @pytest.mark.parametrize("present", [[SPEC_METRICS_FLAG, "detailed"], [f"{SPEC_METRICS_FLAG}=detailed"]])
 def test_spec_metrics_not_duplicated_when_present(present):
-    flags = ["--speculative-config", '{"method":"ngram"}', *present]
-    argv = compose_server_argv("vllm serve", "m", flags, "h", 1)
-    assert value(argv, SPEC_METRICS_FLAG) == "detailed"
+    argv = spec_argv({"method": "ngram"}, acceptance=present)
+    assert value(argv, SPEC_METRICS_FLAG) == "detailed" and count(argv, SPEC_METRICS_FLAG) == 1
 
 
 def test_host_and_port_are_replaced():

@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 import sys
 
-from launcher.node import apikey
-from launcher.node.inputs import check_aiperf, check_job_inputs, check_model, check_tokenizer
+from launcher.common import apikey
+from launcher.spec import BenchSpec, DatasetInput
+from launcher.common.inputs import check_aiperf, check_job_inputs, check_model, check_tokenizer
 from tests.support.stack import AIPERF
 
 
@@ -73,11 +74,11 @@ def test_job_inputs_every_problem_one_line(tmp_path):
                              for i in range(3)))
     ro = tmp_path / "ro"
     ro.write_text("a file, not a folder")
-    spec = json.dumps({"method": "draft_model", "model": str(tmp_path / "no-draft"), "num_speculative_tokens": 3})
-    errs = check_job_inputs(str(model), ["--speculative-config", spec],
-                            ["--mtbench", str(bad_json), "--specbench", str(short), "--num_requests", "4",
-                             "--speed", str(tmp_path / "qualitative.parquet"), "--save_dir", str(ro / "out"),
-                             "--tokenizer", str(tmp_path), "--aiperf", "/nonexistent/aiperf"], env={})
+    bench = BenchSpec(model="m", tokenizer=str(tmp_path), save_dir=str(ro / "out"), num_requests=4,
+                      datasets=(DatasetInput("mtbench", str(bad_json)), DatasetInput("specbench", str(short)),
+                                DatasetInput("speed_qualitative", str(tmp_path / "qualitative.parquet"))),
+                      aiperf="/nonexistent/aiperf")
+    errs = check_job_inputs(model=str(model), draft=str(tmp_path / "no-draft"), tokenizer=None, env={}, bench=bench)
     text = "\n".join(errs)
     assert len(errs) == 7, text
     assert f"draft {tmp_path / 'no-draft'}: no such file or folder" in text
@@ -86,4 +87,4 @@ def test_job_inputs_every_problem_one_line(tmp_path):
     assert "sweep.dataset_paths.speed_qualitative" in text and "no such file" in text
     assert "output_dir:" in text and "tokenizer" in text and "bench.aiperf" in text
     assert all("\n" not in e and "fix" in e for e in errs)
-    assert check_job_inputs(str(model), [], ["--mtbench", str(bad_json)], env={}, bench_is_launcher=False) == []
+    assert check_job_inputs(model=str(model), draft=None, tokenizer=None, env={}, bench=None) == []

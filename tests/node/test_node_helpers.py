@@ -10,14 +10,12 @@ from pathlib import Path
 import pytest
 
 from launcher.node import lifecycle
+from launcher.engines.flags import flag_values, kv_cache_cap_bytes, parse_human_int
 from launcher.node.serve_and_bench import (
     NodeConfig,
     UsageError,
     client_host,
     default_job_dir,
-    flag_values,
-    kv_cache_cap_bytes,
-    parse_human_int,
     pick_free_port,
     port_is_free,
     served_name,

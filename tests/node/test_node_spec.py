@@ -2,6 +2,7 @@
 Python (no Hydra, OmegaConf, submitit or rich there)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -62,7 +63,7 @@ def test_node_side_runs_a_spec_with_the_vllm_python_alone(tmp_path):
 
 def test_srun_launch_outside_an_allocation_is_a_clear_error(tmp_path, monkeypatch):
     spec = _spec(tmp_path, sys.executable)
-    spec.launch = LaunchSpec(server="srun")
+    spec = dataclasses.replace(spec, launch=LaunchSpec(server="srun"))
     path = spec.write()
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SLURM_")}
     p = subprocess.run([sys.executable, "-m", "launcher.node.serve_and_bench", "--spec", str(path)], cwd=REPO,

@@ -1,10 +1,10 @@
-"""launcher.repeats: the statistics of a few repeats, worked by hand."""
+"""launcher.results.repeats: the statistics of a few repeats, worked by hand."""
 import math
 
 import pytest
 
-from launcher.repeats import record
-from launcher.repeats.stats import difference, intervals_separate, summarize
+from launcher.results.repeats import record
+from launcher.results.repeats.stats import difference, intervals_separate, summarize
 
 
 def test_summary_of_three_repeats():

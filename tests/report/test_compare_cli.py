@@ -185,7 +185,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, make):
 def test_thresholds_default_to_the_candidates_recipe(tmp_path, capsys):
     """job.json's compare_thresholds (bench.gates.compare_*_threshold) set the defaults."""
     from launcher.compare.cli import recipe_threshold
-    from launcher.report.load import load_results
+    from launcher.results.job_dir import load_results
 
     a, b = _copy(tmp_path / "a"), _copy(tmp_path / "b")
     _scale_tps(b, "mtbench/t0_c1", 0.60)

@@ -4,7 +4,7 @@ import shutil
 from pathlib import Path
 
 from launcher.compare.cli import main
-from launcher.repeats import record
+from launcher.results.repeats import record
 
 SMOKE = Path(__file__).parent / "data" / "smoke_run1"
 

@@ -12,7 +12,7 @@ import pytest
 
 from launcher.report.build import build_report
 from tests.support.browser import image_stats, screenshot_page
-from launcher.report.load import ResultsError, find_job_dirs, load_results
+from launcher.results.job_dir import ResultsError, find_job_dirs, load_results
 from launcher.report.plots import pareto_front
 
 DATA = Path(__file__).parent / "data"

@@ -3,9 +3,9 @@ import json
 import shutil
 from pathlib import Path
 
-from launcher.repeats import record
+from launcher.results.repeats import record
 from launcher.report.html import points_table
-from launcher.report.load import load_results
+from launcher.results.job_dir import load_results
 from launcher.report.marks import point_marks
 
 SMOKE = Path(__file__).parent / "data" / "smoke_run1"

@@ -1,5 +1,5 @@
 """The best k and "beats the baseline" with repeats (docs/repeats.md)."""
-from launcher.repeats.stats import summarize
+from launcher.results.repeats.stats import summarize
 from launcher.speedup import best_k, paired
 from launcher.speedup.collect import throughput_repeats
 

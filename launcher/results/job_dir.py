@@ -1,6 +1,6 @@
 """Read benchmark result folders (docs/results-layout.md) into plain objects.
 
-Shared by ``launcher.report`` and ``launcher.compare``. Nothing here draws or
+Shared by ``launcher.report``, ``launcher.compare`` and ``launcher.speedup``. Nothing here draws or
 prints; a folder that cannot be read raises :class:`ResultsError` with a
 one-line message.
 
@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from launcher.results import ACCEPTANCE_FILE, TIMING_FILE, PointResult, ValidityRule, point_problems, read_point
+from launcher.results.layout import is_run_dir
+from launcher.results.store import is_complete
+from launcher.results.summary import has_summary, read_summary, summary_path as summary_file
 from launcher.results.validity import thin_sample
 
 POINT_DIR = re.compile(r"^t(?P<t>[0-9.eE+-]+)_c(?P<c>\d+)$")
@@ -188,11 +191,6 @@ def _point_from_row(job_dir: Path, row: dict) -> Point:
     )
 
 
-def is_run_dir(d: Path) -> bool:
-    """A folder holding result files itself (a point of ours, or a specdec_bench output folder)."""
-    return any((Path(d) / f).is_file() for f in (ACCEPTANCE_FILE, TIMING_FILE))
-
-
 def _specdec_dataset(cfg: dict) -> str:
     if cfg.get("mtbench"):
         return "mtbench"
@@ -236,7 +234,7 @@ def _scan_points(job_dir: Path) -> list[dict]:
             m = POINT_DIR.match(pd.name)
             if not m:
                 continue
-            done = (pd / "COMPLETE").exists()
+            done = is_complete(pd)
             rows.append({"dataset": ds.name, "temperature": float(m["t"]), "concurrency": int(m["c"]),
                          "dir": f"{ds.name}/{pd.name}", "status": "complete" if done else "failed",
                          "reason": None if done else "no COMPLETE marker (no summary.json)"})
@@ -254,14 +252,14 @@ def _has_point_dirs(d: Path) -> bool:
 
 def load_job(job_dir: Path) -> Job:
     job_dir = Path(job_dir)
-    summary_path = job_dir / "summary.json"
+    summary_path = summary_file(job_dir)
     if not summary_path.exists() and not _has_point_dirs(job_dir) and _specdec_runs(job_dir):
         points = [_specdec_point(job_dir, r) for r in _specdec_runs(job_dir)]
         points.sort(key=lambda p: (p.dataset, p.temperature, p.concurrency))
         return Job(path=job_dir, summary={"server_id": job_dir.name, "source": "specdec_bench"}, points=points)
     if summary_path.exists():
-        summary = read_json(summary_path)
-        if not isinstance(summary, dict):
+        summary = read_summary(job_dir)
+        if summary is None:
             raise ResultsError(f"{summary_path}: not a JSON object")
         rows = summary.get("points") or []
     else:
@@ -283,7 +281,7 @@ def find_job_dirs(root: Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         raise ResultsError(f"{root}: not a directory")
-    if (root / "summary.json").exists() or _has_point_dirs(root) or is_run_dir(root):
+    if has_summary(root) or _has_point_dirs(root) or is_run_dir(root):
         return [root]
     found: list[Path] = []
 
@@ -293,7 +291,7 @@ def find_job_dirs(root: Path) -> list[Path]:
         except OSError:
             return
         for c in children:
-            if (c / "summary.json").exists() or _has_point_dirs(c):
+            if has_summary(c) or _has_point_dirs(c):
                 found.append(c)
             elif is_run_dir(c):  # specdec_bench output folders: their parent is the job
                 if d not in found:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import signal
 
-from launcher.node.outcome import end_cause, end_reason, finalize_job_dir, finalize_points, planned_points
+from launcher.node.outcome import end_cause
+from launcher.results.job_end import end_reason, finalize_job_dir, finalize_points, planned_rows
 
 PTS = [{"dir": f"mtbench/t0_c{c}", "status": "pending", "reason": None} for c in (1, 2, 3, 4)]
 
@@ -46,9 +47,8 @@ def test_normal_end_changes_nothing_but_disk_truth():
     assert {r["status"] for r in rows} == {"complete"}
 
 
-def test_planned_points_from_bench_args():
-    rows = planned_points(["--mtbench", "m.jsonl", "--speed", "/d/qualitative.parquet", "--temperature", "0", "0.7",
-                           "--concurrency", "1", "8", "--save_dir", "x"])
+def test_planned_rows_from_the_spec_points():
+    rows = planned_rows([(ds, t, c) for ds in ("mtbench", "speed_qualitative") for t in (0.0, 0.7) for c in (1, 8)])
     assert [r["dir"] for r in rows] == ["mtbench/t0_c1", "mtbench/t0_c8", "mtbench/t0.7_c1", "mtbench/t0.7_c8",
                                         "speed_qualitative/t0_c1", "speed_qualitative/t0_c8",
                                         "speed_qualitative/t0.7_c1", "speed_qualitative/t0.7_c8"]
@@ -74,7 +74,7 @@ def test_finalize_job_dir_from_files(tmp_path):
 def test_finalize_without_summary_uses_the_plan(tmp_path):
     """The job failed before the benchmark wrote anything (server start, input check)."""
     s = finalize_job_dir(tmp_path, rc=3, cause="the server failed to start", reason=None,
-                         bench_args=["--specbench", "s.jsonl", "--concurrency", "1", "2"])
+                         points=[("specbench", 0.0, 1), ("specbench", 0.0, 2)])
     assert [(p["dir"], p["status"]) for p in s["points"]] == [("specbench/t0_c1", "not_run"),
                                                              ("specbench/t0_c2", "not_run")]
     assert s["points"][0]["reason"] == "the server failed to start before this point started"

@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import median
 from typing import Optional, Sequence
 
-from launcher.repeats.stats import NOISY_REL_MAD, Summary, summarize
+from launcher.results.repeats.stats import NOISY_REL_MAD, Summary, summarize
 
 REPEATS_FILE = "repeats.json"
 REPEATS_ARTIFACTS = "aiperf_repeats"   # <point>/aiperf_repeats/r<i>/: the other repeats' AIPerf records

@@ -5,7 +5,7 @@ Each check returns problems as one line each: the input, what is wrong, the
 fix. What is checked:
 
 - datasets: the file exists and parses into at least ``--num_requests``
-  requests (launcher.bench.datasets, the benchmark's own readers);
+  requests (launcher.common.datasets, the benchmark's own readers);
 - model and draft: a local path exists (a folder with config.json), or the
   name is a Hugging Face id (``org/name``), found in the local cache when
   HF_HUB_OFFLINE=1;
@@ -13,7 +13,7 @@ fix. What is checked:
 - output folder: a file can be created in it;
 - AIPerf: the executable is found and ``aiperf --version`` runs.
 
-Standard library only; launcher.bench.datasets is stdlib too (pyarrow is
+Standard library only; launcher.common.datasets is stdlib too (pyarrow is
 imported for SPEED-Bench parquet only, and a missing pyarrow is not an error
 here: the benchmark reports it).
 """
@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional
 
 HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
@@ -73,7 +73,7 @@ def check_tokenizer(name: str, fix_field: str = "model.tokenizer") -> Optional[s
 
 
 def check_dataset(name: str, path: str, num_requests: Optional[int], field: str) -> Optional[str]:
-    from launcher.bench.datasets import DatasetError, get_dataset
+    from launcher.common.datasets import DatasetError, get_dataset
 
     if not Path(path).is_file():
         return f"{field}: {path}: no such file (fix: point {field} at the dataset file)"
@@ -122,80 +122,41 @@ def check_aiperf(aiperf: str, env: Optional[Mapping[str, str]] = None, timeout_s
     return None
 
 
-# ---------------------------------------------------------------- from the job's arguments
+# ---------------------------------------------------------------- the job's inputs
 
 
-def _values(args: Sequence[str], flag: str) -> list[str]:
-    out, args = [], list(args)
-    for i, a in enumerate(args):
-        if a == flag and i + 1 < len(args):
-            out.append(args[i + 1])
-        elif a.startswith(flag + "="):
-            out.append(a.split("=", 1)[1])
-    return out
-
-
-def _last(args: Sequence[str], flag: str) -> Optional[str]:
-    v = _values(args, flag)
-    return v[-1] if v else None
-
-
-def draft_model(server_args: Sequence[str]) -> Optional[str]:
-    raw = _last(server_args, "--speculative-config") or _last(server_args, "--speculative_config")
-    if not raw:
-        return None
-    try:
-        return (json.loads(raw) or {}).get("model")
-    except (ValueError, AttributeError):
-        return None
-
-
-def check_job_inputs(model: str, server_args: Sequence[str], bench_args: Sequence[str], *,
-                     env: Mapping[str, str], bench_is_launcher: bool = True) -> list[str]:
-    """Every problem with the job's inputs, one line each (empty: all good)."""
+def check_job_inputs(*, model: str, draft: Optional[str], tokenizer: Optional[str], env: Mapping[str, str],
+                     bench=None) -> list[str]:
+    """Every problem with the job's inputs, one line each (empty: all good). ``bench`` is
+    the job spec's bench section (launcher.spec.BenchSpec) when our benchmark runs."""
     errs: list[str] = []
     add = errs.append
     e = check_model(model, "model", "model.path", env)
     if e:
         add(e)
-    d = draft_model(server_args)
-    if d:
-        e = check_model(d, "draft", "draft.model", env)
+    if draft:
+        e = check_model(draft, "draft", "draft.model", env)
         if e:
             add(e)
-    tok = _last(server_args, "--tokenizer")
-    if tok:
-        e = check_tokenizer(tok)
+    if tokenizer:
+        e = check_tokenizer(tokenizer)
         if e:
             add(e)
-    if not bench_is_launcher:
+    if bench is None:
         return errs
-    n_s = _last(bench_args, "--num_requests")
-    try:
-        n = int(n_s) if n_s else None
-    except ValueError:
-        n = None
-    for name in ("mtbench", "specbench"):
-        for path in _values(bench_args, f"--{name}"):
-            e = check_dataset(name, path, n, f"sweep.dataset_paths.{name}")
-            if e:
-                add(e)
-    for path in _values(bench_args, "--speed"):
-        ds = f"speed_{Path(path).stem}"
-        e = check_dataset(ds, path, n, f"sweep.dataset_paths.{ds}")
+    for ds in bench.datasets:
+        e = check_dataset(ds.name, ds.path, bench.num_requests, f"sweep.dataset_paths.{ds.name}")
         if e:
             add(e)
-    btok = _last(bench_args, "--tokenizer")
-    if btok and btok != tok:
-        e = check_tokenizer(btok)
+    if bench.tokenizer and bench.tokenizer != tokenizer:
+        e = check_tokenizer(bench.tokenizer)
         if e:
             add(e)
-    save = _last(bench_args, "--save_dir")
-    if save:
-        e = check_writable(save)
+    if bench.save_dir:
+        e = check_writable(bench.save_dir)
         if e:
             add(e)
-    e = check_aiperf(_last(bench_args, "--aiperf") or "aiperf", env)
+    e = check_aiperf(bench.aiperf or "aiperf", env)
     if e:
         add(e)
     return errs

@@ -61,11 +61,9 @@ def job_key(bind_host: str, env: Mapping[str, str]) -> Optional[str]:
 
 def api_key_in_args(args: Sequence[str]) -> bool:
     """True when ``--api-key`` (or ``--api_key``, ``--api-key=...``) is among ``args``."""
-    for a in args:
-        name = a.split("=", 1)[0]
-        if name.startswith("--") and name[2:].replace("_", "-") == API_KEY_FLAG[2:]:
-            return True
-    return False
+    from launcher.engines.flags import has_flag  # the one reader of argv lists
+
+    return has_flag(args, API_KEY_FLAG)
 
 
 def server_env(key: Optional[str], base: Mapping[str, str]) -> dict:

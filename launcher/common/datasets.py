@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from launcher.common.files import write_text_atomic
+
 MTBENCH_CATEGORIES = (
     "writing", "roleplay", "reasoning", "math",
     "coding", "extraction", "stem", "humanities",
@@ -329,12 +331,7 @@ def write_aiperf_multi_turn(questions: list[Question], path: Path | str, output_
     fields every turn carries)."""
     path = Path(path)
     lines = aiperf_multi_turn_lines(questions, output_length, extra=extra)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as f:
-        for obj in lines:
-            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, "".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in lines))
     return path
 
 

@@ -1,0 +1,205 @@
+"""Processes the node side starts: a session of their own, a parent-death
+signal, and an end that reaches every descendant (SIGTERM, a grace period,
+then SIGKILL). Zombies (exited, not yet reaped) do not count as running.
+
+Processes are started through a tiny exec shim that asks Linux to send the
+child SIGTERM when its parent dies (PR_SET_PDEATHSIG), so even a SIGKILLed job
+does not leave a server running; on other systems the shim just execs.
+
+Used by the node driver (the server, the benchmark) and by the benchmark (AIPerf).
+The process tree is read with psutil.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, Iterable, Optional
+
+TAIL_LINES = 50
+DEFAULT_STOP_GRACE_S = 10.0
+
+# Executed by `python -c SHIM <parent pid> <argv...>`: set the parent-death
+# signal, unblock signals, then exec the real command (PR_SET_PDEATHSIG survives
+# execve). A command that cannot be executed exits 127 with a message in the log.
+_EXEC_SHIM = r"""
+import os, signal, sys
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != int(sys.argv[1]):
+        os._exit(143)  # the parent is already gone
+except Exception:
+    pass
+try:
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+except Exception:
+    pass
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as e:
+    sys.stderr.write("cannot execute %r: %s\n" % (sys.argv[2], e))
+    sys.stderr.flush()
+    os._exit(127)
+"""
+
+
+class Interrupted(Exception):
+    """A stop signal (SIGTERM, SIGINT, ...) arrived; ``signum`` says which."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"interrupted by {signal_name(signum)}")
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def describe_returncode(rc: Optional[int]) -> str:
+    """`3`, or `-9 (SIGKILL)` for a process ended by a signal."""
+    if rc is None:
+        return "none (still running)"
+    if rc < 0:
+        return f"{rc} ({signal_name(-rc)})"
+    return str(rc)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def log_tail(path: str | os.PathLike[str], n: int = TAIL_LINES, start_offset: int = 0) -> str:
+    """The last ``n`` lines of a log file from ``start_offset`` on ("" if none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            begin = max(start_offset, size - 256 * 1024)  # the tail is in the last 256 KiB
+            f.seek(begin)
+            data = f.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", "replace").splitlines()
+    if begin > start_offset and lines:
+        lines = lines[1:]  # probably a partial line
+    return "\n".join(lines[-n:])
+
+
+def _psutil():
+    """psutil: every vLLM install has it, and the launcher depends on it. Imported when a
+    tree is walked, so run.sh's --help works with any python3."""
+    import psutil
+
+    return psutil
+
+
+def _running(p) -> bool:
+    """Not a zombie (exited, not yet reaped) and not gone."""
+    psutil = _psutil()
+    try:
+        return p.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return False
+
+
+def live_processes(pgid: int, extra: Iterable[int] = ()) -> set[int]:
+    """Running (non-zombie) members of process group ``pgid`` plus the still
+    running pids among ``extra``."""
+    psutil = _psutil()
+    wanted = set(extra)
+    out = set()
+    for p in psutil.process_iter():
+        try:
+            if _running(p) and (p.pid in wanted or os.getpgid(p.pid) == pgid):
+                out.add(p.pid)
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            continue
+    return out
+
+
+def descendants(root: int) -> set[int]:
+    """Pids of all running (non-zombie) descendants of ``root``."""
+    psutil = _psutil()
+    try:
+        kids = psutil.Process(root).children(recursive=True)
+    except psutil.Error:
+        return set()
+    return {k.pid for k in kids if _running(k)}
+
+
+def _signal_tree(pgid: int, pids: Iterable[int], sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def terminate_trees(procs: list[subprocess.Popen], grace_s: float = DEFAULT_STOP_GRACE_S,
+                    log: Callable[[str], None] = lambda m: None, what: str = "process") -> set[int]:
+    """End the process trees of ``procs`` (each started as a session leader, so
+    its pid is its process-group id): SIGTERM to all at once, wait up to
+    ``grace_s``, then SIGKILL what is left. Returns the pids still running at
+    the end (empty when all is gone)."""
+    procs = [p for p in procs if p is not None]
+    if not procs:
+        return set()
+    known: dict[int, set[int]] = {p.pid: descendants(p.pid) for p in procs}
+
+    def alive() -> set[int]:
+        for p in procs:
+            p.poll()  # reap the direct child
+            if p.returncode is None:
+                known[p.pid] |= descendants(p.pid)
+        left: set[int] = set()
+        for pgid, extra in known.items():
+            left |= live_processes(pgid, extra)
+        return left
+
+    left = alive()
+    if not left:
+        return set()
+    for pgid, extra in known.items():
+        _signal_tree(pgid, extra, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = alive()
+    if left:
+        log(f"{what}: {len(left)} process(es) still running {grace_s:g} s after SIGTERM; sending SIGKILL")
+        for pgid, extra in known.items():
+            _signal_tree(pgid, extra | left, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = alive()
+    for p in procs:
+        try:
+            p.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+    return left
+
+
+def with_parent_death_signal(argv: list[str]) -> list[str]:
+    """``argv`` run through the exec shim: it gets SIGTERM when this process dies (Linux)."""
+    return [sys.executable, "-c", _EXEC_SHIM, str(os.getpid()), *argv]
+
+
+def spawn(argv: list[str], *, stdout=None, env: Optional[dict] = None, cwd: Optional[str] = None,
+          pdeathsig: bool = True) -> subprocess.Popen:
+    """Start ``argv`` in a new session (its own process group), stdin closed.
+    With ``pdeathsig`` it gets SIGTERM if this process dies (Linux)."""
+    full = with_parent_death_signal(argv) if pdeathsig else list(argv)
+    return subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=stdout,
+                            stderr=subprocess.STDOUT if stdout is not None else None,
+                            env=env, cwd=cwd, start_new_session=True)

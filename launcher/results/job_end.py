@@ -1,0 +1,128 @@
+"""The end of a job, recorded in its files: every point's final status in
+``summary.json`` (and ``progress.json`` closed), however the job ended.
+
+The benchmark keeps summary.json and progress.json up to date while it runs;
+when the job ends abnormally those files still say what was true *before* the
+end. The node job (and, if the node job itself was SIGKILLed, the launcher)
+finalizes them from what is on disk (a point folder with its COMPLETE marker
+is complete), what the benchmark recorded (a failed point keeps its reason)
+and what the job was doing (the points running get the cause in words, the
+points never started are ``not_run``). Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence
+
+from launcher.common.files import write_json_atomic
+from launcher.results.layout import COMPLETE_FILE, point_dir_name
+from launcher.results.summary import read_summary, write_summary
+
+DONE = ("complete", "skipped")
+PROGRESS_FILE = "progress.json"
+
+
+def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], running: Iterable[str],
+                    cause: Optional[str]) -> list[dict]:
+    """Pure: the final status of every point.
+
+    ``points`` are summary rows (at least ``dir``, ``status``, ``reason``);
+    ``complete_dirs`` the point folders complete on disk; ``running`` the folders
+    the benchmark was running when the job ended; ``cause`` the end in words, or
+    None for a normal end (then only disk truth is applied).
+    """
+    complete, running = set(complete_dirs), set(running)
+    out = []
+    for p in points:
+        row = dict(p)
+        d, st = row.get("dir"), row.get("status") or "pending"
+        if d in complete:
+            if st not in DONE:
+                row["status"], row["reason"] = "complete", None
+        elif st in DONE:  # said complete, but the marker is gone
+            row["status"], row["reason"] = "failed", "results incomplete on disk (no COMPLETE marker)"
+        elif st == "failed" and row.get("reason"):
+            pass  # the benchmark's own verdict
+        elif d in running:
+            row["status"] = "failed"
+            row["reason"] = f"{cause or 'the job ended'} during this point"
+        elif cause is not None:
+            row["status"], row["reason"] = "not_run", f"{cause} before this point started"
+        out.append(row)
+    return out
+
+
+def end_reason(cause: Optional[str], points: Sequence[Mapping], running: Iterable[str] = ()) -> str:
+    """Pure: one sentence for the launcher's table, e.g. "server exited with SIGKILL
+    during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run"."""
+    running = [r for r in running if any(p.get("dir") == r for p in points)]
+    counts: dict[str, int] = {}
+    for p in points:
+        counts[p.get("status") or "pending"] = counts.get(p.get("status") or "pending", 0) + 1
+    done = counts.pop("complete", 0) + counts.pop("skipped", 0)
+    head = cause or "the job ended"
+    if running:
+        head += f" during point{'s' if len(running) > 1 else ''} {', '.join(running)}"
+    tail = f"{done} of {len(points)} points complete" + "".join(
+        f", {n} {k.replace('_', ' ')}" for k, n in sorted(counts.items()))
+    return f"{head}; {tail}"
+
+
+def job_end_record(rc: int, cause: Optional[str], reason: Optional[str], detail: Optional[str] = None) -> dict:
+    """summary.json's ``job_end``: how the job ended, in words."""
+    return {"exit_code": rc, "status": "succeeded" if rc == 0 else "failed",
+            "cause": cause, "reason": reason, "detail": detail,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _read_json(p: Path) -> Optional[dict]:
+    try:
+        v = json.loads(p.read_text())
+        return v if isinstance(v, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def planned_rows(points: Iterable[tuple[str, float, int]]) -> list[dict]:
+    """Summary rows (status pending) for the job's planned points (dataset, temperature, concurrency)."""
+    return [{"dataset": ds, "temperature": float(t), "concurrency": int(c), "dir": point_dir_name(ds, t, c),
+             "status": "pending", "reason": None} for ds, t, c in points]
+
+
+def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Optional[str],
+                     points: Iterable[tuple[str, float, int]] = (), identity: Optional[Mapping] = None) -> dict:
+    """Make summary.json (and progress.json) true after the job ended; returns the
+    summary written. ``cause`` None means a normal end; ``reason`` is the job's own
+    error line (logs/error.txt), kept as ``job_end.detail``. ``points`` are the job
+    spec's (used when the benchmark never wrote summary.json), ``identity`` its
+    recipe, server_id, method and num_speculative_tokens."""
+    job_dir = Path(job_dir)
+    summary = read_summary(job_dir)
+    if summary is None or not summary.get("points"):
+        summary = {**(summary or {}), "schema_version": 1, "save_dir": str(job_dir),
+                   "points": planned_rows(points)}
+        for k in ("recipe", "server_id", "method", "num_speculative_tokens"):
+            summary.setdefault(k, (identity or {}).get(k))
+    progress = _read_json(job_dir / PROGRESS_FILE) or {}
+    running = progress.get("running") or progress.get("running_at_end") or []  # finalizing twice is harmless
+    complete = [p["dir"] for p in summary["points"]
+                if p.get("dir") and (job_dir / p["dir"] / COMPLETE_FILE).is_file()]
+    point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run
+    summary["points"] = finalize_points(summary["points"], complete, running, point_cause)
+    if cause:
+        words = end_reason(cause, summary["points"], running)
+    elif rc != 0:  # the benchmark ended on its own and said why
+        words = reason or end_reason(None, summary["points"], running)
+    else:
+        words = None
+    summary["job_end"] = job_end_record(rc, cause, words, reason)
+    write_summary(job_dir, summary)
+    if progress:
+        done = sum(1 for p in summary["points"] if p["status"] in DONE)
+        progress.update({"running": [], "running_at_end": running, "current": words or "finished",
+                         "points_done_total": done,
+                         "finished": True})
+        write_json_atomic(job_dir / PROGRESS_FILE, progress)
+    return summary
