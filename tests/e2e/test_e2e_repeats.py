@@ -40,7 +40,8 @@ def runs(real_stack, tmp_path_factory):
 
 def test_each_point_holds_three_repeats(runs):
     job = runs["a"]
-    assert "--repeats" in json.loads((job / "job.json").read_text())["bench_args"]
+    bench = json.loads((job / "job.json").read_text())["bench"]  # the spec gives the benchmark its repeats
+    assert bench["repeats"] == 3 and bench["warmup"] is True
     summary = json.loads((job / "summary.json").read_text())
     # vLLM's counters over each AIPerf run hold every repeat's verify steps, exactly
     assert summary["prometheus_runs"] and all(r["matches"] for r in summary["prometheus_runs"]), \
