@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from launcher.common.datasets import DatasetSpec, Question, question_key
+from launcher.common.files import jsonl_lines
 
 from launcher.results import (ACCEPTANCE_FILE, COMPLETE_FILE as COMPLETE, CONFIGURATION_FILE,  # noqa: F401
                               EXTENSION_KEY, TIMING_FILE, append_metric, is_complete, mark_complete,
@@ -42,9 +43,7 @@ def response_texts_from_raw(path: Path | str) -> dict[tuple[str, int], str]:
     path = Path(path)
     texts: dict[tuple[str, int], str] = {}
     with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+        for lineno, line in jsonl_lines(f):
             try:
                 rec = json.loads(line)
                 meta = rec["metadata"]

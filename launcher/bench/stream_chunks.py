@@ -19,6 +19,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Optional
 
+from launcher.common.files import jsonl_lines
+
 
 def chunks_from_usage(cumulative: Iterable[Optional[int]]) -> list[int]:
     """Chunk sizes from the cumulative completion tokens of each streamed event
@@ -92,9 +94,7 @@ def read_raw_chunks(path: Path | str) -> dict[tuple[str, int], list[int]]:
     path = Path(path)
     out: dict[tuple[str, int], list[int]] = {}
     with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+        for lineno, line in jsonl_lines(f):
             try:
                 rec = json.loads(line)
                 meta = rec["metadata"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from launcher.common.files import write_text_atomic
+from launcher.common.files import jsonl_lines, write_text_atomic
 
 MTBENCH_CATEGORIES = (
     "writing", "roleplay", "reasoning", "math",
@@ -98,9 +98,7 @@ def _iter_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
     if not path.is_file():
         raise DatasetError(f"{path}: no such file; pass the dataset's question file")
     with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+        for lineno, line in jsonl_lines(f):
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Iterator
 
 
 def write_text_atomic(path, text: str, durable: bool = True) -> Path:
@@ -32,3 +33,10 @@ def write_text_atomic(path, text: str, durable: bool = True) -> Path:
 def write_json_atomic(path, obj: object, indent: int = 2, **dumps) -> Path:
     """``obj`` as JSON (``json.dumps(obj, indent=indent, **dumps)`` and a newline)."""
     return write_text_atomic(path, json.dumps(obj, indent=indent, **dumps) + "\n")
+
+
+def jsonl_lines(f) -> Iterator[tuple[int, str]]:
+    """(line number, line) of each non-blank line of an open JSONL file, numbered from 1."""
+    for lineno, line in enumerate(f, start=1):
+        if line.strip():
+            yield lineno, line

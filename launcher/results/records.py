@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from launcher.common.files import jsonl_lines
+
 PROFILING = "profiling"
 
 _TIME_TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "sec": 1e3}
@@ -259,9 +261,7 @@ def read_profile_export(path: Path | str) -> list[TurnRecord]:
         raise RecordError(f"{path}: no such file; AIPerf writes it with --export-level records (default)")
     out = []
     with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+        for lineno, line in jsonl_lines(f):
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:

@@ -5,25 +5,17 @@ import math
 from dataclasses import dataclass
 from statistics import mean, stdev
 
-from launcher.results.repeats.stats import T975, t_critical  # noqa: F401 (one table of t)
+from launcher.results.repeats.stats import T975, Interval, t_critical  # noqa: F401 (one table of t)
 
 
 @dataclass
-class Paired:
+class Paired(Interval):
     """B minus A over the n paired values."""
     n: int
     mean_a: float
     mean_diff: float
     lo: float | None      # 95% interval of the mean difference (None when n < 2)
     hi: float | None
-
-    @property
-    def has_interval(self) -> bool:
-        return self.lo is not None
-
-    @property
-    def excludes_zero(self) -> bool:
-        return self.has_interval and (self.lo > 0 or self.hi < 0)
 
 
 def paired_interval(a: list[float], b: list[float]) -> Paired | None:

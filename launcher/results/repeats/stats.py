@@ -43,6 +43,20 @@ def t_critical(df: int) -> float:
     return T975[max(k for k in T975 if k <= df)]
 
 
+class Interval:
+    """A difference with an optional 95% interval ``lo``..``hi`` (None: too few values)."""
+    lo: Optional[float]
+    hi: Optional[float]
+
+    @property
+    def has_interval(self) -> bool:
+        return self.lo is not None
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.has_interval and (self.lo > 0 or self.hi < 0)
+
+
 NOISY_REL_MAD = 0.1  # bench.gates.noisy_rel_mad's default (vLLM tune_speculative_k's rule)
 
 
@@ -95,21 +109,13 @@ def summarize(values: Sequence[Optional[float]], noisy_rel_mad: float = NOISY_RE
 
 
 @dataclass(frozen=True)
-class Difference:
+class Difference(Interval):
     """B's mean minus A's, with the 95% interval of the difference (None when a side has one value)."""
     delta: float
     rel: Optional[float]          # delta / A's mean
     lo: Optional[float]
     hi: Optional[float]
     df: Optional[float]
-
-    @property
-    def has_interval(self) -> bool:
-        return self.lo is not None
-
-    @property
-    def excludes_zero(self) -> bool:
-        return self.has_interval and (self.lo > 0 or self.hi < 0)
 
 
 def difference(a: Summary, b: Summary, run_floor: float = 0.0) -> Difference:
