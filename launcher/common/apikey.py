@@ -66,27 +66,25 @@ def api_key_in_args(args: Sequence[str]) -> bool:
     return has_flag(args, API_KEY_FLAG)
 
 
+def _env_with_key(key: Optional[str], base: Mapping[str, str], var: str, other: str) -> dict:
+    """``base`` with the key in ``var`` only (``var`` unset without a key) and ``other`` removed."""
+    env = dict(base)
+    env.pop(other, None)
+    env.pop(var, None)
+    if key:
+        env[var] = key
+    return env
+
+
 def server_env(key: Optional[str], base: Mapping[str, str]) -> dict:
     """The server's environment: the key as VLLM_API_KEY (and only there)."""
-    env = dict(base)
-    env.pop(CLIENT_ENV, None)
-    if key:
-        env[SERVER_ENV] = key
-    else:
-        env.pop(SERVER_ENV, None)
-    return env
+    return _env_with_key(key, base, SERVER_ENV, CLIENT_ENV)
 
 
 def client_env(key: Optional[str], base: Mapping[str, str]) -> dict:
     """A client's environment: the key as SPECDEC_API_KEY; VLLM_API_KEY removed so a
     client that happens to start vLLM code does not pick it up by accident."""
-    env = dict(base)
-    env.pop(SERVER_ENV, None)
-    if key:
-        env[CLIENT_ENV] = key
-    else:
-        env.pop(CLIENT_ENV, None)
-    return env
+    return _env_with_key(key, base, CLIENT_ENV, SERVER_ENV)
 
 
 def client_key(env: Optional[Mapping[str, str]] = None) -> Optional[str]:
