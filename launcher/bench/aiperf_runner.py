@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from launcher.bench.metrics import DEFAULT_METRICS
 from launcher.common.processes import terminate_trees, with_parent_death_signal
+from launcher.engines import MetricNames
+from launcher.results.per_position import counts_from_series
 
 # Environment variables that make AIPerf fail on a local tokenizer directory.
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -152,13 +155,12 @@ def move_artifacts(src: Path, dst: Path) -> None:
     shutil.move(str(src), str(dst))
 
 
-from launcher.results.per_position import counts_from_series  # noqa: E402
 
 
-def prometheus_window(point_aiperf_dir: Path) -> Optional[dict]:
-    """What AIPerf's scrape of vLLM's /metrics counted over the point's window:
-    {"num_drafts": d(vllm:spec_decode_num_drafts), "num_accepted_tokens": d(accepted)},
-    or None when the export or the counters are missing."""
+def prometheus_window(point_aiperf_dir: Path, names: MetricNames = DEFAULT_METRICS) -> Optional[dict]:
+    """What AIPerf's scrape of the server's /metrics counted over the point's window:
+    {"num_drafts": d(drafts counter), "num_accepted_tokens": d(accepted)} with the engine's
+    counter names, or None when the export or the counters are missing."""
     p = point_aiperf_dir / "server_metrics_export.json"
     try:
         metrics = json.loads(p.read_text())["metrics"]
@@ -171,11 +173,11 @@ def prometheus_window(point_aiperf_dir: Path) -> Optional[dict]:
             return None
         return sum(float(s.get("stats", {}).get("total", 0.0)) for s in m.get("series", []))
 
-    acc, drafts = total("vllm:spec_decode_num_accepted_tokens"), total("vllm:spec_decode_num_drafts")
+    acc, drafts = total(names.accepted), total(names.drafts)
     if acc is None or drafts is None:
         return None
     out = {"num_drafts": drafts, "num_accepted_tokens": acc}
-    per_pos = metrics.get("vllm:spec_decode_num_accepted_tokens_per_pos")
+    per_pos = metrics.get(names.accepted_per_pos)
     if per_pos and per_pos.get("series"):
         try:
             out["accepted_per_position"] = counts_from_series(per_pos["series"])

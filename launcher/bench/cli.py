@@ -314,7 +314,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             if source is AcceptanceSource.STREAM_CHUNKS:
                 check_stream_usage(base_url, args.model)
             else:
-                check_spec_stats(base_url, args.model)
+                check_spec_stats(base_url, args.model, engine)
         except PreflightError as e:
             for o in outcomes:
                 o.status, o.reason = "failed", f"preflight: {e}"
@@ -339,7 +339,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ctx = point_mod.PointContext(args=args, runtime=runtime, base_url=base_url, engine_version=version,
                                  speculative=speculative, gates=gates, server_ready=ready, job=job,
                                  acceptance_source=source.value,
-                                 stream_extra=engine.stream_options(source) if speculative else {})
+                                 stream_extra=engine.stream_options(source) if speculative else {},
+                                 metric_names=engine.metrics)
     groups: dict[tuple[str, float], list[PointOutcome]] = {}
     for o in todo:
         groups.setdefault((o.dataset, o.temperature), []).append(o)

@@ -180,11 +180,15 @@ def self_draft_config(model: str, k: int, engine: str = "vllm", version: Optiona
 
 
 def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: Iterable[str] = PROMPTS,
-          max_tokens: int = DEFAULT_MAX_TOKENS, acceptance_source: str = "per_request_stats") -> list[dict]:
+          max_tokens: int = DEFAULT_MAX_TOKENS, acceptance_source: str = "per_request_stats",
+          engine: str = "vllm") -> list[dict]:
     """Send the prompts at each temperature; the verdict per temperature. One request at
     a time, so counted from stream chunks no two steps can be merged into one chunk."""
     from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
     from launcher.common.apikey import auth_headers
+    from launcher.engines import get_engine
+
+    eng = get_engine(engine)
 
     out = []
     for t in temperatures:
@@ -197,13 +201,13 @@ def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: 
                 stats.append(stats_from_chunks(chunks, k))
                 continue
             resp = chat(url, model, p, max_tokens, sampling)
-            s = (resp.get("metrics") or {}).get("speculative_decoding")
+            s = eng.request_stats(resp)
             if not s:
-                raise RuntimeError("the known-answer server returned no per-request spec-decode stats "
-                                   "(metrics.speculative_decoding)")
+                raise RuntimeError(f"the known-answer server ({eng.name}) returned no per-request "
+                                   "spec-decode stats")
             stats.append(s)
         entry = verdict(stats, k, float(t))
-        entry.update(server_cross_check(before, server_counters(url)))
+        entry.update(server_cross_check(before, server_counters(url), eng.metrics))
         out.append(within_numeric_tolerance(entry, k))
     return out
 
@@ -246,21 +250,22 @@ def server_counters(url: str) -> Optional[dict[str, float]]:
         return None
 
 
-def server_cross_check(before: Optional[dict], after: Optional[dict]) -> dict:
+def server_cross_check(before: Optional[dict], after: Optional[dict], names=None) -> dict:
     """What the server's own counters say over one temperature's requests: its AL
     (1 + accepted / drafts) beside the per-request one, so a verdict counted from
     stream chunks can be told from a chunking artefact."""
-    from launcher.bench.metrics import ACCEPTED_COUNTER, DRAFTS_COUNTER, prometheus_al
+    from launcher.bench.metrics import DEFAULT_METRICS, counter_deltas, prometheus_al
 
+    names = names or DEFAULT_METRICS
     if before is None or after is None:
         return {"server_al": None}
     try:
-        al = prometheus_al(before, after)
+        al = prometheus_al(before, after, names)
     except ValueError:
         return {"server_al": None}
+    drafts, accepted = counter_deltas(before, after, names) or (0.0, 0.0)
     return {"server_al": None if al is None else round(al, 4),
-            "server_drafts": int(after.get(DRAFTS_COUNTER, 0) - before.get(DRAFTS_COUNTER, 0)),
-            "server_accepted": int(after.get(ACCEPTED_COUNTER, 0) - before.get(ACCEPTED_COUNTER, 0))}
+            "server_drafts": int(drafts), "server_accepted": int(accepted)}
 
 
 def record(save_dir: Path, result: dict) -> None:
@@ -283,12 +288,13 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="how the probe server drafts (greedy: the known answer holds only at T=0)")
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"),
                    default="per_request_stats", help="where the server's acceptance is read")
+    p.add_argument("--engine", default="vllm", help="the server's engine (launcher.engines)")
     a = p.parse_args(argv)
     save_dir = Path(a.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
     try:
         entries = probe(a.url.rstrip("/"), a.model, a.k, a.temperature, max_tokens=a.max_tokens,
-                        acceptance_source=a.acceptance_source)
+                        acceptance_source=a.acceptance_source, engine=a.engine)
     except (OSError, urllib.error.URLError, RuntimeError, ValueError) as e:
         result = skipped(f"the probe's requests failed: {e}")
         record(save_dir, result)

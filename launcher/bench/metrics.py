@@ -21,8 +21,9 @@ AL and timing statistic and counted in ``failed_requests``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
+from launcher.engines import MetricNames, get_engine
 from launcher.results import EXTENSION_KEY, Turn, acceptance_doc, chunks_from_server, timing_doc
 from launcher.results import per_position
 from launcher.results.layout import dataset_kind
@@ -39,8 +40,7 @@ from launcher.results.records import (  # noqa: F401 (the record model, re-expor
 )
 
 
-ACCEPTED_COUNTER = "vllm:spec_decode_num_accepted_tokens_total"
-DRAFTS_COUNTER = "vllm:spec_decode_num_drafts_total"
+DEFAULT_METRICS: MetricNames = get_engine("vllm").metrics  # the counters' names belong to the engine seam
 
 # ------------------------------------------------------------- acceptance
 
@@ -274,18 +274,29 @@ def parse_prometheus_text(text: str) -> dict[str, float]:
     return out
 
 
-def prometheus_al(before: Mapping[str, float], after: Mapping[str, float]) -> float | None:
+def counter_deltas(before: Mapping[str, float], after: Mapping[str, float],
+                   names: MetricNames = DEFAULT_METRICS) -> Optional[tuple[float, float]]:
+    """(delta drafts, delta accepted tokens) between two parsed scrapes, with the engine's
+    counter names; None when the counters are absent (no speculative config)."""
+    acc, drafts = names.accepted + "_total", names.drafts + "_total"
+    if acc not in after or drafts not in after:
+        return None
+    return after[drafts] - before.get(drafts, 0.0), after[acc] - before.get(acc, 0.0)
+
+
+def prometheus_al(before: Mapping[str, float], after: Mapping[str, float],
+                  names: MetricNames = DEFAULT_METRICS) -> float | None:
     """1 + delta(accepted tokens) / delta(drafts) between two parsed scrapes.
 
     None when the counters are absent (no speculative config) or no draft
     ran in the window; a counter that went down (server restart) is an error.
     """
-    if ACCEPTED_COUNTER not in after or DRAFTS_COUNTER not in after:
+    deltas = counter_deltas(before, after, names)
+    if deltas is None:
         return None
-    d_acc = after[ACCEPTED_COUNTER] - before.get(ACCEPTED_COUNTER, 0.0)
-    d_drafts = after[DRAFTS_COUNTER] - before.get(DRAFTS_COUNTER, 0.0)
+    d_drafts, d_acc = deltas
     if d_acc < 0 or d_drafts < 0:
-        raise ValueError("vLLM spec-decode counters went down between the scrapes "
+        raise ValueError("the server's spec-decode counters went down between the scrapes "
                          "(server restarted?); Prometheus_AL cannot be computed")
     if d_drafts == 0:
         return None

@@ -13,9 +13,10 @@ from typing import Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
+from launcher.engines import MetricNames
 from launcher.forced_acceptance import forced_from_speculative_config
 from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
-from launcher.bench.metrics import (RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
+from launcher.bench.metrics import (DEFAULT_METRICS, RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
                                     timing)
 from launcher.bench.stream_chunks import read_raw_chunks
 from launcher.bench.result_files import (build_configuration, checkpoint_info, response_texts_from_raw,
@@ -37,6 +38,7 @@ class PointContext:
     job: dict
     acceptance_source: str = "per_request_stats"  # launcher.engines.AcceptanceSource
     stream_extra: dict = field(default_factory=dict)  # request fields the acceptance source needs
+    metric_names: MetricNames = DEFAULT_METRICS  # the engine's Prometheus counters
 
     @property
     def stream_counted(self) -> bool:
@@ -266,7 +268,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
             accepted += ext["num_accepted_draft_tokens"]
     check = None
     if ctx.speculative and all_read:
-        check = sweep_prometheus_check(ar.prometheus_window(group_dir), steps, accepted,
+        check = sweep_prometheus_check(ar.prometheus_window(group_dir, ctx.metric_names), steps, accepted,
                                        stream_counted=ctx.stream_counted)
         if check is not None:
             check = {"dataset": dataset, "temperature": temperature, "points": [o.dir for o in outcomes]} | check
@@ -417,7 +419,7 @@ def _measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], ex
     if ctx.stream_counted:
         k = int((spec_cfg or {}).get("num_speculative_tokens") or 0)
         records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
-    prom = ar.prometheus_window(aip) if prometheus else None
+    prom = ar.prometheus_window(aip, ctx.metric_names) if prometheus else None
     acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
                           max_tokens=args.output_length, speculative=ctx.speculative, prometheus_window=prom,
                           acceptance_source=ctx.acceptance_source)

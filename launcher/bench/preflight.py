@@ -35,8 +35,12 @@ def chat(base_url: str, model: str, prompt: str, max_tokens: int, extra: Optiona
     return http_json(f"{base_url}/v1/chat/completions", body, timeout=timeout)
 
 
-def check_spec_stats(base_url: str, model: str) -> dict:
-    """One short request; the response must carry metrics.speculative_decoding."""
+def check_spec_stats(base_url: str, model: str, engine=None) -> dict:
+    """One short request; the response must carry the engine's per-request stats (vLLM:
+    metrics.speculative_decoding)."""
+    from launcher.engines import get_engine
+
+    engine = engine or get_engine("vllm")
     try:
         resp = chat(base_url, model, "Say hello.", 8, {"temperature": 0.0})
     except urllib.error.HTTPError as e:
@@ -47,7 +51,7 @@ def check_spec_stats(base_url: str, model: str) -> dict:
         raise PreflightError(f"preflight request to {base_url} failed: HTTP {e.code} {e.read()[:200]!r}") from None
     except (OSError, urllib.error.URLError) as e:
         raise PreflightError(f"preflight request to {base_url} failed: {e}") from None
-    stats = (resp.get("metrics") or {}).get("speculative_decoding")
+    stats = engine.request_stats(resp)
     if not stats:
         raise PreflightError(
             "the server returns no per-request spec-decode stats (metrics.speculative_decoding): start it with "

@@ -132,11 +132,52 @@ def descendants(root: int) -> set[int]:
     return {k.pid for k in kids if _running(k)}
 
 
+class SeenDescendants:
+    """Every descendant of a process seen while it ran. A process whose parent was
+    SIGKILLed is re-parented and is no longer anyone's descendant (the benchmark's
+    AIPerf, in a session of its own), but it is still the job's to end: ``update``
+    while the parent runs, and pass this to ``terminate_trees``. Processes are kept
+    as psutil objects, so a reused pid is never mistaken for one of them."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, float], object] = {}
+
+    def update(self, root: int) -> None:
+        psutil = _psutil()
+        try:
+            kids = psutil.Process(root).children(recursive=True)
+        except psutil.Error:
+            return
+        for k in kids:
+            try:
+                self._seen.setdefault((k.pid, k.create_time()), k)
+            except psutil.Error:
+                continue
+
+    def running(self) -> set[int]:
+        out = set()
+        for p in self._seen.values():
+            try:
+                if p.is_running() and _running(p):
+                    out.add(p.pid)
+            except Exception:
+                continue
+        return out
+
+
 def _signal_tree(pgid: int, pids: Iterable[int], sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    groups = {pgid}
+    for pid in pids:
+        try:
+            groups.add(os.getpgid(pid))  # a seen descendant may lead a group of its own
+        except (ProcessLookupError, PermissionError):
+            pass
+    groups.discard(os.getpgrp())  # never the caller's own group
+    for g in groups:
+        try:
+            os.killpg(g, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
     for pid in pids:
         try:
             os.kill(pid, sig)
@@ -145,21 +186,26 @@ def _signal_tree(pgid: int, pids: Iterable[int], sig: int) -> None:
 
 
 def terminate_trees(procs: list[subprocess.Popen], grace_s: float = DEFAULT_STOP_GRACE_S,
-                    log: Callable[[str], None] = lambda m: None, what: str = "process") -> set[int]:
+                    log: Callable[[str], None] = lambda m: None, what: str = "process",
+                    seen: Optional[SeenDescendants] = None) -> set[int]:
     """End the process trees of ``procs`` (each started as a session leader, so
-    its pid is its process-group id): SIGTERM to all at once, wait up to
-    ``grace_s``, then SIGKILL what is left. Returns the pids still running at
-    the end (empty when all is gone)."""
+    its pid is its process-group id), with the still running processes of ``seen``
+    and their groups: SIGTERM to all at once, wait up to ``grace_s``, then SIGKILL
+    what is left. Returns the pids still running at the end (empty when all is gone)."""
     procs = [p for p in procs if p is not None]
     if not procs:
         return set()
     known: dict[int, set[int]] = {p.pid: descendants(p.pid) for p in procs}
+    if seen is not None:
+        known[procs[0].pid] |= seen.running()
 
     def alive() -> set[int]:
         for p in procs:
             p.poll()  # reap the direct child
             if p.returncode is None:
                 known[p.pid] |= descendants(p.pid)
+        if seen is not None:
+            known[procs[0].pid] |= seen.running()
         left: set[int] = set()
         for pgid, extra in known.items():
             left |= live_processes(pgid, extra)

@@ -70,6 +70,7 @@ from launcher.node.lifecycle import (
     spawn,
     terminate_trees,
 )
+from launcher.common.processes import SeenDescendants
 from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.summary import has_summary
@@ -275,6 +276,7 @@ class NodeJob:
         self.server: Optional[ServerProcess] = None
         self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
         self.bench = None
+        self.bench_seen: Optional[SeenDescendants] = None
         self._signal: Optional[int] = None
         self._cleaning = False
         self._old_handlers: dict = {}
@@ -469,7 +471,9 @@ class NodeJob:
         self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
         self.bench = spawn(argv, env=self._bench_env(server, ready_path), cwd=str(Path.cwd()))
+        self.bench_seen = SeenDescendants()  # a SIGKILLed benchmark's AIPerf is re-parented, not ended
         while True:
+            self.bench_seen.update(self.bench.pid)
             rc = self.bench.poll()
             if rc is not None:
                 self.log(f"{what} finished with exit code {describe_returncode(rc)} "
@@ -601,7 +605,8 @@ class NodeJob:
         argv = [self.python, "-m", "launcher.bench.known_answer", "--url", server.url,
                 "--model", server.served_name, "--k", str(k),
                 "--temperature", *temps, "--save_dir", str(self.job_dir),
-                "--draft_sample_method", sample_method, "--acceptance_source", self.spec.acceptance_source]
+                "--draft_sample_method", sample_method, "--acceptance_source", self.spec.acceptance_source,
+                "--engine", self.spec.engine]
         try:
             self.run_client(argv, server, ready, "known-answer probe")
             result = json.loads((self.job_dir / "known_answer.json").read_text())
@@ -624,7 +629,7 @@ class NodeJob:
         if self.bench is not None:
             if self.bench.poll() is None:
                 self.log("stopping the benchmark")
-            left = terminate_trees([self.bench], self.stop_grace_s, self.log, "benchmark")
+            left = terminate_trees([self.bench], self.stop_grace_s, self.log, "benchmark", seen=self.bench_seen)
             if left:
                 self.log(f"WARNING: benchmark processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
         if self.server is not None or self.workers:

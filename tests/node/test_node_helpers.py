@@ -1,6 +1,8 @@
 """Unit tests of the node job's pure helpers (no server)."""
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -198,6 +200,31 @@ def test_terminate_trees_kills_a_child_that_ignores_sigterm():
     assert time.monotonic() - t0 < 8
     assert p.returncode is not None
     assert not lifecycle.live_processes(p.pid, kids)
+
+
+def test_terminate_trees_ends_an_orphan_seen_while_its_parent_ran():
+    """The benchmark is SIGKILLed; its AIPerf (a session of its own, slow to stop) is
+    re-parented and no longer its descendant: the processes seen while it ran are ended."""
+    from launcher.common.processes import SeenDescendants
+    code = ("import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'], start_new_session=True); "
+            "time.sleep(60)")
+    p = lifecycle.spawn([sys.executable, "-c", code])
+    seen = SeenDescendants()
+    deadline = time.monotonic() + 10
+    while not seen.running() and time.monotonic() < deadline:
+        seen.update(p.pid)
+        time.sleep(0.05)
+    orphan = seen.running()
+    assert len(orphan) == 1, "the grandchild did not start"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=5)
+    assert lifecycle.descendants(p.pid) == set()
+    assert seen.running() == orphan  # re-parented, still running
+    left = lifecycle.terminate_trees([p], grace_s=0.5, seen=seen)
+    assert left == set()
+    assert seen.running() == set()
 
 
 def test_spawn_reports_a_missing_command(tmp_path):
