@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from launcher.results.job_result import known_answer_line, write_job_result
+from launcher.results.status import read_error
 from launcher.results.summary import read_summary
 from launcher.spec import SPEC_FILE
 
@@ -60,10 +61,8 @@ def run_job(spec: dict) -> dict:
               "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "summary": summary}
     write_job_result(job_dir, result)
     if rc != 0:
-        reason = ""
-        err = job_dir / "logs" / "error.txt"
-        if err.exists():
-            reason = ": " + err.read_text().strip().splitlines()[0]
+        err = read_error(job_dir)
+        reason = f": {err}" if err else ""
         raise RuntimeError(f"job {spec['server_id']} failed (exit {rc}){reason}; logs in {job_dir / 'logs'}")
     result["message"] = f"complete; results in {job_dir}"
     known = (summary or {}).get("known_answer")

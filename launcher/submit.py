@@ -15,6 +15,7 @@ from pathlib import Path
 from launcher.config.schema import LauncherConfig
 from launcher.plan import JobPlan, Plan
 from launcher.results.job_end import finalize_job_dir
+from launcher.results.status import read_error, read_progress
 from launcher.results.summary import read_summary
 from launcher.sbatch import render_standalone, sbatch_setup, slurm_parameters
 
@@ -100,11 +101,7 @@ def points_complete(job: JobPlan, default: int = 0) -> int:
 
 def job_progress(job: JobPlan) -> dict:
     """What the node side reported so far (progress.json, written by the benchmark)."""
-    p = Path(job.job_dir) / "progress.json"
-    try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
-        return {}
+    return read_progress(job.job_dir)
 
 
 def job_end_reason(job: JobPlan) -> str | None:
@@ -116,11 +113,7 @@ def job_end_reason(job: JobPlan) -> str | None:
         end = {}
     if end.get("status") == "failed" and (end.get("reason") or end.get("cause")):
         return str(end.get("reason") or end.get("cause"))
-    try:
-        lines = (d / "logs" / "error.txt").read_text().strip().splitlines()
-        return lines[0] if lines else None
-    except OSError:
-        return None
+    return read_error(d)
 
 
 def finalize_lost_job(job: JobPlan, cause: str) -> None:

@@ -75,14 +75,26 @@ def test_dependencies_point_one_way():
     assert not bad, "imports against the one-way layering:\n" + "\n".join(bad)
 
 
-def test_summary_json_is_opened_in_one_module():
-    """Only launcher/results/summary.py names summary.json; every other module reads it through there."""
+def _modules_naming(*names: str) -> list[str]:
+    """The modules with a string constant equal to, or a path ending in, one of ``names``."""
     holders = []
     for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and node.value == "summary.json":
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    any(node.value == n or node.value.endswith("/" + n) for n in names):
                 holders.append(str(path.relative_to(ROOT)))
-    assert holders == ["launcher/results/summary.py"], holders
+                break
+    return holders
+
+
+def test_summary_json_is_opened_in_one_module():
+    """Only launcher/results/summary.py names summary.json; every other module reads it through there."""
+    assert _modules_naming("summary.json") == ["launcher/results/summary.py"]
+
+
+def test_status_files_are_opened_in_one_module():
+    """progress.json and logs/error.txt are read and written through launcher/results/status.py."""
+    assert _modules_naming("progress.json", "error.txt") == ["launcher/results/status.py"]
 
 
 def test_one_atomic_writer():

@@ -23,7 +23,7 @@ import yaml
 from launcher.bench import aiperf_runner as ar
 from launcher.common.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
-from launcher.common.files import write_text_atomic
+from launcher.results.status import write_error, write_progress
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.spec import point_dir_name
@@ -196,7 +196,7 @@ class Progress:
     """A progress line (point i/N, requests done, elapsed) on stderr and in progress.json."""
 
     def __init__(self, save_dir: Path, total: int, on_point_done: Optional[Callable[[], None]] = None):
-        self.path, self.total, self.done, self.start = save_dir / "progress.json", total, 0, time.time()
+        self.save_dir, self.total, self.done, self.start = save_dir, total, 0, time.time()
         self.current = ""
         self.running: list[str] = []  # point folders AIPerf is measuring now
         self._last = ""
@@ -217,9 +217,9 @@ class Progress:
         if line.split("|", 1)[1] != self._last.split("|", 1)[-1]:
             print(line, file=sys.stderr, flush=True)
         self._last = line
-        write_text_atomic(self.path, json.dumps({
+        write_progress(self.save_dir, {
             "points_total": self.total, "points_done": self.done, "current": current, "running": self.running,
-            "elapsed_s": round(time.time() - self.start, 1)}), durable=False)
+            "elapsed_s": round(time.time() - self.start, 1)})
 
 
 def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path) -> list[dict]:
@@ -319,8 +319,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             for o in outcomes:
                 o.status, o.reason = "failed", f"preflight: {e}"
             flush()
-            (save_dir / "logs").mkdir(exist_ok=True)
-            (save_dir / "logs" / "error.txt").write_text(f"preflight: {e}\n")
+            write_error(save_dir, f"preflight: {e}")
             print(f"error: preflight: {e}", file=sys.stderr)
             return 3
 
@@ -392,8 +391,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             msg += f"; golden check {summary['golden']['id']} failed (summary.json golden.likely_causes)"
         if forced_failed:
             msg += f"; {verdict_line(summary['forced_acceptance'])}"
-        (save_dir / "logs").mkdir(exist_ok=True)
-        (save_dir / "logs" / "error.txt").write_text(msg + "\n")
+        write_error(save_dir, msg)
         print(f"error: {msg}", file=sys.stderr)
         return 1
     return 0

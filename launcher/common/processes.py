@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from typing import Callable, Iterable, Optional
 
 TAIL_LINES = 50
@@ -132,35 +133,31 @@ def descendants(root: int) -> set[int]:
     return {k.pid for k in kids if _running(k)}
 
 
-class SeenDescendants:
-    """Every descendant of a process seen while it ran. A process whose parent was
-    SIGKILLed is re-parented and is no longer anyone's descendant (the benchmark's
-    AIPerf, in a session of its own), but it is still the job's to end: ``update``
-    while the parent runs, and pass this to ``terminate_trees``. Processes are kept
-    as psutil objects, so a reused pid is never mistaken for one of them."""
+PROCESS_TAG_ENV = "SPECDEC_PROCESS_TAG"
+
+
+class ProcessTag:
+    """A mark in the environment of a process and everything it starts. A process whose
+    parent was SIGKILLed is re-parented and is no longer anyone's descendant (the
+    benchmark's AIPerf, in a session of its own), but it still carries the tag, so the
+    job finds and ends it: start the process with ``env=tag.apply(env)`` and pass the tag
+    to ``terminate_trees``. The caller itself never carries it."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[int, float], object] = {}
+        self.value = f"{os.getpid()}-{uuid.uuid4().hex}"
 
-    def update(self, root: int) -> None:
-        psutil = _psutil()
-        try:
-            kids = psutil.Process(root).children(recursive=True)
-        except psutil.Error:
-            return
-        for k in kids:
-            try:
-                self._seen.setdefault((k.pid, k.create_time()), k)
-            except psutil.Error:
-                continue
+    def apply(self, env: Optional[dict]) -> dict:
+        return {**(os.environ if env is None else env), PROCESS_TAG_ENV: self.value}
 
     def running(self) -> set[int]:
+        """Running (non-zombie) processes that carry the tag, the caller excluded."""
+        psutil = _psutil()
         out = set()
-        for p in self._seen.values():
+        for p in psutil.process_iter():
             try:
-                if p.is_running() and _running(p):
+                if p.pid != os.getpid() and p.environ().get(PROCESS_TAG_ENV) == self.value and _running(p):
                     out.add(p.pid)
-            except Exception:
+            except (psutil.Error, OSError):
                 continue
         return out
 
@@ -187,25 +184,25 @@ def _signal_tree(pgid: int, pids: Iterable[int], sig: int) -> None:
 
 def terminate_trees(procs: list[subprocess.Popen], grace_s: float = DEFAULT_STOP_GRACE_S,
                     log: Callable[[str], None] = lambda m: None, what: str = "process",
-                    seen: Optional[SeenDescendants] = None) -> set[int]:
+                    tag: Optional[ProcessTag] = None) -> set[int]:
     """End the process trees of ``procs`` (each started as a session leader, so
-    its pid is its process-group id), with the still running processes of ``seen``
+    its pid is its process-group id), with the running processes that carry ``tag``
     and their groups: SIGTERM to all at once, wait up to ``grace_s``, then SIGKILL
     what is left. Returns the pids still running at the end (empty when all is gone)."""
     procs = [p for p in procs if p is not None]
     if not procs:
         return set()
     known: dict[int, set[int]] = {p.pid: descendants(p.pid) for p in procs}
-    if seen is not None:
-        known[procs[0].pid] |= seen.running()
+    if tag is not None:
+        known[procs[0].pid] |= tag.running()
 
     def alive() -> set[int]:
         for p in procs:
             p.poll()  # reap the direct child
             if p.returncode is None:
                 known[p.pid] |= descendants(p.pid)
-        if seen is not None:
-            known[procs[0].pid] |= seen.running()
+        if tag is not None:
+            known[procs[0].pid] |= tag.running()
         left: set[int] = set()
         for pgid, extra in known.items():
             left |= live_processes(pgid, extra)

@@ -70,9 +70,10 @@ from launcher.node.lifecycle import (
     spawn,
     terminate_trees,
 )
-from launcher.common.processes import SeenDescendants
+from launcher.common.processes import ProcessTag
 from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
+from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
@@ -276,7 +277,7 @@ class NodeJob:
         self.server: Optional[ServerProcess] = None
         self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
         self.bench = None
-        self.bench_seen: Optional[SeenDescendants] = None
+        self.bench_tag: Optional[ProcessTag] = None
         self._signal: Optional[int] = None
         self._cleaning = False
         self._old_handlers: dict = {}
@@ -333,8 +334,7 @@ class NodeJob:
 
     def fail(self, reason: str) -> None:
         """Record the one-line failure reason (launcher/job.py reads its first line)."""
-        line = " ".join(reason.split()) or "failed"
-        (self.logs / "error.txt").write_text(line + "\n")
+        line = write_error(self.job_dir, reason)
         self.log(f"ERROR: {line}", logging.ERROR)
 
     # -- steps
@@ -470,10 +470,9 @@ class NodeJob:
         self.phase = what
         self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
-        self.bench = spawn(argv, env=self._bench_env(server, ready_path), cwd=str(Path.cwd()))
-        self.bench_seen = SeenDescendants()  # a SIGKILLed benchmark's AIPerf is re-parented, not ended
+        self.bench_tag = ProcessTag()  # a SIGKILLed benchmark's AIPerf is re-parented, not ended: found by it
+        self.bench = spawn(argv, env=self.bench_tag.apply(self._bench_env(server, ready_path)), cwd=str(Path.cwd()))
         while True:
-            self.bench_seen.update(self.bench.pid)
             rc = self.bench.poll()
             if rc is not None:
                 self.log(f"{what} finished with exit code {describe_returncode(rc)} "
@@ -549,8 +548,7 @@ class NodeJob:
             return  # the benchmark wrote the truth itself
         if self.spec.bench_module != DEFAULT_BENCH_MODULE and not has_summary(self.job_dir):
             return  # someone else's benchmark: its points are unknown
-        err = self.logs / "error.txt"
-        reason = err.read_text().strip().splitlines()[0] if err.exists() and err.read_text().strip() else None
+        reason = read_error(self.job_dir)
         cause = self.end_cause
         if cause is None and rc != 0 and reason is None:
             cause = outcome.end_cause(bench_rc=rc, phase=self.phase)
@@ -629,7 +627,7 @@ class NodeJob:
         if self.bench is not None:
             if self.bench.poll() is None:
                 self.log("stopping the benchmark")
-            left = terminate_trees([self.bench], self.stop_grace_s, self.log, "benchmark", seen=self.bench_seen)
+            left = terminate_trees([self.bench], self.stop_grace_s, self.log, "benchmark", tag=self.bench_tag)
             if left:
                 self.log(f"WARNING: benchmark processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
         if self.server is not None or self.workers:
@@ -728,9 +726,9 @@ class NodeJob:
 
     def _conclude(self, rc: int) -> None:
         if rc != 0:
-            err = self.logs / "error.txt"
-            if err.exists():  # the benchmark said why
-                self.log(f"ERROR: {err.read_text().strip()}", logging.ERROR)
+            err = read_error(self.job_dir)
+            if err:  # the benchmark said why
+                self.log(f"ERROR: {err}", logging.ERROR)
             else:
                 self.fail(f"benchmark exited with code {describe_returncode(rc)} (see the job's stdout/stderr)")
         else:
@@ -738,11 +736,11 @@ class NodeJob:
 
     def run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
-        for stale in (self.logs / "error.txt", self.job_dir / "server_ready.json"):
-            try:
-                stale.unlink()  # from an earlier attempt (resume): no longer applies
-            except FileNotFoundError:
-                pass
+        clear_error(self.job_dir)  # from an earlier attempt (resume): no longer applies
+        try:
+            (self.job_dir / "server_ready.json").unlink()
+        except FileNotFoundError:
+            pass
         self._setup_logging()
         self._install_signals()
         sampler = None
@@ -821,8 +819,7 @@ def _usage_error(msg: str, job_dir: str) -> int:
     print(f"run.sh: {msg}\n\n{USAGE}", file=sys.stderr)
     if job_dir:  # the launcher's job reads the reason from here
         try:
-            (Path(job_dir) / "logs").mkdir(parents=True, exist_ok=True)
-            (Path(job_dir) / "logs" / "error.txt").write_text(f"usage error: {msg}\n")
+            write_error(job_dir, f"usage error: {msg}")
         except OSError:
             pass
     return EXIT_USAGE

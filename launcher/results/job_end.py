@@ -11,17 +11,15 @@ points never started are ``not_run``). Standard library only.
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from launcher.common.files import write_json_atomic
 from launcher.results.layout import COMPLETE_FILE, point_dir_name
+from launcher.results.status import read_progress, write_progress
 from launcher.results.summary import read_summary, write_summary
 
 DONE = ("complete", "skipped")
-PROGRESS_FILE = "progress.json"
 
 
 def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], running: Iterable[str],
@@ -77,14 +75,6 @@ def job_end_record(rc: int, cause: Optional[str], reason: Optional[str], detail:
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def _read_json(p: Path) -> Optional[dict]:
-    try:
-        v = json.loads(p.read_text())
-        return v if isinstance(v, dict) else None
-    except (OSError, ValueError):
-        return None
-
-
 def planned_rows(points: Iterable[tuple[str, float, int]]) -> list[dict]:
     """Summary rows (status pending) for the job's planned points (dataset, temperature, concurrency)."""
     return [{"dataset": ds, "temperature": float(t), "concurrency": int(c), "dir": point_dir_name(ds, t, c),
@@ -105,7 +95,7 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
                    "points": planned_rows(points)}
         for k in ("recipe", "server_id", "method", "num_speculative_tokens"):
             summary.setdefault(k, (identity or {}).get(k))
-    progress = _read_json(job_dir / PROGRESS_FILE) or {}
+    progress = read_progress(job_dir)
     running = progress.get("running") or progress.get("running_at_end") or []  # finalizing twice is harmless
     complete = [p["dir"] for p in summary["points"]
                 if p.get("dir") and (job_dir / p["dir"] / COMPLETE_FILE).is_file()]
@@ -124,5 +114,5 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
         progress.update({"running": [], "running_at_end": running, "current": words or "finished",
                          "points_done_total": done,
                          "finished": True})
-        write_json_atomic(job_dir / PROGRESS_FILE, progress)
+        write_progress(job_dir, progress, durable=True)
     return summary

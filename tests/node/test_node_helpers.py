@@ -202,29 +202,31 @@ def test_terminate_trees_kills_a_child_that_ignores_sigterm():
     assert not lifecycle.live_processes(p.pid, kids)
 
 
-def test_terminate_trees_ends_an_orphan_seen_while_its_parent_ran():
+def test_terminate_trees_ends_a_tagged_orphan():
     """The benchmark is SIGKILLed; its AIPerf (a session of its own, slow to stop) is
-    re-parented and no longer its descendant: the processes seen while it ran are ended."""
-    from launcher.common.processes import SeenDescendants
+    re-parented and no longer its descendant: the tag in its environment finds it."""
+    from launcher.common.processes import ProcessTag
     code = ("import subprocess, sys, time; "
             "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
             "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'], start_new_session=True); "
             "time.sleep(60)")
-    p = lifecycle.spawn([sys.executable, "-c", code])
-    seen = SeenDescendants()
+    tag, other = ProcessTag(), ProcessTag()
+    p = lifecycle.spawn([sys.executable, "-c", code], env=tag.apply(None))
+    bystander = lifecycle.spawn([sys.executable, "-c", "import time; time.sleep(60)"], env=other.apply(None))
     deadline = time.monotonic() + 10
-    while not seen.running() and time.monotonic() < deadline:
-        seen.update(p.pid)
+    while len(tag.running()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    orphan = seen.running()
-    assert len(orphan) == 1, "the grandchild did not start"
+    assert len(tag.running()) == 2, "the child and the grandchild did not start"
+    (orphan,) = tag.running() - {p.pid}
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=5)
-    assert lifecycle.descendants(p.pid) == set()
-    assert seen.running() == orphan  # re-parented, still running
-    left = lifecycle.terminate_trees([p], grace_s=0.5, seen=seen)
+    assert orphan not in lifecycle.descendants(p.pid)
+    assert tag.running() == {orphan}  # re-parented, still running
+    left = lifecycle.terminate_trees([p], grace_s=0.5, tag=tag)
     assert left == set()
-    assert seen.running() == set()
+    assert tag.running() == set()
+    assert other.running() == {bystander.pid}  # another tag's process is not touched
+    lifecycle.terminate_trees([bystander], grace_s=0.5)
 
 
 def test_spawn_reports_a_missing_command(tmp_path):
