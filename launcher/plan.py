@@ -106,7 +106,7 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         server_id = f"{readable}-{_digest(identity)}"
         job_dir = results_dir / server_id
         jobs.append(JobSpec(
-            recipe=cfg.name, server_id=server_id, job_dir=str(job_dir), num_speculative_tokens=k_eff,
+            recipe=cfg.name, server_id=server_id, job_dir=str(job_dir),
             method=cfg.draft.method, model=cfg.model.path, served_name=cfg.model.served_name,
             server_command=cfg.server.command, server_flags=drop_flags(flags, speculative_names),
             acceptance_flags=pick_flags(flags, eng.acceptance_flag_names()) if spec else [],
@@ -150,7 +150,7 @@ def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint
     base.bench.gates.min_acceptance_length = {}
     base.bench.gates.min_tokens_per_step = None
     return JobPlan(
-        recipe=cfg.name, server_id=server_id, job_dir=str(job_dir), num_speculative_tokens=None,
+        recipe=cfg.name, server_id=server_id, job_dir=str(job_dir),
         method="none", model=cfg.model.path, served_name=cfg.model.served_name, server_command=cfg.server.command,
         server_flags=flags, bind_host=cfg.cluster.bind_host, port=cfg.server.port,
         ready_timeout_s=cfg.server.ready_timeout_s, env={**cfg.cluster.env, **cfg.server.env},

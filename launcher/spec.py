@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.common.files import write_text_atomic
-from launcher.engines import AcceptanceSource, get_engine
+from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
@@ -203,8 +203,7 @@ class JobSpec:
     tokenizer: Optional[str] = None  # the server's tokenizer when not the model's
     points: list[PointSpec] = field(default_factory=list)
     method: str = "none"
-    num_speculative_tokens: Optional[int] = None
-    speculative_config: Optional[dict] = None
+    speculative_config: Optional[dict] = None  # the one place k lives (num_speculative_tokens)
     num_gpus: int = 1
     kv_cache_cap_bytes: Optional[int] = None
     launch: LaunchSpec = field(default_factory=LaunchSpec)
@@ -247,6 +246,11 @@ class JobSpec:
                                  L.gpus_per_node)
         return eng.server_argv(self.server_command, self.model, f, host, port)
 
+    @property
+    def num_speculative_tokens(self) -> Optional[int]:
+        """k, read from the speculative config (None without speculation)."""
+        return num_speculative_tokens(self.speculative_config)
+
     def identity(self) -> dict:
         """What summary.json records of the job: recipe, server_id, method, k."""
         return {"recipe": self.recipe, "server_id": self.server_id, "method": self.method,
@@ -277,6 +281,8 @@ class JobSpec:
 
     @classmethod
     def from_dict(cls, d: dict) -> "JobSpec":
+        d = dict(d)
+        d.pop("num_speculative_tokens", None)  # job.json of spec_version 1 kept k twice; it lives in the config
         d = _check_keys(cls, d, "")
         d["points"] = [PointSpec(p["dataset"], float(p["temperature"]), int(p["concurrency"]))
                        for p in d.get("points", [])]

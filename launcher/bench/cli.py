@@ -24,7 +24,7 @@ from launcher.bench import aiperf_runner as ar
 from launcher.common.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
 from launcher.results.status import write_error, write_progress
-from launcher.engines import AcceptanceSource, get_engine
+from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.spec import point_dir_name
 
@@ -245,22 +245,112 @@ def _repeats_done(point_dir: Path) -> int:
     return int((record.read(point_dir) or {}).get("repeats") or 1)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def load_datasets(args) -> dict:
+    """{name: (DatasetSpec, questions)} of the sweep; DatasetError names file:line."""
+    datasets = {}
+    for name, path in dataset_inputs(args):
+        spec = get_dataset(name)
+        questions = spec.reader(path, args.num_requests)
+        if args.max_turns is not None:
+            questions = [replace(q, turns=q.turns[:args.max_turns]) for q in questions]
+        datasets[name] = (spec, questions)
+    if not datasets:
+        raise DatasetError("no dataset given (fix: pass --mtbench, --specbench or --speed PATH)")
+    return datasets
+
+
+def preflight(base_url: str, model: str, source: AcceptanceSource, engine) -> None:
+    """The server returns what ``source`` counts (PreflightError with the fix when not)."""
+    if source is AcceptanceSource.STREAM_CHUNKS:
+        check_stream_usage(base_url, model)
+    else:
+        check_spec_stats(base_url, model, engine)
+
+
+def resume(outcomes: list, save_dir: Path, args) -> list:
+    """The points still to measure; complete ones (with every repeat) are marked skipped
+    and keep their figures."""
     from launcher.bench import point as point_mod
     from launcher.bench.result_files import is_complete
-    from launcher.results.summary import write_summary
-    from launcher.bench.summary import print_table
 
-    argv = list(sys.argv[1:] if argv is None else argv)
+    todo = []
+    for o in outcomes:
+        if not args.force and is_complete(save_dir / o.dir) and _repeats_done(save_dir / o.dir) == max(1, args.repeats):
+            o.status, o.reason = "skipped", "already complete"
+            o.values.update(point_mod.load_point_values(save_dir / o.dir))
+        else:
+            todo.append(o)
+    return todo
+
+
+def forced_check(summary: dict, job: dict, outcomes: list, save_dir: Path) -> None:
+    """The known answer of a forced run: the server's counters give the forced AL."""
+    forced = forced_from_speculative_config(job.get("speculative_config"))
+    if not forced:
+        return
+    k = num_speculative_tokens(job.get("speculative_config")) or 0
+    summary["forced_acceptance"] = run_verdicts(forced, k, counter_windows(summary["prometheus_runs"], outcomes,
+                                                                           save_dir))
+    by_point = {pt: r for r in summary["forced_acceptance"]["runs"] for pt in r["points"]}
+    for o in outcomes:
+        if o.dir in by_point and by_point[o.dir]["passed"] is not None:
+            o.values["forced_verdict"] = "pass" if by_point[o.dir]["passed"] else "fail"
+    print(verdict_line(summary["forced_acceptance"]), file=sys.stderr)
+
+
+def golden_check(summary: dict, outcomes: list, save_dir: Path, args) -> None:
+    from launcher.bench.golden_check import golden_verdict
+
+    summary["golden"] = golden_verdict(args.golden, save_dir, summary, args)
+    verdicts = {v["point"]: v["verdict"] for v in summary["golden"].get("points") or []}
+    for o in outcomes:
+        if o.dir in verdicts:
+            o.values["golden"] = verdicts[o.dir]
+
+
+def lossless_check(summary: dict, save_dir: Path, args) -> None:
+    from launcher.bench.lossless import run_lossless_from_args
+
+    # the prompts come from the whole datasets, not only the sweep's num_requests
+    full = {name: (get_dataset(name), get_dataset(name).reader(path, None)) for name, path in dataset_inputs(args)}
+    summary["lossless"] = run_lossless_from_args(args, full, save_dir)
+
+
+def failure_line(summary: dict, outcomes: list) -> Optional[str]:
+    """Why the benchmark fails, in one line (failed points, checks), None when it does not."""
+    failed = [o for o in outcomes if o.status == "failed"]
+    lossless_failed = summary["lossless"] is not None and not summary["lossless"].get("passed", True)
+    golden_failed = (summary.get("golden") or {}).get("verdict") in ("fail", "error")
+    forced_failed = (summary.get("forced_acceptance") or {}).get("verdict") == "fail"
+    if not (failed or lossless_failed or golden_failed or forced_failed):
+        return None
+    msg = f"{len(failed)} of {len(outcomes)} points failed: " + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3])
+    if lossless_failed:
+        msg += "; lossless check failed"
+    if golden_failed:
+        msg += f"; golden check {summary['golden']['id']} failed (summary.json golden.likely_causes)"
+    if forced_failed:
+        msg += f"; {verdict_line(summary['forced_acceptance'])}"
+    return msg
+
+
+def read_args(argv: list[str]):
+    """(args, runtime params, gates): from the job spec (--spec), or the specdec_bench-style CLI."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--spec")
     if pre.parse_known_args(argv)[0].spec is not None:
-        args, runtime, gates = _spec_mode(argv)
-    else:
-        args = parse_args(argv)
-        runtime = yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else {}
-        runtime = runtime or {}
-        gates = parse_gates(args.min_acceptance_length)
+        return _spec_mode(argv)
+    args = parse_args(argv)
+    runtime = (yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else None) or {}
+    return args, runtime, parse_gates(args.min_acceptance_length)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    from launcher.bench import point as point_mod
+    from launcher.results.summary import write_summary
+    from launcher.bench.summary import print_table
+
+    args, runtime, gates = read_args(list(sys.argv[1:] if argv is None else argv))
     if args.repeats < 1:
         print(f"error: --repeats {args.repeats}: must be at least 1", file=sys.stderr)
         return 2
@@ -268,26 +358,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     save_dir = Path(args.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
     base_url = args.url.rstrip("/")
-
-    # --- datasets (errors name file:line)
-    datasets = {}
     try:
-        for name, path in dataset_inputs(args):
-            spec = get_dataset(name)
-            questions = spec.reader(path, args.num_requests)
-            if args.max_turns is not None:
-                questions = [replace(q, turns=q.turns[:args.max_turns]) for q in questions]
-            datasets[name] = (spec, questions)
+        datasets = load_datasets(args)
     except (DatasetError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if not datasets:
-        print("error: no dataset given (fix: pass --mtbench, --specbench or --speed PATH)", file=sys.stderr)
-        return 2
 
-    ready = {}
-    if (save_dir / "server_ready.json").exists():
-        ready = json.loads((save_dir / "server_ready.json").read_text())
+    ready = json.loads((save_dir / "server_ready.json").read_text()) if (save_dir / "server_ready.json").exists() else {}
     version = engine_version(base_url) or ready.get("engine_version")
     job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
     speculative = not args.no_preflight
@@ -300,7 +377,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
                "server_startup_s": ready.get("startup_s"), "wall_time_s": None, "points": [], "lossless": None,
                "prometheus_runs": []}
-    summary.update({k: job.get(k) for k in ("recipe", "server_id", "method", "num_speculative_tokens")})
+    summary.update({k: job.get(k) for k in ("recipe", "server_id", "method")})
+    summary["num_speculative_tokens"] = num_speculative_tokens(job.get("speculative_config"))
     summary["acceptance_source"] = source.value if speculative else None
 
     def flush():
@@ -308,13 +386,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         summary["wall_time_s"] = round(time.time() - t0, 3)
         write_summary(save_dir, summary, allow_nan=False)
 
-    # --- preflight
-    if not args.no_preflight:
+    if speculative:
         try:
-            if source is AcceptanceSource.STREAM_CHUNKS:
-                check_stream_usage(base_url, args.model)
-            else:
-                check_spec_stats(base_url, args.model, engine)
+            preflight(base_url, args.model, source, engine)
         except PreflightError as e:
             for o in outcomes:
                 o.status, o.reason = "failed", f"preflight: {e}"
@@ -323,18 +397,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"error: preflight: {e}", file=sys.stderr)
             return 3
 
-    # --- resume: complete points are skipped
-    todo = []
-    for o in outcomes:
-        if not args.force and is_complete(save_dir / o.dir) and _repeats_done(save_dir / o.dir) == max(1, args.repeats):
-            o.status, o.reason = "skipped", "already complete"
-            prev = point_mod.load_point_values(save_dir / o.dir)
-            o.values.update(prev)
-        else:
-            todo.append(o)
+    todo = resume(outcomes, save_dir, args)
     progress = Progress(save_dir, len(todo), on_point_done=flush)
     flush()
-
     ctx = point_mod.PointContext(args=args, runtime=runtime, base_url=base_url, engine_version=version,
                                  speculative=speculative, gates=gates, server_ready=ready, job=job,
                                  acceptance_source=source.value,
@@ -350,47 +415,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             summary["prometheus_runs"].append(check)
         flush()
 
-    forced = forced_from_speculative_config(job.get("speculative_config")) if speculative else None
-    if forced:  # the known answer of a forced run: the server's counters give the forced AL
-        summary["forced_acceptance"] = run_verdicts(forced, int(job.get("num_speculative_tokens") or 0),
-                                                    counter_windows(summary["prometheus_runs"], outcomes, save_dir))
-        by_point = {pt: r for r in summary["forced_acceptance"]["runs"] for pt in r["points"]}
-        for o in outcomes:
-            if o.dir in by_point and by_point[o.dir]["passed"] is not None:
-                o.values["forced_verdict"] = "pass" if by_point[o.dir]["passed"] else "fail"
-        print(verdict_line(summary["forced_acceptance"]), file=sys.stderr)
+    if speculative:  # each check's verdict is on disk before the next one runs
+        forced_check(summary, job, outcomes, save_dir)
         flush()
-
-    if args.golden and speculative:
-        from launcher.bench.golden_check import golden_verdict
-        summary["golden"] = golden_verdict(args.golden, save_dir, summary, args)
-        verdicts = {v["point"]: v["verdict"] for v in summary["golden"].get("points") or []}
-        for o in outcomes:
-            if o.dir in verdicts:
-                o.values["golden"] = verdicts[o.dir]
-        flush()
-
-    if args.lossless_prompts and speculative:
-        from launcher.bench.lossless import run_lossless_from_args
-        # the prompts come from the whole datasets, not only the sweep's num_requests
-        full = {name: (get_dataset(name), get_dataset(name).reader(path, None)) for name, path in dataset_inputs(args)}
-        summary["lossless"] = run_lossless_from_args(args, full, save_dir)
-        flush()
-
-    flush()
+        if args.golden:
+            golden_check(summary, outcomes, save_dir, args)
+            flush()
+        if args.lossless_prompts:
+            lossless_check(summary, save_dir, args)
+            flush()
     print_table(summary)
-    failed = [o for o in outcomes if o.status == "failed"]
-    lossless_failed = summary["lossless"] is not None and not summary["lossless"].get("passed", True)
-    golden_failed = (summary.get("golden") or {}).get("verdict") in ("fail", "error")
-    forced_failed = (summary.get("forced_acceptance") or {}).get("verdict") == "fail"
-    if failed or lossless_failed or golden_failed or forced_failed:
-        msg = f"{len(failed)} of {len(outcomes)} points failed: " + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3])
-        if lossless_failed:
-            msg += "; lossless check failed"
-        if golden_failed:
-            msg += f"; golden check {summary['golden']['id']} failed (summary.json golden.likely_causes)"
-        if forced_failed:
-            msg += f"; {verdict_line(summary['forced_acceptance'])}"
+    msg = failure_line(summary, outcomes)
+    if msg:
         write_error(save_dir, msg)
         print(f"error: {msg}", file=sys.stderr)
         return 1

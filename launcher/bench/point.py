@@ -13,7 +13,7 @@ from typing import Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
-from launcher.engines import MetricNames
+from launcher.engines import MetricNames, num_speculative_tokens
 from launcher.forced_acceptance import forced_from_speculative_config
 from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.bench.metrics import (DEFAULT_METRICS, RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
@@ -417,7 +417,7 @@ def _measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], ex
     qids = [q.question_id for q in questions]
     records = read_profile_export(export)
     if ctx.stream_counted:
-        k = int((spec_cfg or {}).get("num_speculative_tokens") or 0)
+        k = num_speculative_tokens(spec_cfg) or 0
         records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
     prom = ar.prometheus_window(aip, ctx.metric_names) if prometheus else None
     acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
@@ -454,7 +454,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         "model_dir": job.get("model") or args.tokenizer,
         "draft_model_dir": (spec_cfg or {}).get("model"),
         "runtime_params": ctx.runtime, "temperature": o.temperature, "output_length": args.output_length,
-        "draft_length": (spec_cfg or {}).get("num_speculative_tokens"), "tp_size": args.num_gpus,
+        "draft_length": num_speculative_tokens(spec_cfg), "tp_size": args.num_gpus,
         "ep_size": 1, "concurrency": o.concurrency, "save_dir": str(point_dir),
         "ignore_eos": False, "postprocess": "base", "trust_remote_code": False,
     }

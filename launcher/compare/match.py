@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from launcher.engines import num_speculative_tokens
 from launcher.results.job_dir import Job, Point
 
 
@@ -35,7 +36,7 @@ def point_k(job: Job, p: Point) -> Optional[int]:
     plan = job.plan or {}
     if plan.get("method") == "none" or job.summary.get("method") == "none":
         return 0
-    k = plan.get("num_speculative_tokens") or job.summary.get("num_speculative_tokens")
+    k = num_speculative_tokens(plan.get("speculative_config")) or job.summary.get("num_speculative_tokens")
     return int(k) if isinstance(k, int) else None
 
 

@@ -5,7 +5,7 @@ Adding an engine is one new module here plus recipes: register it in ENGINES.
 from __future__ import annotations
 
 from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames,
-                                   parse_version, version_from_image)
+                                   num_speculative_tokens, parse_version, version_from_image)
 from launcher.engines.vllm import VLLM
 
 ENGINES: dict[str, Engine] = {"vllm": VLLM()}
@@ -19,4 +19,4 @@ def get_engine(name: str) -> Engine:
 
 
 __all__ = ["AcceptanceSource", "Capabilities", "Engine", "EngineError", "MetricNames", "ENGINES", "get_engine",
-           "parse_version", "version_from_image"]
+           "num_speculative_tokens", "parse_version", "version_from_image"]

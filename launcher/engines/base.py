@@ -41,6 +41,12 @@ class MetricNames:
     accepted_per_pos: str  # accepted at position i (label `position`)
 
 
+def num_speculative_tokens(speculative_config: Optional[dict]) -> Optional[int]:
+    """k of a job's speculative config (job.json's ``speculative_config``), None without one."""
+    k = (speculative_config or {}).get("num_speculative_tokens")
+    return int(k) if k is not None else None
+
+
 def parse_version(text: Optional[str]) -> Optional[tuple[int, ...]]:
     """(major, minor, patch) of a version string such as "0.32.0", "v0.26.0+cu130",
     "0.27.2rc1.dev407"; None when there is none."""

@@ -75,7 +75,7 @@ from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary
-from launcher.engines import AcceptanceSource, get_engine
+from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
                                     speculative_config, split_at_separator)
 from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
@@ -249,7 +249,6 @@ class NodeConfig:
                        bench=bench, bench_args=[] if bench else list(bench_args), points=points,
                        tokenizer=flag_value(server_args, "--tokenizer"),
                        kv_cache_cap_bytes=kv_cache_cap_bytes(server_args), speculative_config=spec_cfg,
-                       num_speculative_tokens=(spec_cfg or {}).get("num_speculative_tokens"),
                        bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process", tp=tp),
                        known_answer=KnownAnswerSpec(self.known_answer_allow_fail) if self.known_answer else None)
 
@@ -572,7 +571,7 @@ class NodeJob:
         from launcher.bench import known_answer as ka
 
         spec = self.spec.speculative_config
-        k = (spec or {}).get("num_speculative_tokens")
+        k = num_speculative_tokens(spec)
         if not spec or not k:
             result = ka.skipped("the server has no speculative config with num_speculative_tokens")
             ka.record(self.job_dir, result)

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from launcher.engines import num_speculative_tokens
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.results.job_dir import Job, Point, ResultsError, load_results, read_json
@@ -57,7 +58,7 @@ def job_method(job: Job) -> Optional[str]:
 
 
 def job_k(job: Job) -> Optional[int]:
-    k = (job.plan or {}).get("num_speculative_tokens") or job.summary.get("num_speculative_tokens")
+    k = num_speculative_tokens((job.plan or {}).get("speculative_config")) or job.summary.get("num_speculative_tokens")
     return int(k) if k else None
 
 
