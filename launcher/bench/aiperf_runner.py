@@ -35,11 +35,14 @@ class GroupRun:
 
 
 def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: GroupRun,
-                request_timeout_s: int, api_key: Optional[str] = None) -> list[str]:
+                request_timeout_s: int, api_key: Optional[str] = None, server_metrics: tuple = ()) -> list[str]:
     """The `aiperf profile` command for a group. Pure. With ``api_key`` AIPerf sends
     `Authorization: Bearer <key>`; AIPerf redacts it in every file it writes
-    (run_config.json, cli_command), so the argv itself must never be logged."""
+    (run_config.json, cli_command), so the argv itself must never be logged.
+    ``server_metrics``: more /metrics endpoints AIPerf scrapes besides ``url``'s (the decode
+    servers behind a router, topology=disagg)."""
     auth = ["--api-key", api_key] if api_key else []
+    auth += ["--server-metrics", *server_metrics] if server_metrics else []
     return [
         *aiperf.split(), "profile",
         "-m", model, "--url", url,
@@ -153,6 +156,14 @@ def move_artifacts(src: Path, dst: Path) -> None:
 
 
 from launcher.results.per_position import counts_from_series  # noqa: E402
+
+
+def server_metrics(point_aiperf_dir: Path) -> Optional[dict]:
+    """The ``metrics`` object of AIPerf's scrape of /metrics over a point's window, or None."""
+    try:
+        return json.loads((point_aiperf_dir / "server_metrics_export.json").read_text())["metrics"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def prometheus_window(point_aiperf_dir: Path) -> Optional[dict]:
