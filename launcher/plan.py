@@ -153,7 +153,7 @@ def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: B
                         kv_buffer_device=device, kv_lease_duration_s=t.kv_lease_duration_s,
                         decode_prefix_caching=t.decode_prefix_caching, router=t.router,
                         router_command=t.router_command, router_policy=t.router_policy,
-                        router_extra_args=list(t.router_extra_args), parity=parity)
+                        router_extra_args=list(t.router_extra_args), pin_cpu_cores=t.pin_cpu_cores, parity=parity)
 
 
 def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint], launch: LaunchSpec,

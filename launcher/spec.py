@@ -64,6 +64,18 @@ def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: in
     return f + (["--headless"] if node_rank > 0 else [])
 
 
+def cpu_core_sets(cores: list[int], servers: int, tp: int = 1) -> Optional[list[list[list[int]]]]:
+    """Disjoint cores for each of ``servers`` CPU servers of ``tp`` ranks: per server, one
+    core list per rank (the host's cores split evenly, the remainder left out). None when
+    there are fewer cores than ranks: the servers then share (vLLM's own binding)."""
+    cores = sorted(cores)
+    per_rank = len(cores) // max(1, servers * tp)
+    if per_rank < 1:
+        return None
+    it = iter(cores)
+    return [[[next(it) for _ in range(per_rank)] for _ in range(tp)] for _ in range(servers)]
+
+
 # ---------------------------------------------------------------- the spec
 
 
@@ -207,6 +219,7 @@ class TopologySpec:
     router_command: str = "vllm-router"
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
+    pin_cpu_cores: bool = True  # CPU build: each server its own cores (cpu_core_sets)
     parity: Optional[ParitySpec] = None
 
     def roles(self) -> list[tuple[str, int]]:

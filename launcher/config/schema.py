@@ -155,6 +155,9 @@ class TopologyConfig:
     router_command: str = "vllm-router"
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
+    # CPU build (kv_buffer_device cpu): give each server its own cores (VLLM_CPU_OMP_THREADS_BIND);
+    # two servers spinning on the same cores made transfers take minutes on 2 cores (measured)
+    pin_cpu_cores: bool = True
 
 
 @dataclass

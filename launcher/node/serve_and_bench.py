@@ -76,7 +76,7 @@ from launcher.results.summary import has_summary
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
                                     speculative_config, split_at_separator)
-from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
+from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError, cpu_core_sets
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -428,13 +428,21 @@ class NodeJob:
                     return p
 
         self.members = []
-        for role, i in t.roles():
+        cores = None
+        if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and "VLLM_CPU_OMP_THREADS_BIND" not in sp.env:
+            cores = cpu_core_sets(sorted(os.sched_getaffinity(0)), len(t.roles()), sp.launch.tp)
+            self.log("CPU cores per server: " + (", ".join(
+                f"{r}{i} {c}" for (r, i), c in zip(t.roles(), cores)) if cores else
+                "shared (fewer cores than server ranks)"))
+        for n, (role, i) in enumerate(t.roles()):
             p, side = port(), port()
             argv = sp.server_argv(host, p, disagg_role=role)
-            env = apikey.server_env(self.api_key, {**self._server_env(), **eng.disagg_env(side)})
+            env = apikey.server_env(self.api_key, {**self._server_env(),
+                                                   **eng.disagg_env(side, cores[n] if cores else None)})
             m = ServerProcess(argv, probe_host=probe, port=p, served_name=sp.served_name,
                               log_path=self.logs / f"{role}{i}.log", log=self.log, env=env, api_key=self.api_key)
             m.role, m.side_channel_port = f"{role}{i}", side
+            m.cpu_cores = cores[n] if cores else None
             self.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
                      f"{subprocess_line(argv)}")
             m.start()
@@ -490,7 +498,8 @@ class NodeJob:
         decode servers' /metrics (the benchmark's scrape: acceptance and KV transfer happen
         there), and the start-up from the first spawn to the router's readiness."""
         t = self.spec.topology
-        servers = [{"role": m.role, "side_channel_port": m.side_channel_port, **m.ready_info(self.spec.bind_host)}
+        servers = [{"role": m.role, "side_channel_port": m.side_channel_port, "cpu_cores": m.cpu_cores,
+                    **m.ready_info(self.spec.bind_host)}
                    for m in self.members]
         first = min(m.spawn_unix for m in self.members)
         return {"startup_s": round(router.ready_unix - first, 3),

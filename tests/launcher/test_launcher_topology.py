@@ -92,3 +92,15 @@ def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
     assert "#   prefill 0: VLLM_NIXL_SIDE_CHANNEL_PORT=" in text and "#   decode 0: " in text
     router = next(ln for ln in lines if ln.startswith("#   router: "))
     assert "--vllm-pd-disaggregation" in router and "venvs/router/bin/vllm-router" in router
+
+
+def test_each_cpu_server_gets_its_own_cores():
+    from launcher.spec import cpu_core_sets
+
+    assert cpu_core_sets([0, 1], 2) == [[[0]], [[1]]]
+    assert cpu_core_sets([0, 1, 2, 3, 4], 2) == [[[0, 1]], [[2, 3]]]
+    assert cpu_core_sets(list(range(8)), 2, tp=2) == [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+    assert cpu_core_sets([0, 1], 3) is None  # fewer cores than servers: shared
+    env = get_engine("vllm").disagg_env(5600, [[0, 1], [2, 3]])
+    assert env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1|2,3"
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in get_engine("vllm").disagg_env(5600)
