@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from launcher.results import read_point
 from launcher.results.disagg_parity import one_line, parity_verdict, read_outputs, write_parity
 from launcher.results.summary import read_summary, update_summary
 from launcher.spec import JobSpec, SpecError
@@ -35,6 +36,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     d_dir, a_dir = Path(job.job_dir), Path(par.job_dir)
     d_sum, a_sum = read_summary(d_dir) or {}, read_summary(a_dir) or {}
+    for job_dir, s in ((d_dir, d_sum), (a_dir, a_sum)):  # the step counts behind each side's AL
+        for pt in s.get("points") or []:
+            try:
+                ext = read_point(job_dir / pt["dir"]).acc_ext
+            except Exception:  # noqa: BLE001 - a point without files: its row says so
+                continue
+            pt.update({k: ext.get(k) for k in ("num_spec_steps", "num_accepted_draft_tokens", "num_turns")})
     outputs = {pt["dir"]: (read_outputs(d_dir / pt["dir"]), read_outputs(a_dir / pt["dir"]))
                for pt in d_sum.get("points") or [] if float(pt.get("temperature", 1)) == 0.0}
     verdict = parity_verdict(d_sum, a_sum, par.al_tolerance, outputs)

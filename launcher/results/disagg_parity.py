@@ -17,7 +17,8 @@ from launcher.common.files import jsonl_lines, write_json_atomic
 from launcher.results.layout import responses_file
 
 DISAGG_PARITY_FILE = "disagg_parity.json"
-SIDE_BY_SIDE = ("Average_AL", "TTFT median s", "Decode tok/s median", "Output TPS")
+SIDE_BY_SIDE = ("Average_AL", "Server_AL", "TTFT median s", "Decode tok/s median", "Output TPS", "num_turns",
+                "num_spec_steps", "num_accepted_draft_tokens")
 
 
 def read_outputs(point_dir) -> dict:
@@ -52,6 +53,9 @@ def point_parity(disagg: Mapping, aggregated: Mapping, tolerance: float,
     row["al_ok"] = row["al_rel_diff"] is not None and abs(row["al_rel_diff"]) <= tolerance
     kv = disagg.get("kv_transfer") or {}
     row["transferred"] = bool(kv.get("every_prompt_transferred"))
+    steps = [x.get("num_spec_steps") for x in (disagg, aggregated)]
+    if None not in steps and disagg.get("num_turns"):  # verify steps decode took beyond the aggregated server's
+        row["extra_verify_steps_per_turn"] = round((steps[0] - steps[1]) / disagg["num_turns"], 4)
     if float(disagg["temperature"]) == 0.0 and outputs is not None:
         d_out, a_out = outputs
         keys = sorted(set(d_out) | set(a_out), key=str)
