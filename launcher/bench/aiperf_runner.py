@@ -230,17 +230,19 @@ def phase_name(index: int, concurrency: int) -> str:
 
 def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path, artifact_dir: Path,
                       phases: list[PhasePlan], request_timeout_s: int, workers: Optional[int] = None,
-                      record_processors: Optional[int] = None) -> dict:
+                      record_processors: Optional[int] = None, server_metrics: tuple = ()) -> dict:
     """AIPerf 0.13's YAML config (schemaVersion 2.0) running several client points of one
     dataset and temperature in one process, one profiling phase each, in order. Pure. Each
     phase sends ``sessions`` conversations (the whole dataset once) with sequential sampling;
-    the request fields (temperature, ...) ride on every turn of the input file."""
+    the request fields (temperature, ...) ride on every turn of the input file.
+    ``server_metrics``: more /metrics endpoints to scrape besides ``url``'s (topology=disagg:
+    the decode servers behind the router)."""
     runtime: dict = {"ui": "none"}
     if workers:
         runtime["workers"] = int(workers)
     if record_processors:
         runtime["recordProcessors"] = int(record_processors)
-    return {
+    cfg = {
         "schemaVersion": "2.0",
         "randomSeed": 0,
         "benchmark": {
@@ -256,6 +258,9 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
             "artifacts": {"dir": str(artifact_dir), "raw": True},
         },
     }
+    if server_metrics:
+        cfg["benchmark"]["serverMetrics"] = {"enabled": True, "urls": list(server_metrics)}
+    return cfg
 
 
 def multiphase_argv(aiperf: str, config_path: Path, api_key: Optional[str] = None) -> list[str]:

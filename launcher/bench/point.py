@@ -199,7 +199,8 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                         len(questions)) if getattr(args, "warmup", False) else None
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
                                artifact_dir=group_dir, phases=([warm] if warm else []) + phases,
-                               request_timeout_s=args.request_timeout_s)
+                               request_timeout_s=args.request_timeout_s,
+                               server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()))
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     from launcher.common.apikey import client_key

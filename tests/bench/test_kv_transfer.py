@@ -61,3 +61,13 @@ def test_aiperf_scrapes_the_decode_servers(tmp_path):
     assert argv[i + 1] == DECODE
     assert "--server-metrics" not in aiperf_argv("aiperf", model="tiny", url="http://r:1", tokenizer="t", run=run,
                                                  request_timeout_s=60)
+
+
+def test_the_multiphase_config_scrapes_the_decode_servers(tmp_path):
+    from launcher.bench.aiperf_runner import PhasePlan, multiphase_config
+
+    kw = dict(model="tiny", url="http://r:1", tokenizer="t", input_file=tmp_path / "i.jsonl", artifact_dir=tmp_path,
+              phases=[PhasePlan("p1_c1", 1, 2)], request_timeout_s=60)
+    assert multiphase_config(**kw, server_metrics=(DECODE,))["benchmark"]["serverMetrics"] == {
+        "enabled": True, "urls": [DECODE]}
+    assert "serverMetrics" not in multiphase_config(**kw)["benchmark"]

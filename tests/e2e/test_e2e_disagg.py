@@ -19,7 +19,9 @@ OVERRIDES = ("topology=disagg", "bench.disagg_parity=true", "bench.known_answer=
              "sweep.concurrencies=[1,2]", "sweep.datasets=[mtbench]", "sweep.num_requests=2",
              # decode takes one verify step per turn beyond the aggregated server's (below): at the
              # smoke sweep's 32 tokens that alone is -5.9 % AL, at 128 about -2 %
-             "sweep.output_length=128")
+             "sweep.output_length=128",
+             # readiness and the first transfer, on a shared 2-core machine
+             "server.ready_timeout_s=900")
 
 
 @pytest.fixture(scope="module")
