@@ -821,7 +821,11 @@ class NodeJob:
             self.fail(f"aggregated benchmark failed (exit {describe_returncode(brc)}; see {agg_dir / 'logs'})")
             return brc
         if rc == 0 and prc != 0:
-            self.fail("disagg parity failed: see disagg_parity.json")
+            from launcher.results.disagg_parity import one_line, read_parity
+
+            verdict = read_parity(self.job_dir)
+            self.fail((one_line(verdict) if verdict else "disagg parity: no verdict written")
+                      + " (see disagg_parity.json)")
             return prc
         return rc
 

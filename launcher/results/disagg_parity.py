@@ -84,8 +84,8 @@ def parity_verdict(disagg_summary: Mapping, aggregated_summary: Mapping, toleran
             problems.append(f"{r['point']}: not compared ({r['why_not']})")
             continue
         if not r["al_ok"]:
-            problems.append(f"{r['point']}: Average_AL {r['disagg']['Average_AL']} disagg vs "
-                            f"{r['aggregated']['Average_AL']} aggregated ({r['al_rel_diff']:+.1%}, "
+            problems.append(f"{r['point']}: Average_AL {r['disagg']['Average_AL']:.3f} disagg vs "
+                            f"{r['aggregated']['Average_AL']:.3f} aggregated ({r['al_rel_diff']:+.1%}, "
                             f"tolerance {tolerance:.0%})" if r["al_rel_diff"] is not None
                             else f"{r['point']}: no Average_AL to compare")
         if r["outputs_equal"] is False:
