@@ -18,7 +18,7 @@ from launcher.server_args import acceptance_source, build_server_flags, engine_v
 from launcher.engines import get_engine
 from launcher.engines.flags import drop_flags, pick_flags
 from launcher.spec import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
-                           LosslessSpec, PointSpec, RuntimeParams)
+                           LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
@@ -103,6 +103,12 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}" if k_eff else "") + \
                    f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
                    + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "")
+        aggregated_dir = results_dir / f"{readable}-{_digest(identity)}"  # the same server, aggregated
+        topology = topology_spec(cfg, aggregated_dir, bench_spec(cfg, aggregated_dir, num_gpus))
+        if topology is not None:
+            identity["topology"] = {k2: v for k2, v in json.loads(json.dumps(
+                topology.__dict__, default=lambda o: None)).items() if k2 != "parity"}
+            readable += f"-pd{topology.prefill}x{topology.decode}"
         server_id = f"{readable}-{_digest(identity)}"
         job_dir = results_dir / server_id
         jobs.append(JobSpec(
@@ -127,8 +133,27 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                                 "single_run_tps": cfg.bench.gates.compare_single_run_tps_threshold,
                                 "noisy_rel_mad": cfg.bench.gates.noisy_rel_mad,
                                 "run_floor": cfg.bench.gates.compare_run_floor},
+            topology=topology,
         ))
     return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline)
+
+
+def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: BenchSpec) -> Optional[TopologySpec]:
+    """topology=disagg: the prefill/decode servers, the KV transfer and the router (None:
+    one aggregated server). The KV buffer sits on the GPU where there is one, else the CPU.
+    With bench.disagg_parity the aggregated server of the same recipe (its usual folder)
+    runs the same points."""
+    t = cfg.topology
+    if t.kind != "disagg":
+        return None
+    device = t.kv_buffer_device or ("cuda" if cfg.cluster.gpus_per_node > 0 else "cpu")
+    parity = (ParitySpec(job_dir=str(aggregated_dir), bench=aggregated_bench,
+                         al_tolerance=cfg.bench.disagg_al_tolerance) if cfg.bench.disagg_parity else None)
+    return TopologySpec(kind=t.kind, prefill=t.prefill, decode=t.decode, kv_connector=t.kv_connector,
+                        kv_buffer_device=device, kv_lease_duration_s=t.kv_lease_duration_s,
+                        decode_prefix_caching=t.decode_prefix_caching, router=t.router,
+                        router_command=t.router_command, router_policy=t.router_policy,
+                        router_extra_args=list(t.router_extra_args), pin_cpu_cores=t.pin_cpu_cores, parity=parity)
 
 
 def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint], launch: LaunchSpec,

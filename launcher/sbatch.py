@@ -70,7 +70,22 @@ def describe_commands(job: JobSpec) -> list[str]:
     port = job.port if job.port else "<free port>"
     lines = [f"# job {job.server_id}: {len(job.points)} client points, results in {job.job_dir}",
              f"#   node:   {shell_join(node_command(Path(job.job_dir) / SPEC_FILE))}"]
-    if L.nodes > 1:
+    if job.topology is not None and job.topology.kind == "disagg":  # each server its own process, then the router
+        from launcher.engines import get_engine
+
+        t, eng = job.topology, get_engine(job.engine)
+        urls: dict[str, list[str]] = {"prefill": [], "decode": []}
+        for role, i in t.roles():
+            env = eng.disagg_env(0)
+            env = {k: f"<free port {role}{i}>" for k in env}
+            argv = job.server_argv(job.bind_host, f"<{role}{i} port>", disagg_role=role)
+            lines.append(f"#   {role} {i}: {' '.join(f'{k}={shell_join([v])}' for k, v in env.items())} "
+                         f"{shell_join(argv)}")
+            urls[role].append(f"http://<host>:<{role}{i} port>")
+        router = eng.router_argv(t.router_command, job.bind_host, "<router port>", urls["prefill"], urls["decode"],
+                                 t.router_policy, tuple(t.router_extra_args))
+        lines.append(f"#   router: {shell_join(router)}")
+    elif L.nodes > 1:
         for rank in range(L.nodes):
             argv = L.server_step_prefix(f"<node{rank}>") + job.server_argv(
                 job.bind_host, port, rank, "<node0>", "<rpc port>")  # type: ignore[arg-type]

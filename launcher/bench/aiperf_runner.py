@@ -38,11 +38,14 @@ class GroupRun:
 
 
 def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: GroupRun,
-                request_timeout_s: int, api_key: Optional[str] = None) -> list[str]:
+                request_timeout_s: int, api_key: Optional[str] = None, server_metrics: tuple = ()) -> list[str]:
     """The `aiperf profile` command for a group. Pure. With ``api_key`` AIPerf sends
     `Authorization: Bearer <key>`; AIPerf redacts it in every file it writes
-    (run_config.json, cli_command), so the argv itself must never be logged."""
+    (run_config.json, cli_command), so the argv itself must never be logged.
+    ``server_metrics``: more /metrics endpoints AIPerf scrapes besides ``url``'s (the decode
+    servers behind a router, topology=disagg)."""
     auth = ["--api-key", api_key] if api_key else []
+    auth += ["--server-metrics", *server_metrics] if server_metrics else []
     return [
         *aiperf.split(), "profile",
         "-m", model, "--url", url,
@@ -155,16 +158,20 @@ def move_artifacts(src: Path, dst: Path) -> None:
     shutil.move(str(src), str(dst))
 
 
+def server_metrics(point_aiperf_dir: Path) -> Optional[dict]:
+    """The ``metrics`` object of AIPerf's scrape of /metrics over a point's window, or None."""
+    try:
+        return json.loads((point_aiperf_dir / "server_metrics_export.json").read_text())["metrics"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def prometheus_window(point_aiperf_dir: Path, names: MetricNames = DEFAULT_METRICS) -> Optional[dict]:
     """What AIPerf's scrape of the server's /metrics counted over the point's window:
     {"num_drafts": d(drafts counter), "num_accepted_tokens": d(accepted)} with the engine's
     counter names, or None when the export or the counters are missing."""
-    p = point_aiperf_dir / "server_metrics_export.json"
-    try:
-        metrics = json.loads(p.read_text())["metrics"]
-    except (OSError, ValueError, KeyError, TypeError):
+    metrics = server_metrics(point_aiperf_dir)
+    if metrics is None:
         return None
 
     def total(name: str) -> Optional[float]:
@@ -221,17 +228,19 @@ def phase_name(index: int, concurrency: int) -> str:
 
 def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path, artifact_dir: Path,
                       phases: list[PhasePlan], request_timeout_s: int, workers: Optional[int] = None,
-                      record_processors: Optional[int] = None) -> dict:
+                      record_processors: Optional[int] = None, server_metrics: tuple = ()) -> dict:
     """AIPerf 0.13's YAML config (schemaVersion 2.0) running several client points of one
     dataset and temperature in one process, one profiling phase each, in order. Pure. Each
     phase sends ``sessions`` conversations (the whole dataset once) with sequential sampling;
-    the request fields (temperature, ...) ride on every turn of the input file."""
+    the request fields (temperature, ...) ride on every turn of the input file.
+    ``server_metrics``: more /metrics endpoints to scrape besides ``url``'s (topology=disagg:
+    the decode servers behind the router)."""
     runtime: dict = {"ui": "none"}
     if workers:
         runtime["workers"] = int(workers)
     if record_processors:
         runtime["recordProcessors"] = int(record_processors)
-    return {
+    cfg = {
         "schemaVersion": "2.0",
         "randomSeed": 0,
         "benchmark": {
@@ -247,6 +256,9 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
             "artifacts": {"dir": str(artifact_dir), "raw": True},
         },
     }
+    if server_metrics:
+        cfg["benchmark"]["serverMetrics"] = {"enabled": True, "urls": list(server_metrics)}
+    return cfg
 
 
 def multiphase_argv(aiperf: str, config_path: Path, api_key: Optional[str] = None) -> list[str]:

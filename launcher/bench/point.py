@@ -201,7 +201,8 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                         len(questions)) if getattr(args, "warmup", False) else None
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
                                artifact_dir=group_dir, phases=([warm] if warm else []) + phases,
-                               request_timeout_s=args.request_timeout_s)
+                               request_timeout_s=args.request_timeout_s,
+                               server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()))
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     from launcher.common.apikey import client_key
@@ -380,7 +381,8 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     concurrencies = run.concurrencies
     from launcher.common.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
-                          request_timeout_s=args.request_timeout_s, api_key=client_key())
+                          request_timeout_s=args.request_timeout_s, api_key=client_key(),
+                          server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()))
     n_turns = sum(len(q.turns) for q in questions)
     total = len(concurrencies) * n_turns
     first = progress.done + 1
@@ -441,6 +443,13 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         o.status, o.reason = "failed", f"results unreadable: {str(e).splitlines()[0]}"
         return
     duration = ar.aiperf_benchmark_duration(aip)
+    topology = ctx.server_ready.get("topology")  # topology=disagg: the decode servers' KV-transfer counts
+    disagg = {}
+    if topology:
+        from launcher.bench.kv_transfer import kv_transfer_window, topology_note
+        disagg = {"topology": topology_note(topology),
+                  "kv_transfer": kv_transfer_window(ar.server_metrics(aip) or {},
+                                                    endpoints=ctx.server_ready.get("metrics_urls") or None)}
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
     sampling = dict(ctx.runtime.get("sampling_kwargs") or {})
@@ -474,10 +483,12 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                    "tool_version": _tool_version(), "git_sha": _git_sha(),
                    "engine": job.get("engine") or "vllm", "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
-                   "forced_acceptance": forced_from_speculative_config(spec_cfg), **status})
+                   "forced_acceptance": forced_from_speculative_config(spec_cfg), **disagg, **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
     o.values.update(point_values(read_point(point_dir), duration))
+    if disagg:
+        o.values["kv_transfer"] = disagg["kv_transfer"]
     if ctx.stream_counted:  # one AIPerf run per point: its own window is the check (phases: the run's)
         o.values["acceptance_exact"] = bool((acc[EXTENSION_KEY].get("prometheus_window") or {}).get("is_the_points_own"))
     o.status, o.reason = ("complete", None) if reason is None else ("failed", reason)

@@ -18,7 +18,7 @@ from launcher.config.schema import LauncherConfig
 from launcher.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-GROUPS = ("recipe", "model", "draft", "parallel", "cluster", "sweep")
+GROUPS = ("recipe", "model", "draft", "parallel", "cluster", "sweep", "topology")
 
 
 def recipes_dir() -> Path:

@@ -131,6 +131,35 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
 
 
+TOPOLOGIES = ("aggregated", "disagg")
+KV_BUFFER_DEVICES = ("cpu", "cuda")
+ROUTERS = ("vllm-router",)
+
+
+@dataclass
+class TopologyConfig:
+    """How the model is served (docs/disagg.md): one aggregated server, or disaggregated
+    prefill and decode servers moving the KV cache (NIXL) behind a router."""
+    kind: str = "aggregated"  # aggregated | disagg
+    prefill: int = 1  # prefill servers (disagg)
+    decode: int = 1  # decode servers (disagg)
+    kv_connector: str = "NixlConnector"
+    kv_buffer_device: Optional[str] = None  # cpu | cuda; None: cpu without GPUs, cuda with
+    # Seconds the prefill side keeps a request's blocks for decode to read (vLLM's default
+    # 30 s released them before decode read them on a loaded CPU: measured)
+    kv_lease_duration_s: int = 600
+    # Prefix caching on the decode servers: off, so every request's prompt is transferred
+    # (a block kept on decode would serve a repeated prompt without a transfer)
+    decode_prefix_caching: bool = False
+    router: str = "vllm-router"  # vllm-project/router (PyPI vllm-router), its P/D mode
+    router_command: str = "vllm-router"
+    router_policy: str = "round_robin"
+    router_extra_args: list[str] = field(default_factory=list)
+    # CPU build (kv_buffer_device cpu): give each server its own cores (VLLM_CPU_OMP_THREADS_BIND);
+    # two servers spinning on the same cores made transfers take minutes on 2 cores (measured)
+    pin_cpu_cores: bool = True
+
+
 @dataclass
 class GatesConfig:
     min_acceptance_length: dict[str, float] = field(default_factory=dict)  # dataset -> AL
@@ -186,6 +215,11 @@ class BenchConfig:
     # A golden reference (launcher/golden/references.json): the run's AL and per-position
     # rates are checked against it; the verdict goes into summary.json and the report.
     golden: Optional[str] = None
+    # topology=disagg: run the same points against the aggregated server of the same recipe
+    # and judge: T=0 outputs equal, Average_AL within disagg_al_tolerance, every request's
+    # prompt transferred (disagg_parity.json)
+    disagg_parity: bool = False
+    disagg_al_tolerance: float = 0.05
 
 
 @dataclass
@@ -198,6 +232,7 @@ class LauncherConfig:
     sweep: SweepConfig = field(default_factory=SweepConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     bench: BenchConfig = field(default_factory=BenchConfig)
+    topology: TopologyConfig = field(default_factory=TopologyConfig)
     output_dir: str = "results"
     dry_run: bool = False
     render_only: bool = False  # write the job folders (job.json, job.sbatch) and submit nothing

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from launcher.config.schema import METHODS_WITHOUT_DRAFT_CKPT, SPEC_METHODS, LauncherConfig
+from launcher.config.schema import (KV_BUFFER_DEVICES, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS, SPEC_METHODS, TOPOLOGIES,
+                                    LauncherConfig)
 from launcher.errors import ConfigError
 
 KNOWN_DATASETS = ("mtbench", "specbench")
@@ -44,7 +45,7 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     errs: list[ConfigError] = []
     add = lambda f, p, fix: errs.append(ConfigError(f, p, fix))  # noqa: E731
     for check in (_check_speculation, _check_forced_acceptance, _check_golden, _check_parallelism, _check_cluster,
-                  _check_sweep, _check_server, _check_gates, _check_api_key, _check_visible_inputs, _check_output):
+                  _check_sweep, _check_server, _check_topology, _check_gates, _check_api_key, _check_visible_inputs, _check_output):
         check(cfg, add, errs)
     return errs
 
@@ -227,6 +228,51 @@ def _check_server(cfg: LauncherConfig, add, errs: list) -> None:
     if not srv.command.strip():
         add("server.command", "is empty", "set it, e.g. server.command='vllm serve'")
     errs.extend(check_engine(cfg))
+
+
+def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
+    """Serving topology (docs/disagg.md)."""
+    t, cl, par = cfg.topology, cfg.cluster, cfg.parallel
+    if t.kind not in TOPOLOGIES:
+        add("topology.kind", f"is '{t.kind}'", f"use topology=aggregated or topology=disagg")
+        return
+    if t.kind != "disagg":
+        if cfg.bench.disagg_parity:
+            add("bench.disagg_parity", "is set without a disaggregated topology",
+                "add topology=disagg, or drop bench.disagg_parity")
+        return
+    for key in ("prefill", "decode"):
+        if getattr(t, key) < 1:
+            add(f"topology.{key}", f"is {getattr(t, key)}", "use at least 1 server")
+    if t.kv_buffer_device is not None and t.kv_buffer_device not in KV_BUFFER_DEVICES:
+        add("topology.kv_buffer_device", f"is '{t.kv_buffer_device}'",
+            f"use one of {', '.join(KV_BUFFER_DEVICES)}, or null (cpu without GPUs, cuda with)")
+    if t.kv_buffer_device == "cuda" and cl.gpus_per_node == 0:
+        add("topology.kv_buffer_device", "is cuda on a cluster without GPUs", "use cpu, or null")
+    if t.kv_connector != "NixlConnector":
+        add("topology.kv_connector", f"is '{t.kv_connector}'", "use NixlConnector (the one measured here)")
+    if t.kv_lease_duration_s < 60:
+        add("topology.kv_lease_duration_s", f"is {t.kv_lease_duration_s}",
+            "use at least 60 s: with vLLM's 30 s the prefill side released blocks before decode read them")
+    if t.router not in ROUTERS:
+        add("topology.router", f"is '{t.router}'", f"use one of {', '.join(ROUTERS)}")
+    if not t.router_command.strip():
+        add("topology.router_command", "is empty", "set the vllm-router executable")
+    if cl.nodes > 1 or par.dp > 1:
+        add("topology", "disagg runs every server on one node, one replica each",
+            "use cluster.nodes=1 and parallel.dp=1 with topology=disagg")
+    if cl.gpus_per_node and (t.prefill + t.decode) * par.tp > cl.gpus_per_node:
+        add("topology", f"{t.prefill} prefill + {t.decode} decode servers of tp {par.tp} need "
+            f"{(t.prefill + t.decode) * par.tp} GPUs; a node has {cl.gpus_per_node}",
+            "fewer servers or a smaller tp")
+    if cfg.sweep.baseline:
+        add("sweep.baseline", "is not supported with topology=disagg yet",
+            "run the baseline with topology=aggregated, or bench.disagg_parity=true for the aggregated comparison")
+    if cl.executor == "slurm" and cl.container_scope == "server" and cl.container_image:
+        add("topology", "disagg starts its servers as processes of the job, not as container steps",
+            "cluster.container_scope=job (the whole job in the image)")
+    if not 0 < cfg.bench.disagg_al_tolerance < 1:
+        add("bench.disagg_al_tolerance", f"is {cfg.bench.disagg_al_tolerance}", "use a fraction, e.g. 0.05")
 
 
 def _check_gates(cfg: LauncherConfig, add, errs: list) -> None:

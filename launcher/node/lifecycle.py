@@ -116,6 +116,9 @@ class ServerProcess:
         self.t_ready: Optional[float] = None
         self.ready_unix: Optional[float] = None
         self.engine_version: Optional[str] = None
+        self.role = "server"  # topology=disagg: prefill0, decode0, ... (its log and error messages)
+        self.side_channel_port: Optional[int] = None  # topology=disagg: the NIXL side channel
+        self.cpu_cores: Optional[list] = None  # topology=disagg on CPU: its cores, one list per rank
 
     @property
     def url(self) -> str:

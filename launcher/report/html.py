@@ -8,6 +8,7 @@ from html import escape
 from typing import Any, Iterable
 
 from launcher.forced_acceptance import label as forced_label
+from launcher.results.disagg_parity import read_parity
 from launcher.results.job_dir import Job, Point
 
 CSS = """
@@ -366,6 +367,37 @@ def anchor(job: Job) -> str:
 
 # ------------------------------------------------------------------ page
 
+def disagg_block(parity: dict | None) -> str:
+    """topology=disagg with bench.disagg_parity: the verdict and both topologies side by side."""
+    if not isinstance(parity, dict):
+        return ""
+    v = parity.get("verdict")
+    badge = {"pass": "pass", "fail": "fail"}.get(v, "none")
+    checks = parity.get("checks") or {}
+    tol = parity.get("al_tolerance") or 0.0
+    head = (f'<div class="card"><span class="badge {badge}">{_e(str(v).upper())}</span> '
+            f"T=0 outputs equal: {_e(checks.get('outputs_equal_at_t0'))} · AL within "
+            f"{tol:.0%}: {_e(checks.get('al_within_tolerance'))} · "
+            f"every request transferred: {_e(checks.get('every_request_transferred'))}</div>")
+    rows = []
+    for p in parity.get("points") or []:
+        d, a, kv = p.get("disagg") or {}, p.get("aggregated") or {}, p.get("kv_transfer") or {}
+        cells = [p.get("point"), _num(d.get("Average_AL"), 3), _num(a.get("Average_AL"), 3),
+                 _num(d.get("TTFT median s"), 3), _num(a.get("TTFT median s"), 3),
+                 _num(d.get("Decode tok/s median"), 1), _num(a.get("Decode tok/s median"), 1),
+                 _num(d.get("Output TPS"), 1), _num(a.get("Output TPS"), 1),
+                 f"{kv.get('external_kv_transfer_tokens', '?')} / {kv.get('prompt_tokens', '?')}",
+                 p.get("outputs_equal"), p.get("extra_verify_steps_per_turn")]
+        rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    hdr = ("point", "AL disagg", "AL aggregated", "TTFT disagg s", "TTFT aggregated s", "decode tok/s disagg",
+           "decode tok/s aggregated", "Output TPS disagg", "Output TPS aggregated", "prompt tokens transferred",
+           "T=0 outputs equal", "extra verify steps / turn")
+    probs = "".join(f"<li>{_e(x)}</li>" for x in parity.get("problems") or [])
+    return (f"<h3>Disaggregated vs aggregated</h3>{head}<table><tr>"
+            + "".join(f"<th>{_e(h)}</th>" for h in hdr) + "</tr>" + "".join(rows) + "</table>"
+            + (f"<ul>{probs}</ul>" if probs else ""))
+
+
 def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> str:
     left_out = [p for p in job.points if not p.ok]
     note = ""
@@ -379,6 +411,7 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"<h3>Golden reference</h3>{golden_block(job.summary.get('golden'))}"
             f"<h3>Known-answer probe</h3>"
             f"{known_answer_block(job.summary.get('known_answer'), job.summary.get('points'))}"
+            f"{disagg_block(read_parity(job.path))}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
 

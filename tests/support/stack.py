@@ -12,6 +12,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SPECDEC_HOME = Path(os.environ.get("SPECDEC_HOME") or Path.home() / ".cache" / "specdec-launcher")
 VLLM_PYTHON = SPECDEC_HOME / "venvs" / "vllm" / "bin" / "python"
 AIPERF = SPECDEC_HOME / "venvs" / "aiperf" / "bin" / "aiperf"
+ROUTER = SPECDEC_HOME / "venvs" / "router" / "bin" / "vllm-router"  # topology=disagg
+NIXL_STAMP = SPECDEC_HOME / "venvs" / "vllm" / ".spec-kv-transfer"  # NIXL in the vllm venv (install.sh)
 MODELS = SPECDEC_HOME / "models"
 TARGET = MODELS / "tiny-target"
 DRAFT_NOISY = MODELS / "tiny-draft-noisy"
@@ -22,7 +24,7 @@ BASE_FLAGS = ["--served-model-name", "tiny", "--enforce-eager", "--dtype", "bflo
 
 
 def missing_parts() -> list[str]:
-    return [str(p) for p in (VLLM_PYTHON, AIPERF, TARGET, DRAFT_NOISY) if not p.exists()]
+    return [str(p) for p in (VLLM_PYTHON, AIPERF, TARGET, DRAFT_NOISY, ROUTER, NIXL_STAMP) if not p.exists()]
 
 
 def require_stack() -> None:

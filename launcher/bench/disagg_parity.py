@@ -1,0 +1,58 @@
+"""bench.disagg_parity's verdict (topology=disagg), after both sides ran:
+
+    python -m launcher.bench.disagg_parity --spec JOB_DIR/job.json
+
+reads the disaggregated job's summary and points and the aggregated side's (the job
+spec's topology.parity.job_dir), writes ``disagg_parity.json`` in the job folder
+(launcher/results/disagg_parity.py), records the verdict in summary.json, prints one
+line, and exits 1 unless the verdict is pass.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from launcher.results import read_point
+from launcher.results.disagg_parity import one_line, parity_verdict, read_outputs, write_parity
+from launcher.results.summary import read_summary, update_summary
+from launcher.spec import JobSpec, SpecError
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m launcher.bench.disagg_parity", description=__doc__.split("\n\n")[0])
+    p.add_argument("--spec", required=True, help="the disaggregated job's job.json")
+    a = p.parse_args(argv)
+    try:
+        job = JobSpec.read(a.spec)
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    par = job.topology.parity if job.topology else None
+    if par is None:
+        print("error: the job has no disagg parity check (fix: topology=disagg bench.disagg_parity=true)",
+              file=sys.stderr)
+        return 2
+    d_dir, a_dir = Path(job.job_dir), Path(par.job_dir)
+    d_sum, a_sum = read_summary(d_dir) or {}, read_summary(a_dir) or {}
+    for job_dir, s in ((d_dir, d_sum), (a_dir, a_sum)):  # the step counts behind each side's AL
+        for pt in s.get("points") or []:
+            try:
+                ext = read_point(job_dir / pt["dir"]).acc_ext
+            except Exception:  # noqa: BLE001 - a point without files: its row says so
+                continue
+            pt.update({k: ext.get(k) for k in ("num_spec_steps", "num_accepted_draft_tokens", "num_turns")})
+    outputs = {pt["dir"]: (read_outputs(d_dir / pt["dir"]), read_outputs(a_dir / pt["dir"]))
+               for pt in d_sum.get("points") or [] if float(pt.get("temperature", 1)) == 0.0}
+    verdict = parity_verdict(d_sum, a_sum, par.al_tolerance, outputs)
+    verdict.update({"disagg_job": str(d_dir), "aggregated_job": str(a_dir)})
+    write_parity(d_dir, verdict)
+    update_summary(d_dir, disagg_parity={"verdict": verdict["verdict"], "checks": verdict["checks"],
+                                         "aggregated_job": str(a_dir), "problems": verdict["problems"]})
+    print(one_line(verdict), file=sys.stderr)
+    return 0 if verdict["verdict"] == "pass" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

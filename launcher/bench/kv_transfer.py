@@ -1,0 +1,69 @@
+"""KV-transfer figures of a disaggregated point (topology=disagg): what the decode
+servers' Prometheus counters counted over the point's window, as AIPerf scraped them
+(`--server-metrics` names the decode servers' /metrics; the router has none of these).
+
+Pure functions over AIPerf's `server_metrics_export.json` ``metrics`` object. The prompt
+tokens of every request a decode server admitted are split by where their KV came from
+(vLLM's `prompt_tokens_by_source`): `external_kv_transfer` (moved from a prefill server),
+`local_compute` (prefilled on decode itself) and `local_cache_hit` (decode's own prefix
+cache). A point in which decode computed or found in its cache any prompt token served some
+request (or part of one) without a transfer.
+"""
+from __future__ import annotations
+
+from typing import Collection, Optional
+
+from launcher.engines.vllm import (NIXL_BYTES, NIXL_EXPIRED_REQUESTS, NIXL_FAILED_TRANSFERS, NIXL_XFER_TIME,
+                                   PROMPT_TOKEN_SOURCES, PROMPT_TOKENS_BY_SOURCE)
+
+
+def _series(metrics: dict, name: str, endpoints: Optional[Collection[str]]) -> list[dict]:
+    m = metrics.get(name) or {}
+    return [s for s in m.get("series") or []
+            if endpoints is None or s.get("endpoint_url") in endpoints]
+
+
+def _sum(series: list[dict], stat: str) -> float:
+    return sum(float((s.get("stats") or {}).get(stat) or 0.0) for s in series)
+
+
+def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = None) -> Optional[dict]:
+    """The decode servers' KV-transfer counts over a window (None when the export holds no
+    `prompt_tokens_by_source`: not a disaggregated server, or not scraped). ``endpoints``:
+    only series scraped from these /metrics URLs (the decode servers)."""
+    by_source = _series(metrics, PROMPT_TOKENS_BY_SOURCE, endpoints)
+    if not by_source:
+        return None
+    tokens = {src: int(round(_sum([s for s in by_source if (s.get("labels") or {}).get("source") == src], "total")))
+              for src in PROMPT_TOKEN_SOURCES}
+    xfer = _series(metrics, NIXL_XFER_TIME, endpoints)
+    transfers = int(round(_sum(xfer, "count")))
+    xfer_s = _sum(xfer, "sum")
+    out = {
+        "prompt_tokens": sum(tokens.values()),
+        "external_kv_transfer_tokens": tokens["external_kv_transfer"],
+        "local_compute_tokens": tokens["local_compute"],
+        "local_cache_hit_tokens": tokens["local_cache_hit"],
+        "transfers": transfers,
+        "bytes": int(round(_sum(_series(metrics, NIXL_BYTES, endpoints), "sum"))),
+        "transfer_time_s": round(xfer_s, 6),
+        "mean_transfer_ms": round(1000.0 * xfer_s / transfers, 3) if transfers else None,
+        "failed_transfers": int(round(_sum(_series(metrics, NIXL_FAILED_TRANSFERS, endpoints), "total"))),
+        "expired_requests": int(round(_sum(_series(metrics, NIXL_EXPIRED_REQUESTS, endpoints), "total"))),
+    }
+    out["every_prompt_transferred"] = (out["external_kv_transfer_tokens"] > 0 and out["local_compute_tokens"] == 0
+                                       and out["local_cache_hit_tokens"] == 0 and out["failed_transfers"] == 0)
+    return out
+
+
+def topology_note(topology: dict) -> dict:
+    """What configuration.json records of a disaggregated point's serving topology,
+    including how the prefix-cache effect is controlled."""
+    keys = ("kind", "prefill", "decode", "router", "kv_connector", "kv_buffer_device", "kv_lease_duration_s",
+            "decode_prefix_caching")
+    out = {k: topology.get(k) for k in keys}
+    out["prefix_cache_control"] = (
+        "prefix caching off on the decode servers: every request's prompt KV comes by transfer"
+        if not topology.get("decode_prefix_caching") else
+        "prefix caching on on the decode servers: a repeated prefix may be served from decode's cache")
+    return out

@@ -1,0 +1,132 @@
+"""``disagg_parity.json`` (bench.disagg_parity, topology=disagg): the disaggregated job's
+points against the same points served by the aggregated server of the same recipe.
+
+The verdict passes when, on every point both sides completed: at T=0 the outputs are
+equal (question by question, turn by turn), Average_AL is within the tolerance (vLLM's own
+NIXL P/D test uses 5 %), and no request was served without a transfer (the decode servers
+computed no prompt token and found none in their own cache, no transfer failed).
+Pure functions plus the file's reader and writer; standard library only.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Mapping, Optional
+
+from launcher.common.files import jsonl_lines, write_json_atomic
+from launcher.results.layout import responses_file
+
+DISAGG_PARITY_FILE = "disagg_parity.json"
+SIDE_BY_SIDE = ("Average_AL", "Server_AL", "TTFT median s", "Decode tok/s median", "Output TPS", "num_turns",
+                "num_spec_steps", "num_accepted_draft_tokens")
+
+
+def read_outputs(point_dir) -> dict:
+    """{question_id: [assistant turn, ...]} of a point's responses file ({} when absent)."""
+    point_dir = Path(point_dir)
+    dataset = point_dir.parent.name
+    out: dict = {}
+    try:
+        with open(point_dir / responses_file(dataset)) as f:
+            for _, line in jsonl_lines(f):
+                row = json.loads(line)
+                out[row["question_id"]] = list(row["choices"][0]["turns"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return {}
+    return out
+
+
+def point_parity(disagg: Mapping, aggregated: Mapping, tolerance: float,
+                 outputs: Optional[tuple[dict, dict]] = None) -> dict:
+    """One point's comparison: the two summary rows, and at T=0 their outputs."""
+    row: dict = {"point": disagg["dir"], "temperature": disagg["temperature"],
+                 "disagg": {k: disagg.get(k) for k in SIDE_BY_SIDE},
+                 "aggregated": {k: aggregated.get(k) for k in SIDE_BY_SIDE},
+                 "kv_transfer": disagg.get("kv_transfer")}
+    if disagg.get("status") not in ("complete", "skipped") or aggregated.get("status") not in ("complete", "skipped"):
+        row["compared"] = False
+        row["why_not"] = f"disagg {disagg.get('status')}, aggregated {aggregated.get('status')}"
+        return row
+    row["compared"] = True
+    al_d, al_a = disagg.get("Average_AL"), aggregated.get("Average_AL")
+    row["al_rel_diff"] = round(al_d / al_a - 1.0, 6) if al_d is not None and al_a else None
+    row["al_ok"] = row["al_rel_diff"] is not None and abs(row["al_rel_diff"]) <= tolerance
+    kv = disagg.get("kv_transfer") or {}
+    row["transferred"] = bool(kv.get("every_prompt_transferred"))
+    steps = [x.get("num_spec_steps") for x in (disagg, aggregated)]
+    if None not in steps and disagg.get("num_turns"):  # verify steps decode took beyond the aggregated server's
+        row["extra_verify_steps_per_turn"] = round((steps[0] - steps[1]) / disagg["num_turns"], 4)
+    if float(disagg["temperature"]) == 0.0 and outputs is not None:
+        d_out, a_out = outputs
+        keys = sorted(set(d_out) | set(a_out), key=str)
+        differ = [k for k in keys if d_out.get(k) != a_out.get(k)]
+        row["outputs_compared"] = len(keys)
+        row["outputs_differing"] = differ
+        row["outputs_equal"] = bool(keys) and not differ
+    else:
+        row["outputs_equal"] = None  # sampled: outputs are not expected to match
+    return row
+
+
+def parity_verdict(disagg_summary: Mapping, aggregated_summary: Mapping, tolerance: float,
+                   outputs: Mapping[str, tuple[dict, dict]]) -> dict:
+    """The verdict over every point (``outputs``: point dir -> (disagg, aggregated) outputs)."""
+    agg = {p["dir"]: p for p in aggregated_summary.get("points") or []}
+    rows, problems = [], []
+    for p in disagg_summary.get("points") or []:
+        a = agg.get(p["dir"])
+        if a is None:
+            problems.append(f"{p['dir']}: the aggregated server did not run it")
+            continue
+        r = point_parity(p, a, tolerance, outputs.get(p["dir"]))
+        rows.append(r)
+        if not r["compared"]:
+            problems.append(f"{r['point']}: not compared ({r['why_not']})")
+            continue
+        if not r["al_ok"]:
+            problems.append(f"{r['point']}: Average_AL {r['disagg']['Average_AL']:.3f} disagg vs "
+                            f"{r['aggregated']['Average_AL']:.3f} aggregated ({r['al_rel_diff']:+.1%}, "
+                            f"tolerance {tolerance:.0%})" if r["al_rel_diff"] is not None
+                            else f"{r['point']}: no Average_AL to compare")
+        if r["outputs_equal"] is False:
+            problems.append(f"{r['point']}: T=0 outputs differ for {len(r['outputs_differing'])} of "
+                            f"{r['outputs_compared']} questions")
+        if not r["transferred"]:
+            kv = r["kv_transfer"] or {}
+            problems.append(f"{r['point']}: not every request's prompt came by transfer (decode computed "
+                            f"{kv.get('local_compute_tokens')}, cache hits {kv.get('local_cache_hit_tokens')}, "
+                            f"failed transfers {kv.get('failed_transfers')})" if kv else
+                            f"{r['point']}: no KV-transfer counts (decode /metrics not scraped)")
+    compared = [r for r in rows if r["compared"]]
+    checks = {
+        "outputs_equal_at_t0": (all(r["outputs_equal"] for r in compared if r["outputs_equal"] is not None)
+                                if any(r["outputs_equal"] is not None for r in compared) else None),
+        "al_within_tolerance": all(r["al_ok"] for r in compared) if compared else None,
+        "every_request_transferred": all(r["transferred"] for r in compared) if compared else None,
+    }
+    verdict = "fail" if problems and compared else ("incomplete" if not compared else "pass")
+    if verdict == "fail" and all(v is not False for v in checks.values()):
+        verdict = "incomplete"  # only points that could not be compared
+    return {"schema_version": 1, "verdict": verdict, "al_tolerance": tolerance, "checks": checks,
+            "points": rows, "problems": problems}
+
+
+def write_parity(job_dir, verdict: dict) -> Path:
+    return write_json_atomic(Path(job_dir) / DISAGG_PARITY_FILE, verdict)
+
+
+def read_parity(job_dir) -> Optional[dict]:
+    try:
+        v = json.loads((Path(job_dir) / DISAGG_PARITY_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return v if isinstance(v, dict) else None
+
+
+def one_line(verdict: Mapping) -> str:
+    c = verdict.get("checks") or {}
+    head = (f"disagg parity {verdict.get('verdict')}: T=0 outputs equal {c.get('outputs_equal_at_t0')}, "
+            f"AL within {verdict.get('al_tolerance', 0):.0%} {c.get('al_within_tolerance')}, "
+            f"every request transferred {c.get('every_request_transferred')}")
+    probs = verdict.get("problems") or []
+    return head + (f"; {probs[0]}" + (f" (+{len(probs) - 1} more)" if len(probs) > 1 else "") if probs else "")

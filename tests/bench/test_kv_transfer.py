@@ -1,0 +1,73 @@
+"""KV-transfer figures of a disaggregated point, from an AIPerf server-metrics export
+shaped as AIPerf 0.13 writes it (per series: endpoint, labels, stats)."""
+from __future__ import annotations
+
+from launcher.bench.aiperf_runner import aiperf_argv, GroupRun
+from launcher.bench.kv_transfer import kv_transfer_window, topology_note
+
+DECODE = "http://127.0.0.1:8200/metrics"
+
+
+def _counter(name, totals, endpoint=DECODE):
+    return {name: {"type": "counter", "series": [
+        {"endpoint_url": endpoint, "labels": {"engine": "0", "model_name": "tiny", **labels}, "stats": {"total": t}}
+        for labels, t in totals]}}
+
+
+def _export(external=1730.0, compute=0.0, hits=0.0, transfers=4, seconds=0.8, nbytes=2097152.0, failed=0.0):
+    m = _counter("vllm:prompt_tokens_by_source", [({"source": "external_kv_transfer"}, external),
+                                                  ({"source": "local_compute"}, compute),
+                                                  ({"source": "local_cache_hit"}, hits)])
+    m["vllm:nixl_xfer_time_seconds"] = {"type": "histogram", "series": [
+        {"endpoint_url": DECODE, "labels": {}, "stats": {"count": transfers, "sum": seconds}}]}
+    m["vllm:nixl_bytes_transferred"] = {"type": "histogram", "series": [
+        {"endpoint_url": DECODE, "labels": {}, "stats": {"count": transfers, "sum": nbytes}}]}
+    m.update(_counter("vllm:nixl_num_failed_transfers", [({}, failed)]))
+    return m
+
+
+def test_every_prompt_token_transferred():
+    w = kv_transfer_window(_export(), endpoints=[DECODE])
+    assert w["external_kv_transfer_tokens"] == 1730 and w["prompt_tokens"] == 1730
+    assert (w["transfers"], w["bytes"], w["mean_transfer_ms"]) == (4, 2097152, 200.0)
+    assert w["every_prompt_transferred"] is True
+
+
+def test_a_prompt_computed_or_cached_on_decode_is_not_a_transfer():
+    assert kv_transfer_window(_export(compute=17.0))["every_prompt_transferred"] is False
+    # the issue's measurement: a repeated prompt served from decode's own prefix cache
+    assert kv_transfer_window(_export(external=194.0, hits=1536.0))["every_prompt_transferred"] is False
+    assert kv_transfer_window(_export(failed=1.0))["every_prompt_transferred"] is False
+
+
+def test_other_endpoints_and_a_plain_server_count_nothing():
+    m = _export()
+    m["vllm:prompt_tokens_by_source"]["series"].append(
+        {"endpoint_url": "http://127.0.0.1:9000/metrics", "labels": {"source": "local_compute"}, "stats": {"total": 99}})
+    assert kv_transfer_window(m, endpoints=[DECODE])["local_compute_tokens"] == 0
+    assert kv_transfer_window({}) is None
+
+
+def test_topology_note_states_the_prefix_cache_control():
+    n = topology_note({"kind": "disagg", "prefill": 1, "decode": 1, "decode_prefix_caching": False})
+    assert n["prefix_cache_control"].startswith("prefix caching off on the decode servers")
+
+
+def test_aiperf_scrapes_the_decode_servers(tmp_path):
+    run = GroupRun("mtbench", 0.0, [1], tmp_path / "in.jsonl", 2, tmp_path / "a")
+    argv = aiperf_argv("aiperf", model="tiny", url="http://r:1", tokenizer="t", run=run, request_timeout_s=60,
+                       server_metrics=(DECODE,))
+    i = argv.index("--server-metrics")
+    assert argv[i + 1] == DECODE
+    assert "--server-metrics" not in aiperf_argv("aiperf", model="tiny", url="http://r:1", tokenizer="t", run=run,
+                                                 request_timeout_s=60)
+
+
+def test_the_multiphase_config_scrapes_the_decode_servers(tmp_path):
+    from launcher.bench.aiperf_runner import PhasePlan, multiphase_config
+
+    kw = dict(model="tiny", url="http://r:1", tokenizer="t", input_file=tmp_path / "i.jsonl", artifact_dir=tmp_path,
+              phases=[PhasePlan("p1_c1", 1, 2)], request_timeout_s=60)
+    assert multiphase_config(**kw, server_metrics=(DECODE,))["benchmark"]["serverMetrics"] == {
+        "enabled": True, "urls": [DECODE]}
+    assert "serverMetrics" not in multiphase_config(**kw)["benchmark"]

@@ -1,0 +1,106 @@
+"""topology=disagg, pure: the prefill/decode server argv and environment from the engine
+seam, the router's argv, the plan's topology section and job folder, validation's one-line
+errors, and the rendered commands. No process is started."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from launcher.config.validate import validate
+from launcher.engines import EngineError, get_engine
+from launcher.plan import make_plan
+from launcher.sbatch import describe_commands
+from launcher.spec import JobSpec
+
+
+def _flag(argv, flag):
+    hits = [i for i, a in enumerate(argv) if a == flag]
+    assert len(hits) == 1, f"{flag} appears {len(hits)} times in {argv}"
+    return argv[hits[0] + 1]
+
+
+def test_engine_builds_each_sides_kv_transfer_flags():
+    eng = get_engine("vllm")
+    p = eng.disagg_flags("prefill", "NixlConnector", "cpu", 600)
+    d = eng.disagg_flags("decode", "NixlConnector", "cpu", 600, prefix_caching=False)
+    assert json.loads(_flag(p, "--kv-transfer-config")) == {
+        "kv_connector": "NixlConnector", "kv_role": "kv_producer", "kv_buffer_device": "cpu",
+        "kv_connector_extra_config": {"kv_lease_duration": 600}}
+    assert json.loads(_flag(d, "--kv-transfer-config"))["kv_role"] == "kv_consumer"
+    assert "--no-enable-prefix-caching" in d and "--no-enable-prefix-caching" not in p
+    assert eng.disagg_env(5601) == {"VLLM_NIXL_SIDE_CHANNEL_PORT": "5601"}
+    with pytest.raises(EngineError, match="unknown disaggregated role"):
+        eng.disagg_flags("both", "NixlConnector", "cpu", 600)
+
+
+def test_router_argv_is_vllm_routers_pd_mode():
+    argv = get_engine("vllm").router_argv("/v/bin/vllm-router", "127.0.0.1", 9000, ["http://h:1", "http://h:2"],
+                                          ["http://h:3"], "round_robin", ("--log-level", "warning"))
+    assert argv[:4] == ["/v/bin/vllm-router", "--vllm-pd-disaggregation", "--kv-connector", "nixl"]
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--prefill"] == ["http://h:1", "http://h:2"]
+    assert _flag(argv, "--decode") == "http://h:3" and _flag(argv, "--port") == "9000"
+    assert argv[-2:] == ["--log-level", "warning"]
+
+
+def test_plan_puts_the_topology_in_the_job_spec_and_its_own_folder(compose, tmp_path):
+    agg = compose(f"output_dir={tmp_path}")
+    dis = compose("topology=disagg", "bench.disagg_parity=true", "topology.decode=2", f"output_dir={tmp_path}")
+    assert validate(dis) == []
+    (a,), (d,) = make_plan(agg).jobs, make_plan(dis).jobs
+    assert a.topology is None and d.topology is not None
+    t = d.topology
+    assert (t.prefill, t.decode, t.kv_buffer_device, t.kv_lease_duration_s, t.decode_prefix_caching) == \
+        (1, 2, "cpu", 600, False)
+    assert "-pd1x2-" in d.server_id and d.job_dir != a.job_dir
+    assert t.parity.job_dir == a.job_dir  # the aggregated side is the aggregated run's own folder
+    assert t.parity.bench.save_dir == a.job_dir and t.parity.al_tolerance == 0.05
+    assert JobSpec.from_dict(json.loads(d.to_json())) == d  # round trip through job.json
+    decode = d.server_argv("127.0.0.1", 8001, disagg_role="decode")
+    prefill = d.server_argv("127.0.0.1", 8000, disagg_role="prefill")
+    for argv in (decode, prefill):  # the draft on both sides: its layers are transferred too
+        assert json.loads(_flag(argv, "--speculative-config"))["method"] == "draft_model"
+    assert json.loads(_flag(prefill, "--kv-transfer-config"))["kv_role"] == "kv_producer"
+    assert "--no-enable-prefix-caching" in decode and "--kv-transfer-config" not in d.server_argv("h", 1)
+
+
+def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
+    cfg = compose("recipe=qwen3_eagle3", "cluster=h100", "topology=disagg", f"output_dir={tmp_path}",
+                  "cluster.container_scope=job")
+    (job,) = make_plan(cfg).jobs
+    assert job.topology.kv_buffer_device == "cuda"
+
+
+@pytest.mark.parametrize("overrides, line", [
+    (("topology=disagg", "topology.prefill=0"), "topology.prefill: is 0 (fix: use at least 1 server)"),
+    (("bench.disagg_parity=true",), "bench.disagg_parity: is set without a disaggregated topology"),
+    (("topology=disagg", "topology.kv_lease_duration_s=30"), "topology.kv_lease_duration_s: is 30"),
+    (("topology=disagg", "topology.kv_buffer_device=cuda"), "topology.kv_buffer_device: is cuda on a cluster"),
+    (("topology=disagg", "sweep.baseline=true"), "sweep.baseline: is not supported with topology=disagg"),
+    (("topology=disagg", "parallel.dp=2"), "topology: disagg runs every server on one node"),
+])
+def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, line):
+    errs = [e.line() for e in validate(compose(*overrides, f"output_dir={tmp_path}"))]
+    assert any(e.startswith(line) for e in errs), errs
+    assert all("\n" not in e for e in errs)
+
+
+def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
+    (job,) = make_plan(compose("topology=disagg", f"output_dir={tmp_path}")).jobs
+    lines = describe_commands(job)
+    text = "\n".join(lines)
+    assert "#   prefill 0: VLLM_NIXL_SIDE_CHANNEL_PORT=" in text and "#   decode 0: " in text
+    router = next(ln for ln in lines if ln.startswith("#   router: "))
+    assert "--vllm-pd-disaggregation" in router and "venvs/router/bin/vllm-router" in router
+
+
+def test_each_cpu_server_gets_its_own_cores():
+    from launcher.spec import cpu_core_sets
+
+    assert cpu_core_sets([0, 1], 2) == [[[0]], [[1]]]
+    assert cpu_core_sets([0, 1, 2, 3, 4], 2) == [[[0, 1]], [[2, 3]]]
+    assert cpu_core_sets(list(range(8)), 2, tp=2) == [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+    assert cpu_core_sets([0, 1], 3) is None  # fewer cores than servers: shared
+    env = get_engine("vllm").disagg_env(5600, [[0, 1], [2, 3]])
+    assert env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1|2,3"
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in get_engine("vllm").disagg_env(5600)

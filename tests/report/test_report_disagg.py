@@ -1,0 +1,18 @@
+"""The report's disagg section: the parity verdict and both topologies side by side."""
+from __future__ import annotations
+
+from launcher.report.html import disagg_block
+
+
+def test_disagg_block_shows_the_verdict_and_both_sides():
+    parity = {"verdict": "fail", "al_tolerance": 0.05,
+              "checks": {"outputs_equal_at_t0": True, "al_within_tolerance": False, "every_request_transferred": True},
+              "points": [{"point": "mtbench/t0_c1", "disagg": {"Average_AL": 2.07, "TTFT median s": 0.61},
+                          "aggregated": {"Average_AL": 2.182, "TTFT median s": 0.055},
+                          "kv_transfer": {"external_kv_transfer_tokens": 521, "prompt_tokens": 521},
+                          "outputs_equal": True, "extra_verify_steps_per_turn": 1.0}],
+              "problems": ["mtbench/t0_c1: Average_AL 2.070 disagg vs 2.182 aggregated (-5.1%, tolerance 5%)"]}
+    html = disagg_block(parity)
+    assert "Disaggregated vs aggregated" in html and 'badge fail">FAIL' in html and "AL within 5%: False" in html
+    assert "<td>2.070</td><td>2.182</td>" in html and "<td>521 / 521</td>" in html and "-5.1%" in html
+    assert disagg_block(None) == ""

@@ -1,0 +1,53 @@
+"""bench.disagg_parity's verdict, pure: outputs at T=0, AL tolerance, transfers."""
+from __future__ import annotations
+
+import json
+
+from launcher.results.disagg_parity import one_line, parity_verdict, read_outputs
+
+KV_OK = {"every_prompt_transferred": True, "local_compute_tokens": 0, "local_cache_hit_tokens": 0,
+         "failed_transfers": 0}
+
+
+def _row(d, t, al, kv=KV_OK, status="complete"):
+    return {"dir": d, "temperature": t, "status": status, "Average_AL": al, "TTFT median s": 0.1,
+            "Decode tok/s median": 50.0, "Output TPS": 40.0, "kv_transfer": kv}
+
+
+def test_pass_when_outputs_equal_al_close_and_every_prompt_transferred():
+    d = {"points": [_row("mtbench/t0_c1", 0.0, 1.90), _row("mtbench/t0.7_c1", 0.7, 1.0)]}
+    a = {"points": [_row("mtbench/t0_c1", 0.0, 1.92, kv=None), _row("mtbench/t0.7_c1", 0.7, 1.0, kv=None)]}
+    out = {81: ["x"], 82: ["y"]}
+    v = parity_verdict(d, a, 0.05, {"mtbench/t0_c1": (out, dict(out))})
+    assert v["verdict"] == "pass", v["problems"]
+    assert v["checks"] == {"outputs_equal_at_t0": True, "al_within_tolerance": True,
+                           "every_request_transferred": True}
+    assert v["points"][1]["outputs_equal"] is None  # sampled outputs are not compared
+    assert one_line(v).startswith("disagg parity pass")
+
+
+def test_each_check_fails_on_its_own():
+    a = {"points": [_row("m/t0_c1", 0.0, 2.0, kv=None)]}
+    v = parity_verdict({"points": [_row("m/t0_c1", 0.0, 1.8)]}, a, 0.05, {})
+    assert v["verdict"] == "fail" and v["checks"]["al_within_tolerance"] is False
+    assert "-10.0%" in v["problems"][0]
+    v = parity_verdict({"points": [_row("m/t0_c1", 0.0, 2.0)]}, a, 0.05, {"m/t0_c1": ({81: ["x"]}, {81: ["z"]})})
+    assert v["checks"]["outputs_equal_at_t0"] is False and "differ for 1 of 1" in v["problems"][0]
+    kv = dict(KV_OK, every_prompt_transferred=False, local_cache_hit_tokens=1536)
+    v = parity_verdict({"points": [_row("m/t0_c1", 0.0, 2.0, kv=kv)]}, a, 0.05, {})
+    assert v["checks"]["every_request_transferred"] is False and "cache hits 1536" in v["problems"][0]
+
+
+def test_a_point_one_side_did_not_complete_is_incomplete_not_a_pass():
+    a = {"points": [_row("m/t0_c1", 0.0, 2.0, kv=None, status="failed")]}
+    v = parity_verdict({"points": [_row("m/t0_c1", 0.0, 2.0)]}, a, 0.05, {})
+    assert v["verdict"] == "incomplete" and v["checks"]["al_within_tolerance"] is None
+
+
+def test_read_outputs_reads_the_points_responses(tmp_path):
+    p = tmp_path / "mtbench" / "t0_c1"
+    p.mkdir(parents=True)
+    (p / "mtbench_responses.jsonl").write_text(json.dumps(
+        {"question_id": 81, "turns": ["q"], "choices": [{"index": 0, "turns": ["a1", "a2"]}]}) + "\n")
+    assert read_outputs(p) == {81: ["a1", "a2"]}
+    assert read_outputs(tmp_path / "mtbench" / "t0_c2") == {}
