@@ -24,6 +24,7 @@ from typing import Optional
 from launcher.common.files import write_text_atomic
 from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 
+BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
 SERVER_LAUNCHES = ("process", "srun")  # a child process of the job, or its own Slurm step
@@ -254,7 +255,7 @@ class JobSpec:
     container_image: Optional[str] = None
     compare_thresholds: dict = field(default_factory=dict)  # read by launcher.compare
     role: str = "speculative"  # or "baseline": the matched no-speculation configuration
-    bench_module: str = "launcher.bench"
+    bench_module: str = BENCH_MODULE
     python: Optional[str] = None  # the benchmark's python (None: the node side's own)
     # Optional sections for other server phases and clients (None: off).
     known_answer: Optional[KnownAnswerSpec] = None

@@ -47,7 +47,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 import traceback
@@ -56,7 +55,9 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from launcher.common import apikey
+from launcher.node import disagg as disagg_node
 from launcher.node import outcome, slurm_steps
+from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
     Interrupted,
@@ -78,12 +79,12 @@ from launcher.results.summary import has_summary
 from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
                                     speculative_config, split_at_separator)
-from launcher.spec import SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError, cpu_core_sets
+from launcher.spec import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
 DEFAULT_SERVER_CMD = "vllm serve"
-DEFAULT_BENCH_MODULE = "launcher.bench"
+DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
 WATCH_INTERVAL_S = 0.2
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
@@ -113,37 +114,6 @@ def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     if parts is None:
         raise UsageError("missing `--` between the server's and the benchmark's arguments")
     return parts
-
-
-def client_host(bind_host: str) -> str:
-    """Where a client on this node reaches a server bound to ``bind_host``."""
-    h = bind_host.strip().strip("[]")
-    if h in ("", "0.0.0.0", "*"):
-        return "127.0.0.1"
-    if h == "::":
-        return "::1"
-    return h
-
-
-def pick_free_port(host: str) -> int:
-    """A port that is free on ``host`` now (the OS picks it: bind to port 0)."""
-    h = client_host(host) if host.strip() in ("", "*") else host.strip().strip("[]")
-    family = socket.AF_INET6 if ":" in h else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((h, 0))
-        return s.getsockname()[1]
-
-
-def port_is_free(host: str, port: int) -> bool:
-    h = host.strip().strip("[]") or "0.0.0.0"
-    family = socket.AF_INET6 if ":" in h else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as vLLM binds
-        try:
-            s.bind((h, port))
-        except OSError:
-            return False
-    return True
 
 
 def default_job_dir(now: Optional[float] = None) -> Path:
@@ -408,109 +378,6 @@ class NodeJob:
                 raise
         raise AssertionError("unreachable")
 
-    def serve_disagg(self) -> ServerProcess:
-        """topology=disagg: the prefill and decode servers, each its own process with its own
-        port, NIXL side-channel port, log (logs/<role><i>.log) and readiness, then the router
-        in front of them (logs/router.log). Returns the router: what the benchmark talks to.
-        The servers start together (each one's wait covers the others' deaths)."""
-        sp, t = self.spec, self.spec.topology
-        eng = get_engine(sp.engine)
-        host, probe = sp.bind_host, client_host(sp.bind_host)
-        if sp.launch.server == "srun" or sp.launch.nodes > 1:
-            raise ServerStartError("topology=disagg runs its servers as processes of the job on one node "
-                                   "(launch.server=process, nodes=1)")
-        taken: set[int] = set()
-
-        def port() -> int:
-            while True:
-                p = pick_free_port(host)
-                if p not in taken:
-                    taken.add(p)
-                    return p
-
-        self.members = []
-        cores = None
-        if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and "VLLM_CPU_OMP_THREADS_BIND" not in sp.env:
-            cores = cpu_core_sets(sorted(os.sched_getaffinity(0)), len(t.roles()), sp.launch.tp)
-            self.log("CPU cores per server: " + (", ".join(
-                f"{r}{i} {c}" for (r, i), c in zip(t.roles(), cores)) if cores else
-                "shared (fewer cores than server ranks)"))
-        for n, (role, i) in enumerate(t.roles()):
-            p, side = port(), port()
-            argv = sp.server_argv(host, p, disagg_role=role)
-            env = apikey.server_env(self.api_key, {**self._server_env(),
-                                                   **eng.disagg_env(side, cores[n] if cores else None)})
-            m = ServerProcess(argv, probe_host=probe, port=p, served_name=sp.served_name,
-                              log_path=self.logs / f"{role}{i}.log", log=self.log, env=env, api_key=self.api_key)
-            m.role, m.side_channel_port = f"{role}{i}", side
-            m.cpu_cores = cores[n] if cores else None
-            self.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
-                     f"{subprocess_line(argv)}")
-            m.start()
-            self.members.append(m)
-        for m in self.members:
-            m.wait_ready(sp.ready_timeout_s, check=self._check)
-        urls = {r: [m.url for m in self.members if m.role.startswith(r)] for r in ("prefill", "decode")}
-        rport = port()
-        argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], t.router_policy,
-                               tuple(t.router_extra_args))
-        self.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
-        router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
-                               log_path=self.logs / "router.log", log=self.log, env=self._server_env(),
-                               api_key=self.api_key)
-        self.server = router
-        router.start()
-        router.wait_ready(sp.ready_timeout_s, check=self._check)
-        router.engine_version = router.engine_version or self.members[0].engine_version
-        self._first_transfer(router)
-        return router
-
-    def _first_transfer(self, router: ServerProcess) -> None:
-        """The KV path's readiness: one request through the router, prefill -> NIXL -> decode.
-        The first transfer between two servers pays the NIXL handshake (36 s measured on a
-        2-core machine, minutes under load), which no benchmark point should carry."""
-        import urllib.error
-        import urllib.request
-
-        body = json.dumps({"model": self.spec.served_name, "max_tokens": 2, "temperature": 0,
-                           "messages": [{"role": "user", "content": "first transfer"}]}).encode()
-        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {self.api_key}"}
-                                                          if self.api_key else {})}
-        t0 = time.monotonic()
-        deadline = t0 + self.spec.ready_timeout_s
-        while True:
-            self._check()
-            req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
-            try:
-                with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as r:
-                    r.read()
-                break
-            except (urllib.error.URLError, OSError) as e:
-                if time.monotonic() >= deadline:
-                    raise ServerStartError(f"no request went through the router (prefill -> KV transfer -> "
-                                           f"decode) within {self.spec.ready_timeout_s:g} s: {e}",
-                                           router.tail()) from None
-                time.sleep(1.0)
-        self.log(f"first request through the router (prefill -> KV transfer -> decode) took "
-                 f"{time.monotonic() - t0:.1f} s")
-
-    def disagg_ready_info(self, router: ServerProcess) -> dict:
-        """What server_ready.json adds for topology=disagg: every server and the router, the
-        decode servers' /metrics (the benchmark's scrape: acceptance and KV transfer happen
-        there), and the start-up from the first spawn to the router's readiness."""
-        t = self.spec.topology
-        servers = [{"role": m.role, "side_channel_port": m.side_channel_port, "cpu_cores": m.cpu_cores,
-                    **m.ready_info(self.spec.bind_host)}
-                   for m in self.members]
-        first = min(m.spawn_unix for m in self.members)
-        return {"startup_s": round(router.ready_unix - first, 3),
-                "metrics_urls": [m.url + "/metrics" for m in self.members if m.role.startswith("decode")],
-                "topology": {"kind": t.kind, "prefill": t.prefill, "decode": t.decode, "router": t.router,
-                             "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
-                             "kv_lease_duration_s": t.kv_lease_duration_s,
-                             "decode_prefix_caching": t.decode_prefix_caching,
-                             "servers": servers, "router_ready": router.ready_info(self.spec.bind_host)}}
-
     def stop_server(self, what: str = "server") -> None:
         """Stop the server phase: its processes (srun clients forward SIGTERM to their
         steps), then any server step still listed (scancel)."""
@@ -551,7 +418,7 @@ class NodeJob:
                      "speculative_config": self.spec.speculative_config,
                      "engine_version": info.get("engine_version") or self.spec.engine_version})
         if self.members:
-            info.update(self.disagg_ready_info(server))
+            info.update(disagg_node.ready_info(self, server))
         return write_json_atomic(self.job_dir / "server_ready.json", info)
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
@@ -790,52 +657,15 @@ class NodeJob:
     def _sweep(self) -> int:
         """The server and the benchmark's sweep against it; the benchmark's exit status."""
         disagg = self.spec.topology is not None and self.spec.topology.kind == "disagg"
-        server = self.serve_disagg() if disagg else self.serve()
+        server = disagg_node.serve(self) if disagg else self.serve()
         rc = self._run_bench(server, self._write_ready(server))
         return 128 - rc if rc < 0 else rc  # killed by signal N: 128+N, as a shell reports it
-
-    def _disagg_parity(self, rc: int) -> int:
-        """bench.disagg_parity: the disaggregated servers stop, the aggregated server of the
-        same recipe (the same flags, no KV transfer) runs the same points into its own job
-        folder (its job.json written here), and launcher.bench.disagg_parity judges the two
-        (disagg_parity.json). A failed verdict fails the job."""
-        from dataclasses import replace
-
-        par = self.spec.topology.parity
-        agg_dir = Path(par.job_dir)
-        (agg_dir / "logs").mkdir(parents=True, exist_ok=True)
-        agg = replace(self.spec, server_id=agg_dir.name, job_dir=str(agg_dir), topology=None, bench=par.bench,
-                      baseline=None, known_answer=None)
-        agg_spec = agg.write()
-        self.log("disagg parity: stopping the disaggregated servers; the aggregated server runs the same points "
-                 f"into {agg_dir}")
-        self.stop_server("disaggregated servers")
-        server = self.serve(phase="aggregated server")
-        ready = write_json_atomic(agg_dir / "server_ready.json", {**server.ready_info(self.spec.bind_host),
-                                  "engine": self.spec.engine, "acceptance_source": self.spec.acceptance_source,
-                                  "speculative_config": self.spec.speculative_config})
-        argv = [self.python, "-m", DEFAULT_BENCH_MODULE, "--spec", str(agg_spec), "--url", server.url]
-        brc = self.run_client(argv, server, ready, "aggregated benchmark")
-        self.stop_server("aggregated server")
-        argv = [self.python, "-m", "launcher.bench.disagg_parity", "--spec", str(self.spec_path)]
-        prc = self.run_client(argv, _NoServer(), ready, "disagg parity verdict")
-        if rc == 0 and brc != 0:
-            self.fail(f"aggregated benchmark failed (exit {describe_returncode(brc)}; see {agg_dir / 'logs'})")
-            return brc
-        if rc == 0 and prc != 0:
-            from launcher.results.disagg_parity import one_line, read_parity
-
-            verdict = read_parity(self.job_dir)
-            self.fail((one_line(verdict) if verdict else "disagg parity: no verdict written")
-                      + " (see disagg_parity.json)")
-            return prc
-        return rc
 
     def _after_sweep(self, rc: int) -> int:
         """The second servers: the known-answer probe, then (one restart without
         speculation) the matched baseline and the lossless reference; the speedups."""
         if self.spec.topology is not None and self.spec.topology.parity is not None:
-            rc = self._disagg_parity(rc)
+            rc = disagg_node.parity(self, rc)
         spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
         lossless = self.spec.bench is not None and self.spec.bench.lossless is not None and spec_outputs.exists()
         baseline = self.spec.baseline
@@ -945,17 +775,6 @@ class NodeJob:
         return rc
 
 
-class _NoServer:
-    """A client that needs no server (the parity verdict reads files): never exits."""
-    url = ""
-
-    def poll(self) -> None:
-        return None
-
-    def tail(self) -> str:
-        return ""
-
-
 def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[str]:
     """Slurm's state of this job (CANCELLED, TIMEOUT, ...) when running under Slurm,
     "" when Slurm does not say, None outside Slurm."""
@@ -969,11 +788,6 @@ def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[s
     except (OSError, subprocess.SubprocessError):
         return ""
     return outcome.slurm_state_from_scontrol(r.stdout.strip(), slack_s)
-
-
-def subprocess_line(argv: Sequence[str]) -> str:
-    import shlex
-    return " ".join(shlex.quote(a) for a in argv)
 
 
 def _usage_error(msg: str, job_dir: str) -> int:

@@ -1,0 +1,175 @@
+"""topology=disagg on the node (docs/disagg.md): the prefill and decode servers with the
+router in front of them, the KV path's first transfer, what server_ready.json says of
+them, and the parity run against the aggregated server. Functions of the node job
+(launcher.node.serve_and_bench.NodeJob), which calls them in its server and
+after-sweep phases.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from launcher.common import apikey
+from launcher.common.files import write_json_atomic
+from launcher.engines import get_engine
+from launcher.node.lifecycle import ServerProcess, ServerStartError, describe_returncode
+from launcher.node.net import client_host, pick_free_port, subprocess_line
+from launcher.spec import BENCH_MODULE, cpu_core_sets
+
+if TYPE_CHECKING:
+    from launcher.node.serve_and_bench import NodeJob
+
+class _NoServer:
+    """A client that needs no server (the parity verdict reads files): never exits."""
+    url = ""
+
+    def poll(self) -> None:
+        return None
+
+    def tail(self) -> str:
+        return ""
+
+
+def serve(job: "NodeJob") -> ServerProcess:
+    """topology=disagg: the prefill and decode servers, each its own process with its own
+    port, NIXL side-channel port, log (logs/<role><i>.log) and readiness, then the router
+    in front of them (logs/router.log). Returns the router: what the benchmark talks to.
+    The servers start together (each one's wait covers the others' deaths)."""
+    sp, t = job.spec, job.spec.topology
+    eng = get_engine(sp.engine)
+    host, probe = sp.bind_host, client_host(sp.bind_host)
+    if sp.launch.server == "srun" or sp.launch.nodes > 1:
+        raise ServerStartError("topology=disagg runs its servers as processes of the job on one node "
+                               "(launch.server=process, nodes=1)")
+    taken: set[int] = set()
+
+    def port() -> int:
+        while True:
+            p = pick_free_port(host)
+            if p not in taken:
+                taken.add(p)
+                return p
+
+    job.members = []
+    cores = None
+    if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and "VLLM_CPU_OMP_THREADS_BIND" not in sp.env:
+        cores = cpu_core_sets(sorted(os.sched_getaffinity(0)), len(t.roles()), sp.launch.tp)
+        job.log("CPU cores per server: " + (", ".join(
+            f"{r}{i} {c}" for (r, i), c in zip(t.roles(), cores)) if cores else
+            "shared (fewer cores than server ranks)"))
+    for n, (role, i) in enumerate(t.roles()):
+        p, side = port(), port()
+        argv = sp.server_argv(host, p, disagg_role=role)
+        env = apikey.server_env(job.api_key, {**job._server_env(),
+                                               **eng.disagg_env(side, cores[n] if cores else None)})
+        m = ServerProcess(argv, probe_host=probe, port=p, served_name=sp.served_name,
+                          log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key)
+        m.role, m.side_channel_port = f"{role}{i}", side
+        m.cpu_cores = cores[n] if cores else None
+        job.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
+                 f"{subprocess_line(argv)}")
+        m.start()
+        job.members.append(m)
+    for m in job.members:
+        m.wait_ready(sp.ready_timeout_s, check=job._check)
+    urls = {r: [m.url for m in job.members if m.role.startswith(r)] for r in ("prefill", "decode")}
+    rport = port()
+    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], t.router_policy,
+                           tuple(t.router_extra_args))
+    job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
+    router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
+                           log_path=job.logs / "router.log", log=job.log, env=job._server_env(),
+                           api_key=job.api_key)
+    job.server = router
+    router.start()
+    router.wait_ready(sp.ready_timeout_s, check=job._check)
+    router.engine_version = router.engine_version or job.members[0].engine_version
+    first_transfer(job, router)
+    return router
+
+def first_transfer(job: "NodeJob", router: ServerProcess) -> None:
+    """The KV path's readiness: one request through the router, prefill -> NIXL -> decode.
+    The first transfer between two servers pays the NIXL handshake (36 s measured on a
+    2-core machine, minutes under load), which no benchmark point should carry."""
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"model": job.spec.served_name, "max_tokens": 2, "temperature": 0,
+                       "messages": [{"role": "user", "content": "first transfer"}]}).encode()
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {job.api_key}"}
+                                                      if job.api_key else {})}
+    t0 = time.monotonic()
+    deadline = t0 + job.spec.ready_timeout_s
+    while True:
+        job._check()
+        req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as r:
+                r.read()
+            break
+        except (urllib.error.URLError, OSError) as e:
+            if time.monotonic() >= deadline:
+                raise ServerStartError(f"no request went through the router (prefill -> KV transfer -> "
+                                       f"decode) within {job.spec.ready_timeout_s:g} s: {e}",
+                                       router.tail()) from None
+            time.sleep(1.0)
+    job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
+             f"{time.monotonic() - t0:.1f} s")
+
+def ready_info(job: "NodeJob", router: ServerProcess) -> dict:
+    """What server_ready.json adds for topology=disagg: every server and the router, the
+    decode servers' /metrics (the benchmark's scrape: acceptance and KV transfer happen
+    there), and the start-up from the first spawn to the router's readiness."""
+    t = job.spec.topology
+    servers = [{"role": m.role, "side_channel_port": m.side_channel_port, "cpu_cores": m.cpu_cores,
+                **m.ready_info(job.spec.bind_host)}
+               for m in job.members]
+    first = min(m.spawn_unix for m in job.members)
+    return {"startup_s": round(router.ready_unix - first, 3),
+            "metrics_urls": [m.url + "/metrics" for m in job.members if m.role.startswith("decode")],
+            "topology": {"kind": t.kind, "prefill": t.prefill, "decode": t.decode, "router": t.router,
+                         "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
+                         "kv_lease_duration_s": t.kv_lease_duration_s,
+                         "decode_prefix_caching": t.decode_prefix_caching,
+                         "servers": servers, "router_ready": router.ready_info(job.spec.bind_host)}}
+
+def parity(job: "NodeJob", rc: int) -> int:
+    """bench.disagg_parity: the disaggregated servers stop, the aggregated server of the
+    same recipe (the same flags, no KV transfer) runs the same points into its own job
+    folder (its job.json written here), and launcher.bench.disagg_parity judges the two
+    (disagg_parity.json). A failed verdict fails the job."""
+    from dataclasses import replace
+
+    par = job.spec.topology.parity
+    agg_dir = Path(par.job_dir)
+    (agg_dir / "logs").mkdir(parents=True, exist_ok=True)
+    agg = replace(job.spec, server_id=agg_dir.name, job_dir=str(agg_dir), topology=None, bench=par.bench,
+                  baseline=None, known_answer=None)
+    agg_spec = agg.write()
+    job.log("disagg parity: stopping the disaggregated servers; the aggregated server runs the same points "
+             f"into {agg_dir}")
+    job.stop_server("disaggregated servers")
+    server = job.serve(phase="aggregated server")
+    ready = write_json_atomic(agg_dir / "server_ready.json", {**server.ready_info(job.spec.bind_host),
+                              "engine": job.spec.engine, "acceptance_source": job.spec.acceptance_source,
+                              "speculative_config": job.spec.speculative_config})
+    argv = [job.python, "-m", BENCH_MODULE, "--spec", str(agg_spec), "--url", server.url]
+    brc = job.run_client(argv, server, ready, "aggregated benchmark")
+    job.stop_server("aggregated server")
+    argv = [job.python, "-m", "launcher.bench.disagg_parity", "--spec", str(job.spec_path)]
+    prc = job.run_client(argv, _NoServer(), ready, "disagg parity verdict")
+    if rc == 0 and brc != 0:
+        job.fail(f"aggregated benchmark failed (exit {describe_returncode(brc)}; see {agg_dir / 'logs'})")
+        return brc
+    if rc == 0 and prc != 0:
+        from launcher.results.disagg_parity import one_line, read_parity
+
+        verdict = read_parity(job.job_dir)
+        job.fail((one_line(verdict) if verdict else "disagg parity: no verdict written")
+                  + " (see disagg_parity.json)")
+        return prc
+    return rc
+

@@ -1,0 +1,44 @@
+"""The node's addresses and command lines: where a client reaches a server, free ports,
+and an argv as the job's log shows it."""
+from __future__ import annotations
+
+import shlex
+import socket
+from typing import Sequence
+
+
+def client_host(bind_host: str) -> str:
+    """Where a client on this node reaches a server bound to ``bind_host``."""
+    h = bind_host.strip().strip("[]")
+    if h in ("", "0.0.0.0", "*"):
+        return "127.0.0.1"
+    if h == "::":
+        return "::1"
+    return h
+
+
+def pick_free_port(host: str) -> int:
+    """A port that is free on ``host`` now (the OS picks it: bind to port 0)."""
+    h = client_host(host) if host.strip() in ("", "*") else host.strip().strip("[]")
+    family = socket.AF_INET6 if ":" in h else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((h, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(host: str, port: int) -> bool:
+    h = host.strip().strip("[]") or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in h else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as vLLM binds
+        try:
+            s.bind((h, port))
+        except OSError:
+            return False
+    return True
+
+
+def subprocess_line(argv: Sequence[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)
+
+
