@@ -40,8 +40,10 @@ SIMULATE_ACC_ENV = "SGLANG_SIMULATE_ACC_LEN"
 
 class SGLang(Engine):
     name = "sglang"
-    health_path = "/health"           # 200 once the server left "Starting" (a generation only with
-    health_generate_path = "/health_generate"  # SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION; this one generates)
+    # /health: 503 while the server is starting; when idle it generates one token (as /health_generate
+    # does) unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0 (default on in 0.5.17).
+    health_path = "/health"
+    health_generate_path = "/health_generate"
     models_path = "/v1/models"
     version_path = "/server_info"     # no /version: the JSON of /server_info has "version"
     # SGLang has no counter of accepted drafts: only verify steps (sglang:spec_verify_calls_total,
