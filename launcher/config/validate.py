@@ -305,6 +305,13 @@ def _check_engine_fit(cfg: LauncherConfig) -> list[ConfigError]:
     if srv.engine == "sglang" and cfg.draft.method not in ("none",) + tuple(_sglang_methods()):
         return [ConfigError("draft.method", f"is {cfg.draft.method}, which SGLang has no algorithm for",
                             f"use one of: {', '.join(sorted(_sglang_methods()))} with server.engine=sglang")]
+    b = cfg.bench
+    if (b.known_answer and not b.known_answer_allow_fail and cfg.draft.method != "none"
+            and not get_engine(srv.engine).capabilities(srv.engine_version).probabilistic_drafting
+            and any(t > 0 for t in cfg.sweep.temperatures)):
+        return [ConfigError("bench.known_answer", f"{srv.engine}'s self-draft probe drafts the argmax, so at T > 0 "
+                            "its drafts are not all accepted (docs/sglang.md)",
+                            "bench.known_answer_allow_fail=true, or sweep.temperatures=[0]")]
     try:
         build_server_flags(cfg)
     except ConfigError as e:

@@ -62,11 +62,12 @@ class SGLang(Engine):
     def capabilities(self, version: Optional[str]) -> Capabilities:
         # per_request_stats: the chat endpoint returns meta_info (spec_verify_ct, ...) only with
         # return_meta_info=true, which it refuses on streamed requests; the benchmark streams.
-        # probabilistic_drafting: --speculative-use-rejection-sampling (draft tokens sampled from
-        # the draft's distribution, kept for the rejection test; topk=1 only).
+        # probabilistic_drafting: for the known-answer probe's STANDALONE, no. Drafts are sampled from
+        # the draft's distribution only with --speculative-use-rejection-sampling, which 0.5.17
+        # refuses for anything but EAGLE/EAGLE3 (srt/arg_groups/speculative_hook.py).
         # synthetic_acceptance: SGLANG_SIMULATE_ACC_LEN (server environment, not a flag).
         v = parse_version(version)
-        return Capabilities(per_request_stats=False, probabilistic_drafting=True, synthetic_acceptance=True,
+        return Capabilities(per_request_stats=False, probabilistic_drafting=False, synthetic_acceptance=True,
                             version_known=v == READ_VERSION)
 
     def acceptance_source(self, requested: str, version: Optional[str]) -> AcceptanceSource:
@@ -116,9 +117,9 @@ class SGLang(Engine):
             f += [NUM_STEPS_FLAG, str(k), TOPK_FLAG, str(topk),
                   NUM_DRAFT_TOKENS_FLAG, str(int(config.get("num_draft_tokens", k + 1)))]
         if config.get("use_rejection_sampling"):
-            if topk != 1 or method == "ngram":
-                raise EngineError("SGLang's rejection sampling needs a chain draft (topk=1) and not NGRAM "
-                                  "(fix: drop use_rejection_sampling or draft.extra.eagle_topk)")
+            if topk != 1 or ALGORITHMS[method] not in ("EAGLE", "EAGLE3"):
+                raise EngineError("SGLang's rejection sampling takes EAGLE/EAGLE3 with a chain draft (topk=1) only "
+                                  "(fix: drop draft.extra.use_rejection_sampling or draft.extra.eagle_topk)")
             f += [REJECTION_SAMPLING_FLAG]
         for key in sorted(set(config) - set(OWN_KEYS)):
             value = config[key]
@@ -181,12 +182,11 @@ class SGLang(Engine):
         return {}
 
     def self_draft_config(self, model: str, k: int, version: Optional[str]) -> dict:
-        """STANDALONE with the target as its own draft and rejection sampling (the draft's
-        tokens sampled from its own distribution): the condition under which every draft
-        must be accepted at every temperature. Without it SGLang drafts by top-k (a one-hot
-        draft distribution) and at T > 0 accepts a draft with the target's probability."""
-        return {"method": "draft_model", "model": model, "num_speculative_tokens": int(k),
-                "use_rejection_sampling": True}
+        """STANDALONE with the target as its own draft. SGLang 0.5.17 drafts the argmax there
+        (its rejection sampling, which samples drafts, is EAGLE/EAGLE3 only) and verifies a
+        one-hot draft: every draft must be accepted at T = 0 only; at T > 0 a draft is accepted
+        with the target's probability of it (validation asks for known_answer_allow_fail)."""
+        return {"method": "draft_model", "model": model, "num_speculative_tokens": int(k)}
 
     def request_stats(self, response: dict) -> Optional[dict]:
         """The per-request stats of a non-streamed chat response asked with

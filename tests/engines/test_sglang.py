@@ -46,7 +46,12 @@ def test_standalone_argv_and_the_self_draft_probe():
     a = argv(cfg)
     assert value(a, "--speculative-algorithm") == "STANDALONE" and value(a, "--speculative-draft-model-path") == "/t"
     assert value(a, "--speculative-num-steps") == "4" and value(a, "--speculative-num-draft-tokens") == "5"
-    assert "--speculative-use-rejection-sampling" in a  # drafts sampled: all accepted at every temperature
+    # 0.5.17 refuses rejection sampling (sampled drafts) for STANDALONE: the argmax is drafted
+    assert "--speculative-use-rejection-sampling" not in a and not SGL.capabilities("0.5.17").probabilistic_drafting
+    with pytest.raises(EngineError):
+        SGL.speculative_flags({**cfg, "use_rejection_sampling": True})
+    e = argv({"method": "eagle3", "model": "/d", "num_speculative_tokens": 3, "use_rejection_sampling": True})
+    assert "--speculative-use-rejection-sampling" in e
 
 
 def test_ngram_argv_has_no_draft_and_no_steps():
@@ -183,6 +188,8 @@ def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
     (("engine=sglang", "server.kv_cache_memory_bytes=20G"), "server.engine"),
     (("engine=sglang", "bench.acceptance_source=per_request_stats"), "bench.acceptance_source"),
     (("engine=sglang", "draft=ngram"), "draft"),
+    (("engine=sglang", "bench.known_answer=true", "bench.known_answer_allow_fail=false",
+      "sweep.temperatures=[0,0.7]"), "bench.known_answer"),
 ])
 def test_recipe_errors_name_the_field_and_the_fix(overrides, field):
     from launcher.config.validate import check_engine
