@@ -11,7 +11,7 @@ from typing import Optional
 
 from launcher import forced_acceptance
 from launcher.config.schema import LauncherConfig
-from launcher.engines import AcceptanceSource, EngineError, get_engine, version_from_image
+from launcher.engines import AcceptanceSource, EngineError, ServingOptions, get_engine, version_from_image
 from launcher.errors import ConfigError
 from launcher.engines.flags import drop_flags, flag_names
 from launcher.engines.vllm import SPEC_METRICS_FLAG  # noqa: F401 (re-exported)
@@ -65,6 +65,9 @@ def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str
         raise ConfigError("server.kv_cache_memory_bytes", "is set together with server.gpu_memory_utilization",
                           "set only one")
 
+    sglang_like = _engine_flags(cfg, k, extra_names)  # an engine that spells the serving fields itself
+    if sglang_like is not None:
+        return sglang_like + extra
     f: list[str] = ["--served-model-name", m.served_name]
     if m.tokenizer:
         f += ["--tokenizer", m.tokenizer]
@@ -93,6 +96,30 @@ def build_server_flags(cfg: LauncherConfig, k: Optional[int] = None) -> list[str
         f += ["--enforce-eager"]
     # The recipe's extra arguments win: drop our computed copy of any flag they set.
     return drop_flags(f, extra_names) + extra
+
+
+def _engine_flags(cfg: LauncherConfig, k: Optional[int], extra_names: set[str]) -> Optional[list[str]]:
+    """The flags of an engine with its own serving_flags (SGLang), else None (vLLM's below)."""
+    m, p, s = cfg.model, cfg.parallel, cfg.server
+    eng = get_engine(s.engine)
+    opts = ServingOptions(served_name=m.served_name, tokenizer=m.tokenizer, tp=p.tp, pp=p.pp, dp=p.dp, ep=p.ep,
+                          max_model_len=m.max_model_len, max_num_batched_tokens=s.max_num_batched_tokens,
+                          dtype=m.dtype, kv_cache_memory_bytes=s.kv_cache_memory_bytes,
+                          gpu_memory_utilization=s.gpu_memory_utilization, enforce_eager=s.enforce_eager)
+    try:
+        f = eng.serving_flags(opts)
+    except EngineError as e:
+        raise ConfigError("server.engine", str(e)) from None
+    if f is None:
+        return None
+    spec = speculative_config(cfg, k)
+    if spec is not None:
+        try:
+            f += eng.speculative_flags(spec)
+        except EngineError as e:
+            raise ConfigError("draft", str(e)) from None
+        f += eng.acceptance_flags(acceptance_source(cfg), s.spec_decode_metrics)
+    return drop_flags(f, extra_names)
 
 
 def build_server_argv(cfg: LauncherConfig, host: str, port: int | str, k: Optional[int] = None) -> list[str]:

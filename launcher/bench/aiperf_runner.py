@@ -180,11 +180,11 @@ def prometheus_window(point_aiperf_dir: Path, names: MetricNames = DEFAULT_METRI
             return None
         return sum(float(s.get("stats", {}).get("total", 0.0)) for s in m.get("series", []))
 
-    acc, drafts = total(names.accepted), total(names.drafts)
+    acc, drafts = names.accepted_from(total), total(names.drafts)
     if acc is None or drafts is None:
         return None
     out = {"num_drafts": drafts, "num_accepted_tokens": acc}
-    per_pos = metrics.get(names.accepted_per_pos)
+    per_pos = metrics.get(names.accepted_per_pos) if names.accepted_per_pos else None
     if per_pos and per_pos.get("series"):
         try:
             out["accepted_per_position"] = counts_from_series(per_pos["series"])

@@ -278,10 +278,12 @@ def counter_deltas(before: Mapping[str, float], after: Mapping[str, float],
                    names: MetricNames = DEFAULT_METRICS) -> Optional[tuple[float, float]]:
     """(delta drafts, delta accepted tokens) between two parsed scrapes, with the engine's
     counter names; None when the counters are absent (no speculative config)."""
-    acc, drafts = names.accepted + "_total", names.drafts + "_total"
-    if acc not in after or drafts not in after:
+    drafts = names.drafts + "_total"
+    acc_after = names.accepted_from(lambda n: after.get(n + "_total"))
+    if acc_after is None or drafts not in after:
         return None
-    return after[drafts] - before.get(drafts, 0.0), after[acc] - before.get(acc, 0.0)
+    acc_before = names.accepted_from(lambda n: before.get(n + "_total", 0.0)) or 0.0
+    return after[drafts] - before.get(drafts, 0.0), acc_after - acc_before
 
 
 def prometheus_al(before: Mapping[str, float], after: Mapping[str, float],

@@ -36,6 +36,8 @@ def _register() -> None:
     ConfigStore.instance().store(name="launcher_schema", node=LauncherConfig)
     if not OmegaConf.has_resolver("specdec_home"):
         OmegaConf.register_new_resolver("specdec_home", specdec_home)
+    if not OmegaConf.has_resolver("engine_image"):  # recipes/engine/*.yaml: an image only where containers run
+        OmegaConf.register_new_resolver("engine_image", lambda in_container, image: image if in_container else None)
     if not OmegaConf.has_resolver("repo_root"):
         OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
 

@@ -331,7 +331,45 @@ def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
         acceptance_source(cfg)
     except ConfigError as e:
         return [e]
+    return _check_engine_fit(cfg)
+
+
+def _check_engine_fit(cfg: LauncherConfig) -> list[ConfigError]:
+    """What one engine cannot take from a recipe written for another (SGLang: its
+    algorithms, a vLLM container image, vLLM-only speculative keys, a KV cap in bytes)."""
+    from launcher.engines import EngineError, get_engine
+    from launcher.server_args import build_server_flags
+
+    srv, cl = cfg.server, cfg.cluster
+    if srv.engine == "vllm":
+        return []
+    image = (cl.container_image or "").rsplit("/", 1)[-1]
+    if image.startswith("vllm"):
+        return [ConfigError("cluster.container_image", f"is {cl.container_image}, a vLLM image, with "
+                            f"server.engine={srv.engine}", "engine=sglang sets the SGLang image; or set "
+                            "cluster.container_image=lmsysorg/sglang:v0.5.17")]
+    if srv.engine == "sglang" and cfg.draft.method not in ("none",) + tuple(_sglang_methods()):
+        return [ConfigError("draft.method", f"is {cfg.draft.method}, which SGLang has no algorithm for",
+                            f"use one of: {', '.join(sorted(_sglang_methods()))} with server.engine=sglang")]
+    b = cfg.bench
+    if (b.known_answer and not b.known_answer_allow_fail and cfg.draft.method != "none"
+            and not get_engine(srv.engine).capabilities(srv.engine_version).probabilistic_drafting
+            and any(t > 0 for t in cfg.sweep.temperatures)):
+        return [ConfigError("bench.known_answer", f"{srv.engine}'s self-draft probe drafts the argmax, so at T > 0 "
+                            "its drafts are not all accepted (docs/sglang.md)",
+                            "bench.known_answer_allow_fail=true, or sweep.temperatures=[0]")]
+    try:
+        build_server_flags(cfg)
+    except ConfigError as e:
+        return [e]
+    except EngineError as e:
+        return [ConfigError("server.engine", str(e))]
     return []
+
+
+def _sglang_methods() -> tuple[str, ...]:
+    from launcher.engines.sglang import ALGORITHMS
+    return tuple(ALGORITHMS)
 
 
 def visible_here(path: str, executor: str) -> bool:

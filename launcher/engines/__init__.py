@@ -5,10 +5,11 @@ Adding an engine is one new module here plus recipes: register it in ENGINES.
 from __future__ import annotations
 
 from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames,
-                                   num_speculative_tokens, parse_version, version_from_image)
+                                   ServingOptions, num_speculative_tokens, parse_version, version_from_image)
+from launcher.engines.sglang import SGLang
 from launcher.engines.vllm import VLLM
 
-ENGINES: dict[str, Engine] = {"vllm": VLLM()}
+ENGINES: dict[str, Engine] = {"vllm": VLLM(), "sglang": SGLang()}
 
 
 def get_engine(name: str) -> Engine:
@@ -18,5 +19,5 @@ def get_engine(name: str) -> Engine:
         raise EngineError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})") from None
 
 
-__all__ = ["AcceptanceSource", "Capabilities", "Engine", "EngineError", "MetricNames", "ENGINES", "get_engine",
-           "num_speculative_tokens", "parse_version", "version_from_image"]
+__all__ = ["AcceptanceSource", "Capabilities", "Engine", "EngineError", "MetricNames", "ServingOptions", "ENGINES",
+           "get_engine", "num_speculative_tokens", "parse_version", "version_from_image"]

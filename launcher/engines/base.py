@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import Callable, Optional
 
 
 class AcceptanceSource(str, Enum):
@@ -34,11 +34,47 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class MetricNames:
-    """Prometheus counter names of the speculative-decoding figures (without `_total`)."""
-    drafts: str            # verify steps (one per request per step)
-    accepted: str          # accepted draft tokens
-    draft_tokens: str      # drafted tokens
-    accepted_per_pos: str  # accepted at position i (label `position`)
+    """Prometheus counter names of the speculative-decoding figures (without `_total`).
+
+    vLLM counts accepted drafts itself. An engine without that counter (SGLang: only
+    verify steps) leaves ``accepted`` None and names the counters it is derived from:
+    emitted tokens and finished requests (each request's first token comes from prefill,
+    each verify step emits 1 + its accepted drafts)."""
+    drafts: str                        # verify steps (one per request per step)
+    accepted: Optional[str]            # accepted draft tokens
+    draft_tokens: Optional[str]        # drafted tokens
+    accepted_per_pos: Optional[str]    # accepted at position i (label `position`)
+    emitted_tokens: Optional[str] = None     # generated tokens (for accepted = emitted - requests - drafts)
+    finished_requests: Optional[str] = None  # finished requests
+
+    def accepted_from(self, value: Callable[[str], Optional[float]]) -> Optional[float]:
+        """Accepted drafts from counter values (``value(name)``: a counter's value, None when
+        absent): the accepted counter, else emitted - finished requests - verify steps."""
+        if self.accepted:
+            return value(self.accepted)
+        if not (self.emitted_tokens and self.finished_requests):
+            return None
+        parts = [value(self.emitted_tokens), value(self.finished_requests), value(self.drafts)]
+        if any(p is None for p in parts):
+            return None
+        return parts[0] - parts[1] - parts[2]
+
+
+@dataclass(frozen=True)
+class ServingOptions:
+    """The recipe's engine-neutral serving fields, for engines that spell them their own way."""
+    served_name: str
+    tokenizer: Optional[str] = None
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    max_model_len: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    dtype: Optional[str] = None
+    kv_cache_memory_bytes: Optional[str] = None
+    gpu_memory_utilization: Optional[float] = None
+    enforce_eager: bool = False
 
 
 def num_speculative_tokens(speculative_config: Optional[dict]) -> Optional[int]:
@@ -75,6 +111,7 @@ class Engine:
     models_path: str = "/v1/models"
     version_path: str = "/version"
     metrics: MetricNames
+    api_key_env: Optional[str] = "VLLM_API_KEY"  # where the server reads its key; None: no variable
 
     def capabilities(self, version: Optional[str]) -> Capabilities:
         raise NotImplementedError
@@ -103,6 +140,11 @@ class Engine:
     def speculative_flags(self, config: dict) -> list[str]:
         """Server flags that make the engine speculate with ``config`` (the job spec's)."""
         raise NotImplementedError
+
+    def serving_flags(self, options: ServingOptions) -> Optional[list[str]]:
+        """The serving fields as this engine's flags; None: launcher.server_args spells
+        them (vLLM's flags, the first engine's)."""
+        return None
 
     def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
         raise NotImplementedError

@@ -83,5 +83,5 @@ def test_version_probe_argv():
 
 
 def test_unknown_engine():
-    with pytest.raises(EngineError, match="known: vllm"):
+    with pytest.raises(EngineError, match="known: sglang, vllm"):
         get_engine("trt")

@@ -1,0 +1,218 @@
+"""SGLang behind the engine seam: its server flags, endpoints, metric names and
+what its versions have. Every fact here was read from SGLang 0.5.17's source (the
+PyPI wheel sglang-0.5.17-cp312-cp312-manylinux_2_34_x86_64.whl); docs/sglang.md
+names the file of each. Nothing of this module has run against a live SGLang
+server: SGLang has no CPU build, and the tests build their inputs from the source.
+"""
+from __future__ import annotations
+
+import shlex
+from typing import Optional
+
+from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames,
+                                   ServingOptions, parse_version)
+from launcher.engines.flags import drop_flags
+
+# The speculative algorithms of --speculative-algorithm (srt/server_args.py) for our draft methods.
+ALGORITHMS = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "draft_model": "STANDALONE", "ngram": "NGRAM"}
+
+ALGORITHM_FLAG = "--speculative-algorithm"
+DRAFT_PATH_FLAG = "--speculative-draft-model-path"
+NUM_STEPS_FLAG = "--speculative-num-steps"
+TOPK_FLAG = "--speculative-eagle-topk"
+NUM_DRAFT_TOKENS_FLAG = "--speculative-num-draft-tokens"
+REJECTION_SAMPLING_FLAG = "--speculative-use-rejection-sampling"
+METRICS_FLAG = "--enable-metrics"
+API_KEY_FLAG = "--api-key"
+
+# Keys of our speculative config that are vLLM's own (--speculative-config JSON): SGLang has
+# no counterpart flag, so a recipe carrying them is refused rather than silently dropped.
+VLLM_ONLY_KEYS = ("prompt_lookup_min", "prompt_lookup_max", "draft_sample_method", "rejection_sample_method",
+                  "synthetic_acceptance_length", "synthetic_acceptance_rates", "draft_tensor_parallel_size")
+# Keys of our speculative config that speculative_flags turns into flags itself.
+OWN_KEYS = ("method", "model", "num_speculative_tokens", "eagle_topk", "num_draft_tokens",
+            "use_rejection_sampling")
+
+# The one version whose source was read. Others are unknown (assumed alike, marked unknown).
+READ_VERSION = (0, 5, 17)
+SIMULATE_ACC_ENV = "SGLANG_SIMULATE_ACC_LEN"
+
+
+class SGLang(Engine):
+    name = "sglang"
+    # /health: 503 while the server is starting; when idle it generates one token (as /health_generate
+    # does) unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0 (default on in 0.5.17).
+    health_path = "/health"
+    health_generate_path = "/health_generate"
+    models_path = "/v1/models"
+    version_path = "/server_info"     # no /version: the JSON of /server_info has "version"
+    # SGLang has no counter of accepted drafts: only verify steps (sglang:spec_verify_calls_total,
+    # added per finished request). Accepted drafts over a window are derived from the emitted
+    # tokens: every finished request's first token comes from prefill, every verify step emits
+    # 1 + its accepted drafts (MetricNames.accepted_from).
+    metrics = MetricNames(drafts="sglang:spec_verify_calls", accepted=None, draft_tokens=None,
+                          accepted_per_pos=None, emitted_tokens="sglang:generation_tokens",
+                          finished_requests="sglang:num_requests")
+    # Gauges (batch means of the last logged step, not counters: never differenced).
+    accept_length_gauge = "sglang:spec_accept_length"
+    accept_rate_gauge = "sglang:spec_accept_rate"
+    # SGLang reads its API key from --api-key (or a --config YAML) only, from no environment variable.
+    api_key_env: Optional[str] = None
+
+    def capabilities(self, version: Optional[str]) -> Capabilities:
+        # per_request_stats: the chat endpoint returns meta_info (spec_verify_ct, ...) only with
+        # return_meta_info=true, which it refuses on streamed requests; the benchmark streams.
+        # probabilistic_drafting: for the known-answer probe's STANDALONE, no. Drafts are sampled from
+        # the draft's distribution only with --speculative-use-rejection-sampling, which 0.5.17
+        # refuses for anything but EAGLE/EAGLE3 (srt/arg_groups/speculative_hook.py).
+        # synthetic_acceptance: SGLANG_SIMULATE_ACC_LEN (server environment, not a flag).
+        v = parse_version(version)
+        return Capabilities(per_request_stats=False, probabilistic_drafting=False, synthetic_acceptance=True,
+                            version_known=v == READ_VERSION)
+
+    def acceptance_source(self, requested: str, version: Optional[str]) -> AcceptanceSource:
+        if requested == AcceptanceSource.PER_REQUEST_STATS.value:
+            raise EngineError("SGLang returns per-request acceptance (meta_info) only on non-streamed requests and "
+                              "the benchmark streams (fix: bench.acceptance_source=stream_chunks or auto)")
+        return super().acceptance_source(requested, version)
+
+    def acceptance_flags(self, source: AcceptanceSource, level: str = "detailed") -> list[str]:
+        # Stream chunks need no server flag (stream_options asks for usage on each chunk);
+        # --enable-metrics is always on with speculation, for the /metrics cross-check.
+        return [METRICS_FLAG]
+
+    def acceptance_flag_names(self) -> set[str]:
+        return {METRICS_FLAG}
+
+    def speculative_flags(self, config: dict) -> list[str]:
+        """SGLang's flags for our speculative config ({"method", "model",
+        "num_speculative_tokens", extra keys}). k drafts in a chain: --speculative-num-steps k,
+        --speculative-eagle-topk 1, --speculative-num-draft-tokens k+1 (SGLang sets the last
+        to steps+1 itself when topk is 1). Extra keys become --speculative-<key>."""
+        method = config.get("method")
+        if method not in ALGORITHMS:
+            raise EngineError(f"draft.method={method} has no SGLang algorithm (fix: one of "
+                              f"{', '.join(sorted(ALGORITHMS))} with server.engine=sglang)")
+        bad = [k for k in VLLM_ONLY_KEYS if k in config]
+        if bad:
+            raise EngineError(f"{', '.join(bad)} is a vLLM speculative-config key that SGLang has no flag for (fix: "
+                              "remove it from draft.extra / parallel.draft_tp / draft.forced_acceptance)")
+        k = int(config["num_speculative_tokens"])
+        f = [ALGORITHM_FLAG, ALGORITHMS[method]]
+        if method in ("eagle3", "eagle", "draft_model"):
+            if not config.get("model"):
+                raise EngineError(f"draft.method={method} needs draft.model with server.engine=sglang "
+                                  "(fix: set draft.model to the draft checkpoint)")
+            f += [DRAFT_PATH_FLAG, str(config["model"])]
+        elif method == "mtp" and config.get("model"):
+            f += [DRAFT_PATH_FLAG, str(config["model"])]
+        topk = int(config.get("eagle_topk", 1))
+        if method == "ngram":
+            # NGRAM: no steps; the verify window (default 12) and the breadth flags set the tree.
+            f += [NUM_DRAFT_TOKENS_FLAG, str(int(config.get("num_draft_tokens", k + 1)))]
+        else:
+            if topk != 1 and "num_draft_tokens" not in config:
+                raise EngineError(f"draft.extra.eagle_topk={topk} needs draft.extra.num_draft_tokens (the tree size; "
+                                  "fix: set it, or eagle_topk=1 for a chain of k drafts)")
+            f += [NUM_STEPS_FLAG, str(k), TOPK_FLAG, str(topk),
+                  NUM_DRAFT_TOKENS_FLAG, str(int(config.get("num_draft_tokens", k + 1)))]
+        if config.get("use_rejection_sampling"):
+            if topk != 1 or ALGORITHMS[method] not in ("EAGLE", "EAGLE3"):
+                raise EngineError("SGLang's rejection sampling takes EAGLE/EAGLE3 with a chain draft (topk=1) only "
+                                  "(fix: drop draft.extra.use_rejection_sampling or draft.extra.eagle_topk)")
+            f += [REJECTION_SAMPLING_FLAG]
+        for key in sorted(set(config) - set(OWN_KEYS)):
+            value = config[key]
+            flag = "--speculative-" + key.replace("_", "-")
+            if value is True:
+                f.append(flag)
+            elif value is not False and value is not None:
+                f += [flag, str(value)]
+        return f
+
+    def speculative_flag_names(self) -> set[str]:
+        """Flags that make the server speculative (dropped for its matched baseline)."""
+        return {ALGORITHM_FLAG, DRAFT_PATH_FLAG, NUM_STEPS_FLAG, TOPK_FLAG, NUM_DRAFT_TOKENS_FLAG,
+                REJECTION_SAMPLING_FLAG, METRICS_FLAG}
+
+    def serving_flags(self, o: ServingOptions) -> list[str]:
+        """The recipe's serving fields as SGLang flags (srt/server_args.py field names)."""
+        f = ["--served-model-name", o.served_name]
+        if o.tokenizer:
+            f += ["--tokenizer-path", o.tokenizer]
+        f += ["--tp-size", str(o.tp)]
+        if o.pp > 1:
+            f += ["--pp-size", str(o.pp)]
+        if o.dp > 1:
+            f += ["--dp-size", str(o.dp)]
+        if o.ep > 1:
+            f += ["--ep-size", str(o.ep)]
+        if o.max_model_len:
+            f += ["--context-length", str(o.max_model_len)]
+        if o.max_num_batched_tokens:
+            f += ["--chunked-prefill-size", str(o.max_num_batched_tokens)]
+        if o.dtype:
+            f += ["--dtype", o.dtype]
+        if o.kv_cache_memory_bytes:
+            raise EngineError("server.kv_cache_memory_bytes: SGLang has no KV-cache cap in bytes (fix: "
+                              "server.gpu_memory_utilization=<fraction>, its --mem-fraction-static, or "
+                              "--max-total-tokens <tokens> in server.extra_args)")
+        if o.gpu_memory_utilization is not None:
+            f += ["--mem-fraction-static", str(o.gpu_memory_utilization)]
+        if o.enforce_eager:
+            f += ["--disable-cuda-graph"]
+        return f
+
+    def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
+        """`python -m sglang.launch_server --model-path M ...`; host and port are ours."""
+        return (shlex.split(command) + ["--model-path", model] + drop_flags(list(flags), {"--host", "--port"})
+                + ["--host", host, "--port", str(port)])
+
+    def version_probe_argv(self, command: str) -> Optional[list[str]]:
+        cmd = shlex.split(command)
+        if len(cmd) < 2 or "-m" not in cmd[1:]:
+            return None
+        return [cmd[0], "-c", "import importlib.metadata as m; print(m.version('sglang'))"]
+
+    def stream_options(self, source: AcceptanceSource) -> dict:
+        # srt/entrypoints/openai/protocol.py StreamOptions has continuous_usage_stats: usage
+        # (cumulative completion_tokens) on every chunk, as specdec_bench reads meta_info's.
+        if source is AcceptanceSource.STREAM_CHUNKS:
+            return {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        return {}
+
+    def self_draft_config(self, model: str, k: int, version: Optional[str]) -> dict:
+        """STANDALONE with the target as its own draft. SGLang 0.5.17 drafts the argmax there
+        (its rejection sampling, which samples drafts, is EAGLE/EAGLE3 only) and verifies a
+        one-hot draft: every draft must be accepted at T = 0 only; at T > 0 a draft is accepted
+        with the target's probability of it (validation asks for known_answer_allow_fail)."""
+        return {"method": "draft_model", "model": model, "num_speculative_tokens": int(k)}
+
+    def request_stats(self, response: dict) -> Optional[dict]:
+        """The per-request stats of a non-streamed chat response asked with
+        return_meta_info=true, in the shape the known-answer verdict reads."""
+        choices = response.get("choices") or [{}]
+        mi = (choices[0] or {}).get("meta_info") or response.get("meta_info") or {}
+        if "spec_verify_ct" not in mi:
+            return None
+        hist = mi.get("spec_correct_drafts_histogram") or mi.get("spec_accept_histogram")
+        out = {"num_spec_steps": int(mi["spec_verify_ct"]),
+               "num_accepted_draft_tokens": int(mi.get("spec_num_correct_drafts", mi.get("spec_accepted_drafts", 0))),
+               "num_draft_tokens": int(mi.get("spec_num_proposed_drafts", mi.get("spec_proposed_drafts", 0))),
+               "completion_tokens": mi.get("completion_tokens")}
+        if hist:
+            out["acceptance_histogram"] = list(hist)
+        return out
+
+    def forced_acceptance_check(self, version: Optional[str], cpu: bool) -> None:
+        raise EngineError("draft.forced_acceptance is vLLM's synthetic rejection sampling; SGLang forces acceptance "
+                          f"through its server environment, which the launcher does not wire or judge yet (fix: remove "
+                          f"draft.forced_acceptance and set server.env.{SIMULATE_ACC_ENV}=<AL>; docs/sglang.md)")
+
+    def api_key_flags(self, key: str) -> list[str]:
+        """How SGLang takes a key: --api-key (no environment variable). The node does not pass
+        it yet (it would show in the process list): see docs/sglang.md."""
+        return [API_KEY_FLAG, key]
+
+
+__all__ = ["SGLang", "ALGORITHMS", "SIMULATE_ACC_ENV"]

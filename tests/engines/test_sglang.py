@@ -1,0 +1,201 @@
+"""SGLang behind the engine seam: argv per algorithm, its Prometheus names, its
+per-request meta_info, and the recipe errors of engine=sglang.
+
+NOTHING HERE WAS RECORDED FROM A SERVER. The Prometheus text and the meta_info below
+are built by hand from the metric names, types and fields in SGLang 0.5.17's source
+(srt/observability/metrics_collector.py, srt/managers/tokenizer_manager.py; see
+docs/sglang.md); SGLang has no CPU build, so no server ran here.
+"""
+from __future__ import annotations
+
+import pytest
+
+from launcher.bench.known_answer import verdict
+from launcher.bench.metrics import counter_deltas, parse_prometheus_text, prometheus_al
+from launcher.bench.stream_chunks import stats_from_chunks
+from launcher.engines import AcceptanceSource, EngineError, get_engine
+from launcher.errors import ConfigError
+from launcher.spec import JobSpec
+
+SGL = get_engine("sglang")
+CMD = "python3 -m sglang.launch_server"
+
+
+def argv(cfg: dict, flags=()) -> list[str]:
+    return JobSpec(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
+                   server_flags=list(flags), speculative_config=cfg, engine="sglang",
+                   acceptance_flags=SGL.acceptance_flags(AcceptanceSource.STREAM_CHUNKS)).server_argv("h", 1)
+
+
+def value(a: list[str], flag: str) -> str:
+    return a[a.index(flag) + 1]
+
+
+def test_eagle3_argv():
+    a = argv({"method": "eagle3", "model": "/d", "num_speculative_tokens": 3})
+    assert a[:5] == ["python3", "-m", "sglang.launch_server", "--model-path", "/t"]
+    assert value(a, "--speculative-algorithm") == "EAGLE3" and value(a, "--speculative-draft-model-path") == "/d"
+    assert (value(a, "--speculative-num-steps"), value(a, "--speculative-eagle-topk"),
+            value(a, "--speculative-num-draft-tokens")) == ("3", "1", "4")
+    assert "--enable-metrics" in a and a[-4:] == ["--host", "h", "--port", "1"]
+    assert "--speculative-config" not in a
+
+
+def test_standalone_argv_and_the_self_draft_probe():
+    cfg = SGL.self_draft_config("/t", 4, "0.5.17")
+    a = argv(cfg)
+    assert value(a, "--speculative-algorithm") == "STANDALONE" and value(a, "--speculative-draft-model-path") == "/t"
+    assert value(a, "--speculative-num-steps") == "4" and value(a, "--speculative-num-draft-tokens") == "5"
+    # 0.5.17 refuses rejection sampling (sampled drafts) for STANDALONE: the argmax is drafted
+    assert "--speculative-use-rejection-sampling" not in a and not SGL.capabilities("0.5.17").probabilistic_drafting
+    with pytest.raises(EngineError):
+        SGL.speculative_flags({**cfg, "use_rejection_sampling": True})
+    e = argv({"method": "eagle3", "model": "/d", "num_speculative_tokens": 3, "use_rejection_sampling": True})
+    assert "--speculative-use-rejection-sampling" in e
+
+
+def test_ngram_argv_has_no_draft_and_no_steps():
+    a = argv({"method": "ngram", "num_speculative_tokens": 4, "ngram_max_bfs_breadth": 1})
+    assert value(a, "--speculative-algorithm") == "NGRAM" and value(a, "--speculative-num-draft-tokens") == "5"
+    assert "--speculative-draft-model-path" not in a and "--speculative-num-steps" not in a
+    assert value(a, "--speculative-ngram-max-bfs-breadth") == "1"
+
+
+def test_vllm_only_keys_and_tree_without_size_are_refused_in_one_line():
+    for cfg in ({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4},
+                {"method": "eagle3", "model": "/d", "num_speculative_tokens": 3, "eagle_topk": 4},
+                {"method": "dflash", "model": "/d", "num_speculative_tokens": 3}):
+        with pytest.raises(EngineError) as e:
+            SGL.speculative_flags(cfg)
+        assert "\n" not in str(e.value) and "fix:" in str(e.value)
+
+
+def test_baseline_drops_every_speculative_flag():
+    from launcher.engines.flags import drop_flags
+    a = argv({"method": "eagle3", "model": "/d", "num_speculative_tokens": 3})
+    rest = drop_flags(a, SGL.speculative_flag_names())
+    assert not [x for x in rest if x.startswith("--speculative")] and "--enable-metrics" not in rest
+
+
+def test_acceptance_comes_from_stream_chunks():
+    assert SGL.acceptance_source("auto", "0.5.17") is AcceptanceSource.STREAM_CHUNKS
+    with pytest.raises(EngineError) as e:
+        SGL.acceptance_source("per_request_stats", "0.5.17")
+    assert "stream_chunks" in str(e.value) and "\n" not in str(e.value)
+    assert SGL.stream_options(AcceptanceSource.STREAM_CHUNKS)["stream_options"]["continuous_usage_stats"] is True
+    assert SGL.capabilities("0.5.17").version_known and not SGL.capabilities("0.5.18").version_known
+
+
+# Built from srt/observability/metrics_collector.py (0.5.17): counters sglang:spec_verify_calls_total
+# (labels: the collector's labels, e.g. model_name), sglang:generation_tokens_total and
+# sglang:num_requests_total (labels + is_streaming), all added when a request finishes; gauges
+# sglang:spec_accept_length / sglang:spec_accept_rate. Values: 2 streamed requests of 64 tokens
+# and 1 non-streamed of 16 after the first scrape; each request's first token is prefill's.
+BEFORE = """# HELP sglang:spec_verify_calls_total Number of speculative decoding verification calls.
+# TYPE sglang:spec_verify_calls_total counter
+sglang:spec_verify_calls_total{model_name="t"} 10.0
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{is_streaming="true",model_name="t"} 31.0
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{is_streaming="true",model_name="t"} 1.0
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{model_name="t"} 3.0
+"""
+AFTER = """# TYPE sglang:spec_verify_calls_total counter
+sglang:spec_verify_calls_total{model_name="t"} 46.0
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{is_streaming="true",model_name="t"} 159.0
+sglang:generation_tokens_total{is_streaming="false",model_name="t"} 16.0
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{is_streaming="true",model_name="t"} 3.0
+sglang:num_requests_total{is_streaming="false",model_name="t"} 1.0
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{model_name="t"} 3.5
+"""
+
+
+def test_accepted_drafts_are_derived_from_emitted_tokens():
+    before, after = parse_prometheus_text(BEFORE), parse_prometheus_text(AFTER)
+    # window: 36 verify steps, 144 tokens, 3 requests -> 144 - 3 - 36 = 105 accepted drafts
+    assert counter_deltas(before, after, SGL.metrics) == (36.0, 105.0)
+    assert prometheus_al(before, after, SGL.metrics) == pytest.approx(1 + 105 / 36)
+    # a gauge is never differenced: the names of the seam are counters only
+    assert SGL.accept_length_gauge not in {SGL.metrics.drafts, SGL.metrics.emitted_tokens}
+    # absent counters (no speculation, no --enable-metrics): no figure
+    assert counter_deltas({}, {}, SGL.metrics) is None
+
+
+def test_stream_chunks_and_meta_info_count_the_same_request():
+    # One request, k=3: prefill token, then verify steps emitting 4, 2, 4, 1 tokens (completion 12).
+    chunks = [1, 4, 2, 4, 1]
+    from_chunks = stats_from_chunks(chunks, 3)
+    # what tokenizer_manager._calculate_spec_decoding_metrics puts in meta_info for it
+    # (spec_num_proposed_drafts = verify_ct * (speculative_num_draft_tokens - 1))
+    response = {"choices": [{"index": 0, "message": {"content": "x"}, "meta_info": {
+        "completion_tokens": 12, "spec_verify_ct": 4, "spec_num_correct_drafts": 7, "spec_num_proposed_drafts": 12,
+        "spec_accept_length": 12 / 4, "spec_accept_rate": 7 / 12, "spec_correct_drafts_histogram": [1, 1, 0, 2]}}]}
+    stats = SGL.request_stats(response)
+    assert stats["num_spec_steps"] == from_chunks["num_spec_steps"] == 4
+    assert stats["num_accepted_draft_tokens"] == from_chunks["num_accepted_draft_tokens"] == 7
+    assert verdict([stats], 3, 0.0)["al"] == pytest.approx(1 + 7 / 4)
+    # SGLang's own spec_accept_length counts the prefill token: 3.0, not 1 + 7/4 = 2.75
+    assert response["choices"][0]["meta_info"]["spec_accept_length"] != verdict([stats], 3, 0.0)["al"]
+    assert SGL.request_stats({"choices": [{"message": {}}]}) is None
+
+
+def test_forced_acceptance_is_refused_with_the_env_named():
+    with pytest.raises(EngineError) as e:
+        SGL.forced_acceptance_check("0.5.17", cpu=False)
+    assert "SGLANG_SIMULATE_ACC_LEN" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_node_refuses_an_open_server_off_loopback():
+    from launcher.node import engine_check
+    spec = JobSpec(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
+                   server_flags=[], engine="sglang", engine_version="0.5.17", bind_host="0.0.0.0")
+    with pytest.raises(EngineError) as e:
+        engine_check.resolve(spec, {}, probe=lambda a, env: None)
+    assert "cluster.bind_host" in str(e.value)
+    spec = JobSpec(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
+                   server_flags=[], engine="sglang", engine_version="0.5.17", bind_host="127.0.0.1")
+    assert engine_check.resolve(spec, {}, probe=lambda a, env: None).spec.engine_version == "0.5.17"
+    assert SGL.api_key_flags("k") == ["--api-key", "k"]
+
+
+# ------------------------------------------------------------ recipes
+
+
+def compose(*overrides):
+    from launcher.config.compose import compose_recipe as _compose
+    return _compose(list(overrides))
+
+
+def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
+    from launcher.server_args import build_server_argv
+    cfg = compose("recipe=qwen3_eagle3", "engine=sglang")
+    assert cfg.server.engine == "sglang" and cfg.cluster.container_image == "lmsysorg/sglang:v0.5.17"
+    a = build_server_argv(cfg, "0.0.0.0", 30000)
+    assert a[:5] == ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]
+    assert value(a, "--speculative-algorithm") == "EAGLE3" and value(a, "--tp-size") == "1"
+    assert value(a, "--context-length") == "8192"
+    local = compose("engine=sglang")  # no container on the local cluster
+    assert local.cluster.container_image is None
+
+
+@pytest.mark.parametrize("overrides,field", [
+    (("engine=sglang", "draft.method=dflash"), "draft.method"),
+    (("engine=sglang", "cluster.container_image=vllm/vllm-openai:v0.32.0"), "cluster.container_image"),
+    (("engine=sglang", "server.kv_cache_memory_bytes=20G"), "server.engine"),
+    (("engine=sglang", "bench.acceptance_source=per_request_stats"), "bench.acceptance_source"),
+    (("engine=sglang", "draft=ngram"), "draft"),
+    (("engine=sglang", "bench.known_answer=true", "bench.known_answer_allow_fail=false",
+      "sweep.temperatures=[0,0.7]"), "bench.known_answer"),
+])
+def test_recipe_errors_name_the_field_and_the_fix(overrides, field):
+    from launcher.config.validate import check_engine
+    errs = check_engine(compose(*overrides))
+    assert errs, overrides
+    line = str(errs[0])
+    assert line.startswith(field) and "fix:" in line and "\n" not in line
+    with pytest.raises(ConfigError):
+        raise errs[0]
