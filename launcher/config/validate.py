@@ -241,6 +241,13 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
             add("bench.disagg_parity", "is set without a disaggregated topology",
                 "add topology=disagg, or drop bench.disagg_parity")
         return
+    from launcher.engines import ENGINES
+
+    engine = ENGINES.get(cfg.server.engine)
+    if engine is not None and not engine.disaggregated_serving:
+        add("topology", f"disagg is not built for server.engine={cfg.server.engine} yet",
+            "use topology=aggregated with this engine, or engine=vllm")
+        return
     for key in ("prefill", "decode"):
         if getattr(t, key) < 1:
             add(f"topology.{key}", f"is {getattr(t, key)}", "use at least 1 server")

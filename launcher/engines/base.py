@@ -112,6 +112,7 @@ class Engine:
     version_path: str = "/version"
     metrics: MetricNames
     api_key_env: Optional[str] = "VLLM_API_KEY"  # where the server reads its key; None: no variable
+    disaggregated_serving: bool = False  # topology=disagg: prefill/decode argv, NIXL env, a router (docs/disagg.md)
 
     def capabilities(self, version: Optional[str]) -> Capabilities:
         raise NotImplementedError

@@ -43,6 +43,7 @@ SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
 
 class VLLM(Engine):
     name = "vllm"
+    disaggregated_serving = True
     metrics = MetricNames(drafts="vllm:spec_decode_num_drafts", accepted="vllm:spec_decode_num_accepted_tokens",
                           draft_tokens="vllm:spec_decode_num_draft_tokens",
                           accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")

@@ -41,6 +41,7 @@ CLI_CASES = [
     case("unknown-dataset", ["recipe=qwen3_dflash", "sweep.datasets=[mtbench,alpaca]"], "sweep.datasets"),
     case("container-required", ["recipe=qwen3_dflash", "cluster=gb300", "cluster.container_image=null"],
          "cluster.container_image"),
+    case("disagg-engine-without-it", ["engine=sglang", "topology=disagg"], "topology"),
     case("unwritable-output-dir-proc", ["output_dir=/proc/x"], "output_dir"),
     case("output-dir-under-a-file", ["output_dir={tmp}/a_file/sub"], "output_dir"),
     case("kv-cap-and-gpu-util", ["recipe=qwen3_dflash", "server.kv_cache_memory_bytes=20G",
