@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+from launcher.spec import JobSpec
 from tests.support import stack
 from tests.support.browser import screenshot_page
 
@@ -25,7 +26,7 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
                        capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     root = out / "smoke"
-    jobs = {json.loads((d / "job.json").read_text())["num_speculative_tokens"]: d
+    jobs = {JobSpec.read(d / "job.json").num_speculative_tokens: d
             for d in root.iterdir() if (d / "job.json").exists()}
     assert set(jobs) == {None, 1, 3}
     base = jobs[None]
