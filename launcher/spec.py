@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.common.files import write_text_atomic
-from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
+from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, default_engine, get_engine, num_speculative_tokens
 
 BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1
@@ -39,30 +39,6 @@ def shell_join(argv: list[str]) -> str:
 
 
 # ---------------------------------------------------------------- server argv (pure)
-
-
-def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
-                    gpus_per_node: int) -> list[str]:
-    """vLLM's own multi-node launch flags for the server on node ``node_rank``.
-
-    Data parallel across nodes (each replica fits on a node): every node runs
-    ``dp / nodes`` local replicas; the head serves the API, the others are
-    ``--headless`` with their starting DP rank. Otherwise one model spans the
-    nodes (TP x PP > one node): ``--nnodes/--node-rank/--master-addr/--master-port``,
-    ranks > 0 ``--headless``.
-    """
-    if nodes <= 1:
-        return []
-    if dp > 1 and tp * pp <= gpus_per_node and dp % nodes == 0:
-        local = dp // nodes
-        f = ["--data-parallel-size-local", str(local), "--data-parallel-address", head,
-             "--data-parallel-rpc-port", str(rpc_port)]
-        if node_rank > 0:
-            f += ["--data-parallel-start-rank", str(node_rank * local), "--headless"]
-        return f
-    f = ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--master-addr", head,
-         "--master-port", str(rpc_port)]
-    return f + (["--headless"] if node_rank > 0 else [])
 
 
 def cpu_core_sets(cores: list[int], servers: int, tp: int = 1) -> Optional[list[list[list[int]]]]:
@@ -216,8 +192,8 @@ class TopologySpec:
     kv_buffer_device: str = "cpu"
     kv_lease_duration_s: int = 600
     decode_prefix_caching: bool = False
-    router: str = "vllm-router"
-    router_command: str = "vllm-router"
+    router: str = default_engine().default_router_command
+    router_command: str = default_engine().default_router_command
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
     pin_cpu_cores: bool = True  # CPU build: each server its own cores (cpu_core_sets)
@@ -261,7 +237,7 @@ class JobSpec:
     known_answer: Optional[KnownAnswerSpec] = None
     baseline: Optional[BaselineSpec] = None
     api_key_env: Optional[str] = None  # the name of the env var holding the server's key
-    engine: str = "vllm"  # launcher.engines
+    engine: str = DEFAULT_ENGINE  # launcher.engines
     engine_version: Optional[str] = None  # None: probed on the node before the server starts
     # Where per-request acceptance comes from (launcher.engines.AcceptanceSource), resolved
     # for engine_version; acceptance_requested is the recipe's wish ("auto" may be
@@ -294,8 +270,8 @@ class JobSpec:
             f += eng.disagg_flags(disagg_role, t.kv_connector, t.kv_buffer_device, t.kv_lease_duration_s,
                                   prefix_caching=disagg_role != "decode" or t.decode_prefix_caching)
         if L.nodes > 1:
-            f += multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
-                                 L.gpus_per_node)
+            f += eng.multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
+                                     L.gpus_per_node)
         return eng.server_argv(self.server_command, self.model, f, host, port)
 
     @property

@@ -24,8 +24,8 @@ from launcher.bench import aiperf_runner as ar
 from launcher.common.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
 from launcher.results.status import write_error, write_progress
-from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
-from launcher.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
+from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine, num_speculative_tokens
+from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.spec import point_dir_name
 
 
@@ -365,10 +365,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
 
     ready = json.loads((save_dir / "server_ready.json").read_text()) if (save_dir / "server_ready.json").exists() else {}
-    version = engine_version(base_url) or ready.get("engine_version")
     job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
+    engine = get_engine(job.get("engine") or DEFAULT_ENGINE)
+    version = engine_version(base_url, engine) or ready.get("engine_version")
     speculative = not args.no_preflight
-    engine = get_engine(job.get("engine") or "vllm")
     source = AcceptanceSource(args.acceptance_source or ready.get("acceptance_source") or job.get("acceptance_source")
                               or AcceptanceSource.PER_REQUEST_STATS.value)
 
@@ -404,7 +404,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                  speculative=speculative, gates=gates, server_ready=ready, job=job,
                                  acceptance_source=source.value,
                                  stream_extra=engine.stream_options(source) if speculative else {},
-                                 metric_names=engine.metrics)
+                                 metric_names=engine.metrics, engine=engine)
     groups: dict[tuple[str, float], list[PointOutcome]] = {}
     for o in todo:
         groups.setdefault((o.dataset, o.temperature), []).append(o)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from launcher.bench.preflight import chat
+from launcher.engines import DEFAULT_ENGINE
 from launcher.common.files import write_json_atomic
 from launcher.results.summary import read_summary, write_summary
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
@@ -169,7 +170,7 @@ def free_bytes_per_device() -> Optional[int]:
     return None
 
 
-def self_draft_config(model: str, k: int, engine: str = "vllm", version: Optional[str] = None) -> dict:
+def self_draft_config(model: str, k: int, engine: str = DEFAULT_ENGINE, version: Optional[str] = None) -> dict:
     """The probe's speculative config: the engine's own (probabilistic drafting where it has it)."""
     from launcher.engines import get_engine
 
@@ -181,7 +182,7 @@ def self_draft_config(model: str, k: int, engine: str = "vllm", version: Optiona
 
 def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: Iterable[str] = PROMPTS,
           max_tokens: int = DEFAULT_MAX_TOKENS, acceptance_source: str = "per_request_stats",
-          engine: str = "vllm") -> list[dict]:
+          engine: str = DEFAULT_ENGINE) -> list[dict]:
     """Send the prompts at each temperature; the verdict per temperature. One request at
     a time, so counted from stream chunks no two steps can be merged into one chunk."""
     from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
@@ -288,7 +289,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="how the probe server drafts (greedy: the known answer holds only at T=0)")
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"),
                    default="per_request_stats", help="where the server's acceptance is read")
-    p.add_argument("--engine", default="vllm", help="the server's engine (launcher.engines)")
+    p.add_argument("--engine", default=DEFAULT_ENGINE, help="the server's engine (launcher.engines)")
     a = p.parse_args(argv)
     save_dir = Path(a.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)

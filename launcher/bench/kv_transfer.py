@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Collection, Optional
 
-from launcher.engines.vllm import (NIXL_BYTES, NIXL_EXPIRED_REQUESTS, NIXL_FAILED_TRANSFERS, NIXL_XFER_TIME,
-                                   PROMPT_TOKEN_SOURCES, PROMPT_TOKENS_BY_SOURCE)
+from launcher.engines import KvTransferMetrics, default_engine
 
 
 def _series(metrics: dict, name: str, endpoints: Optional[Collection[str]]) -> list[dict]:
@@ -27,16 +26,21 @@ def _sum(series: list[dict], stat: str) -> float:
     return sum(float((s.get("stats") or {}).get(stat) or 0.0) for s in series)
 
 
-def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = None) -> Optional[dict]:
+def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = None,
+                       names: Optional[KvTransferMetrics] = None) -> Optional[dict]:
     """The decode servers' KV-transfer counts over a window (None when the export holds no
     `prompt_tokens_by_source`: not a disaggregated server, or not scraped). ``endpoints``:
-    only series scraped from these /metrics URLs (the decode servers)."""
-    by_source = _series(metrics, PROMPT_TOKENS_BY_SOURCE, endpoints)
+    only series scraped from these /metrics URLs (the decode servers); ``names``: the engine's
+    counter names (default: the default engine's)."""
+    n = names or default_engine().kv_transfer_metrics
+    if n is None:
+        return None
+    by_source = _series(metrics, n.prompt_tokens_by_source, endpoints)
     if not by_source:
         return None
     tokens = {src: int(round(_sum([s for s in by_source if (s.get("labels") or {}).get("source") == src], "total")))
-              for src in PROMPT_TOKEN_SOURCES}
-    xfer = _series(metrics, NIXL_XFER_TIME, endpoints)
+              for src in n.prompt_token_sources}
+    xfer = _series(metrics, n.xfer_time, endpoints)
     transfers = int(round(_sum(xfer, "count")))
     xfer_s = _sum(xfer, "sum")
     out = {
@@ -45,11 +49,11 @@ def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = Non
         "local_compute_tokens": tokens["local_compute"],
         "local_cache_hit_tokens": tokens["local_cache_hit"],
         "transfers": transfers,
-        "bytes": int(round(_sum(_series(metrics, NIXL_BYTES, endpoints), "sum"))),
+        "bytes": int(round(_sum(_series(metrics, n.bytes, endpoints), "sum"))),
         "transfer_time_s": round(xfer_s, 6),
         "mean_transfer_ms": round(1000.0 * xfer_s / transfers, 3) if transfers else None,
-        "failed_transfers": int(round(_sum(_series(metrics, NIXL_FAILED_TRANSFERS, endpoints), "total"))),
-        "expired_requests": int(round(_sum(_series(metrics, NIXL_EXPIRED_REQUESTS, endpoints), "total"))),
+        "failed_transfers": int(round(_sum(_series(metrics, n.failed_transfers, endpoints), "total"))),
+        "expired_requests": int(round(_sum(_series(metrics, n.expired_requests, endpoints), "total"))),
     }
     out["every_prompt_transferred"] = (out["external_kv_transfer_tokens"] > 0 and out["local_compute_tokens"] == 0
                                        and out["local_cache_hit_tokens"] == 0 and out["failed_transfers"] == 0)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Optional, Sequence
 
-from launcher.engines import MetricNames, get_engine
+from launcher.engines import MetricNames, default_engine
 from launcher.results import EXTENSION_KEY, Turn, acceptance_doc, chunks_from_server, timing_doc
 from launcher.results import per_position
 from launcher.results.layout import dataset_kind
@@ -40,7 +40,7 @@ from launcher.results.records import (  # noqa: F401 (the record model, re-expor
 )
 
 
-DEFAULT_METRICS: MetricNames = get_engine("vllm").metrics  # the counters' names belong to the engine seam
+DEFAULT_METRICS: MetricNames = default_engine().metrics  # the counters' names belong to the engine seam
 
 # ------------------------------------------------------------- acceptance
 
@@ -67,8 +67,8 @@ def turn_chunks(r: TurnRecord, max_tokens: int | None, speculative: bool) -> lis
         if n <= 1:
             return chunks_from_server(n, eos, [])  # no verify step ran
         raise RecordError(
-            f"{r.label}: no spec_decode_acceptance on a speculative run ({n} tokens); start vLLM with "
-            "--per-request-spec-decode-metrics detailed and stream with usage, or mark the point speculative=False")
+            f"{r.label}: no spec_decode_acceptance on a speculative run ({n} tokens); "
+            f"{default_engine().acceptance_hint()} and stream with usage, or mark the point speculative=False")
     return chunks_from_server(n, eos, r.spec.per_step_accepted,
                               None if r.spec.per_step_accepted is not None else r.spec.histogram)
 

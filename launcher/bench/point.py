@@ -13,8 +13,8 @@ from typing import Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
-from launcher.engines import MetricNames, num_speculative_tokens
-from launcher.forced_acceptance import forced_from_speculative_config
+from launcher.engines import Engine, MetricNames, default_engine, num_speculative_tokens
+from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.bench.metrics import (DEFAULT_METRICS, RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
                                     timing)
@@ -39,6 +39,7 @@ class PointContext:
     acceptance_source: str = "per_request_stats"  # launcher.engines.AcceptanceSource
     stream_extra: dict = field(default_factory=dict)  # request fields the acceptance source needs
     metric_names: MetricNames = DEFAULT_METRICS  # the engine's Prometheus counters
+    engine: Engine = field(default_factory=default_engine)  # the engine that served
 
     @property
     def stream_counted(self) -> bool:
@@ -449,12 +450,13 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         from launcher.bench.kv_transfer import kv_transfer_window, topology_note
         disagg = {"topology": topology_note(topology),
                   "kv_transfer": kv_transfer_window(ar.server_metrics(aip) or {},
-                                                    endpoints=ctx.server_ready.get("metrics_urls") or None)}
+                                                    endpoints=ctx.server_ready.get("metrics_urls") or None,
+                                                    names=ctx.engine.kv_transfer_metrics)}
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
     sampling = dict(ctx.runtime.get("sampling_kwargs") or {})
     run_args = {
-        "tokenizer": args.tokenizer, "engine": "VLLM",
+        "tokenizer": args.tokenizer, "engine": ctx.engine.result_name,
         "mtbench": str(getattr(args, "mtbench", None) or "") or None if spec.name == "mtbench" else None,
         "specbench": (getattr(args, "specbench", None) or None) if spec.name == "specbench" else None,
         "dataset": "speed" if spec.name.startswith("speed") else None,
@@ -481,7 +483,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                    "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
                    "tool_version": _tool_version(), "git_sha": _git_sha(),
-                   "engine": job.get("engine") or "vllm", "acceptance_source": ctx.acceptance_source if spec_cfg else None,
+                   "engine": ctx.engine.name, "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
                    "forced_acceptance": forced_from_speculative_config(spec_cfg), **disagg, **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,

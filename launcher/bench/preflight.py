@@ -7,23 +7,27 @@ import urllib.error
 import urllib.request
 from typing import Optional
 
+from launcher.common.apikey import auth_headers
+from launcher.engines import Engine
+
 
 class PreflightError(RuntimeError):
     pass
 
 
 def http_json(url: str, body: Optional[dict] = None, timeout: float = 60.0) -> dict:
-    from launcher.common.apikey import auth_headers
-
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **auth_headers()})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read().decode())
 
 
-def engine_version(base_url: str) -> Optional[str]:
+def engine_version(base_url: str, engine: Engine) -> Optional[str]:
+    """The version the server reports at its engine's version endpoint, or None."""
     try:
-        return str(http_json(f"{base_url}/version", timeout=10).get("version")) or None
+        req = urllib.request.Request(f"{base_url}{engine.version_path}", headers=auth_headers())
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return engine.version_from_response(r.read())
     except (OSError, ValueError, urllib.error.URLError):
         return None
 
@@ -35,12 +39,8 @@ def chat(base_url: str, model: str, prompt: str, max_tokens: int, extra: Optiona
     return http_json(f"{base_url}/v1/chat/completions", body, timeout=timeout)
 
 
-def check_spec_stats(base_url: str, model: str, engine=None) -> dict:
-    """One short request; the response must carry the engine's per-request stats (vLLM:
-    metrics.speculative_decoding)."""
-    from launcher.engines import get_engine
-
-    engine = engine or get_engine("vllm")
+def check_spec_stats(base_url: str, model: str, engine: Engine) -> dict:
+    """One short request; the response must carry the engine's per-request stats."""
     try:
         resp = chat(base_url, model, "Say hello.", 8, {"temperature": 0.0})
     except urllib.error.HTTPError as e:
@@ -54,8 +54,7 @@ def check_spec_stats(base_url: str, model: str, engine=None) -> dict:
     stats = engine.request_stats(resp)
     if not stats:
         raise PreflightError(
-            "the server returns no per-request spec-decode stats (metrics.speculative_decoding): start it with "
-            "--speculative-config and --per-request-spec-decode-metrics detailed (run.sh adds the latter), or "
+            f"the server returns no per-request spec-decode stats: {engine.acceptance_hint()}, or "
             "benchmark a baseline with draft=none")
     return stats
 
@@ -64,7 +63,6 @@ def check_stream_usage(base_url: str, model: str) -> list[int]:
     """One short streamed request; every chunk must carry cumulative usage, so that
     acceptance can be counted from the stream (engines without per-request stats)."""
     from launcher.bench.stream_chunks import stream_chat_chunks
-    from launcher.common.apikey import auth_headers
 
     try:
         chunks, _ = stream_chat_chunks(base_url, model, "Say hello.", 8, {"temperature": 0.0},

@@ -65,7 +65,7 @@ def print_table(summary: dict, file=None) -> None:
     if "suspect" in marks:
         print("! SUSPECT T: the known-answer probe failed at this temperature (engine defect suspected); "
               "its acceptance figures reflect the engine, not the draft", file=out)
-    from launcher.forced_acceptance import label
+    from launcher.engines.forced_acceptance import label
     for p in summary.get("points", []):
         if p.get("forced_acceptance"):
             print(f"FORCED {p['dir']}: {label(p['forced_acceptance'])} (vLLM synthetic acceptance: "

@@ -4,14 +4,16 @@
   unless the user gives a key.
 - A server bound to anything else (0.0.0.0 on a cluster) always gets a key: the
   user's, or one generated for this job.
-- The user's key comes from the environment, SPECDEC_API_KEY (or VLLM_API_KEY,
-  which vLLM itself reads). It never goes on a command line or into a file.
-- The server receives the key as VLLM_API_KEY in its environment; the clients
-  (readiness, preflight, AIPerf, the lossless check) receive it as
+- The user's key comes from the environment, SPECDEC_API_KEY (or the variable
+  an engine itself reads, launcher.engines.key_envs). It never goes on a command
+  line or into a file of the run.
+- The server receives the key the way its engine takes it (Engine.server_key:
+  an environment variable, or a private file removed once the server is up);
+  the clients (readiness, preflight, AIPerf, the lossless check) receive it as
   SPECDEC_API_KEY in theirs and send ``Authorization: Bearer <key>``.
 
-`--api-key` among the server's own arguments is refused (it would be written
-to job.json, the logs and the process list): ``api_key_in_args`` finds it.
+The engine's key flag among the server's own arguments is refused (it would be
+written to job.json, the logs and the process list): ``api_key_in_args`` finds it.
 
 Standard library only.
 """
@@ -20,13 +22,19 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from launcher.engines import Engine, ServerKey, key_envs
+from launcher.engines.flags import has_flag
+
 CLIENT_ENV = "SPECDEC_API_KEY"  # what our clients read
-SERVER_ENV = "VLLM_API_KEY"  # what vLLM reads
-API_KEY_FLAG = "--api-key"
-FIX = (f"remove --api-key from the server arguments and export {CLIENT_ENV}=<key> in the job's environment "
-       f"instead (off loopback a per-job key is generated)")
+
+
+def fix(engine: Engine) -> str:
+    """The fix for a key flag among the server's arguments."""
+    return (f"remove {engine.key_flag} from the server arguments and export {CLIENT_ENV}=<key> in the job's "
+            f"environment instead (off loopback a per-job key is generated)")
 
 
 def is_loopback(host: str) -> bool:
@@ -40,8 +48,8 @@ def is_loopback(host: str) -> bool:
 
 
 def user_key(env: Mapping[str, str]) -> Optional[str]:
-    """The key the user exported, if any (SPECDEC_API_KEY first, then VLLM_API_KEY)."""
-    for name in (CLIENT_ENV, SERVER_ENV):
+    """The key the user exported, if any (SPECDEC_API_KEY first, then an engine's own variable)."""
+    for name in (CLIENT_ENV, *key_envs()):
         v = env.get(name, "").strip()
         if v:
             return v
@@ -59,32 +67,37 @@ def job_key(bind_host: str, env: Mapping[str, str]) -> Optional[str]:
     return secrets.token_urlsafe(32)
 
 
-def api_key_in_args(args: Sequence[str]) -> bool:
-    """True when ``--api-key`` (or ``--api_key``, ``--api-key=...``) is among ``args``."""
-    from launcher.engines.flags import has_flag  # the one reader of argv lists
-
-    return has_flag(args, API_KEY_FLAG)
+def api_key_in_args(args: Sequence[str], engine: Engine) -> bool:
+    """True when the engine's key flag (``--api-key``, ``--api_key``, ``--api-key=...``) is among ``args``."""
+    return has_flag(args, engine.key_flag)
 
 
-def _env_with_key(key: Optional[str], base: Mapping[str, str], var: str, other: str) -> dict:
-    """``base`` with the key in ``var`` only (``var`` unset without a key) and ``other`` removed."""
+def _without_keys(base: Mapping[str, str]) -> dict:
     env = dict(base)
-    env.pop(other, None)
-    env.pop(var, None)
-    if key:
-        env[var] = key
+    for name in (CLIENT_ENV, *key_envs()):
+        env.pop(name, None)
     return env
 
 
-def server_env(key: Optional[str], base: Mapping[str, str]) -> dict:
-    """The server's environment: the key as VLLM_API_KEY (and only there)."""
-    return _env_with_key(key, base, SERVER_ENV, CLIENT_ENV)
+def server_launch(key: Optional[str], base: Mapping[str, str], engine: Engine,
+                  private_dir: Path) -> tuple[dict, ServerKey]:
+    """The server's environment and how it receives the key (Engine.server_key: extra
+    argv naming a private file, or a variable); no key in any other variable."""
+    env = _without_keys(base)
+    if not key:
+        return env, ServerKey()
+    how = engine.server_key(key, Path(private_dir))
+    env.update(how.env)
+    return env, how
 
 
 def client_env(key: Optional[str], base: Mapping[str, str]) -> dict:
-    """A client's environment: the key as SPECDEC_API_KEY; VLLM_API_KEY removed so a
-    client that happens to start vLLM code does not pick it up by accident."""
-    return _env_with_key(key, base, CLIENT_ENV, SERVER_ENV)
+    """A client's environment: the key as SPECDEC_API_KEY; the engines' variables removed so
+    a client that happens to start engine code does not pick it up by accident."""
+    env = _without_keys(base)
+    if key:
+        env[CLIENT_ENV] = key
+    return env
 
 
 def client_key(env: Optional[Mapping[str, str]] = None) -> Optional[str]:

@@ -9,6 +9,8 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
+from launcher.engines import DEFAULT_ENGINE, ENGINES, default_engine
+
 SPEC_METHODS = ("eagle", "eagle3", "dflash", "mtp", "ngram", "draft_model", "suffix", "none")
 # Methods whose drafter lives inside the target checkpoint or is computed on the fly.
 METHODS_WITHOUT_DRAFT_CKPT = ("ngram", "mtp", "suffix", "none")
@@ -38,7 +40,7 @@ class DraftConfig:
     num_speculative_tokens: int = 3
     # Extra keys for vLLM's --speculative-config (e.g. prompt_lookup_max for ngram).
     extra: dict[str, Any] = field(default_factory=dict)
-    # Forced (synthetic) acceptance; GPU sampling only (launcher/forced_acceptance.py).
+    # Forced (synthetic) acceptance; GPU sampling only (launcher/engines/forced_acceptance.py).
     forced_acceptance: ForcedAcceptanceConfig = field(default_factory=ForcedAcceptanceConfig)
 
 
@@ -115,11 +117,11 @@ class SweepConfig:
 
 @dataclass
 class ServerConfig:
-    engine: str = "vllm"  # launcher/engines: the engine's flags, endpoints, metrics, versions
+    engine: str = DEFAULT_ENGINE  # launcher/engines: the engine's flags, endpoints, metrics, versions
     # The engine's version (e.g. "0.26.0"): what the server may be asked for. Unset: taken from
     # the cluster's container image tag (vllm/vllm-openai:v0.32.0), else probed on the node.
     engine_version: Optional[str] = None
-    command: str = "vllm serve"  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
+    command: str = default_engine().default_command  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
     port: Optional[int] = None  # None: a free port on the node
     ready_timeout_s: int = 1800
     max_num_batched_tokens: Optional[int] = None
@@ -133,7 +135,7 @@ class ServerConfig:
 
 TOPOLOGIES = ("aggregated", "disagg")
 KV_BUFFER_DEVICES = ("cpu", "cuda")
-ROUTERS = ("vllm-router",)
+ROUTERS = tuple(r for e in ENGINES.values() for r in e.routers)
 
 
 @dataclass
@@ -151,8 +153,8 @@ class TopologyConfig:
     # Prefix caching on the decode servers: off, so every request's prompt is transferred
     # (a block kept on decode would serve a repeated prompt without a transfer)
     decode_prefix_caching: bool = False
-    router: str = "vllm-router"  # vllm-project/router (PyPI vllm-router), its P/D mode
-    router_command: str = "vllm-router"
+    router: str = default_engine().default_router_command  # the engine's router, its P/D mode
+    router_command: str = default_engine().default_router_command
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
     # CPU build (kv_buffer_device cpu): give each server its own cores (VLLM_CPU_OMP_THREADS_BIND);

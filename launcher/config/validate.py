@@ -10,6 +10,7 @@ from pathlib import Path
 
 from launcher.config.schema import (KV_BUFFER_DEVICES, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS, SPEC_METHODS, TOPOLOGIES,
                                     LauncherConfig)
+from launcher.engines import ENGINES, default_engine
 from launcher.errors import ConfigError
 
 KNOWN_DATASETS = ("mtbench", "specbench")
@@ -80,7 +81,7 @@ def _check_speculation(cfg: LauncherConfig, add, errs: list) -> None:
 def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
     """Forced (synthetic) acceptance: vLLM's mechanism, GPU sampling only."""
     d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
-    from launcher import forced_acceptance as fa_mod
+    from launcher.engines import forced_acceptance as fa_mod
     fa = d.forced_acceptance
     if fa.length is not None or fa.rates is not None:
         seen = set()
@@ -89,11 +90,11 @@ def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
                 if (f, p) not in seen:
                     seen.add((f, p))
                     add(f, p, fix)
-        why = fa_mod.cpu_sampling_reason(cl.gpus_per_node, cl.name, {**cl.env, **srv.env})
+        from launcher.engines import get_engine
+        why = get_engine(srv.engine).cpu_sampling_reason(cl.gpus_per_node, cl.name, {**cl.env, **srv.env})
         if why:
-            add(fa_mod.FIELD, f"cannot run here: {why}, and vLLM refuses it there (\"Synthetic acceptance not "
-                "supported with CPU sampling\")", "run on a GPU cluster (e.g. cluster=h100) or remove "
-                "draft.forced_acceptance")
+            add(fa_mod.FIELD, f"cannot run here: {why}, and {get_engine(srv.engine).cpu_sampling_refusal}",
+                "run on a GPU cluster (e.g. cluster=h100) or remove draft.forced_acceptance")
         from launcher.server_args import engine_version
         version = engine_version(cfg)
         if version is not None:
@@ -226,8 +227,9 @@ def _check_server(cfg: LauncherConfig, add, errs: list) -> None:
     if srv.spec_decode_metrics not in ("none", "summary", "detailed"):
         add("server.spec_decode_metrics", f"is '{srv.spec_decode_metrics}'", "use summary or detailed")
     if not srv.command.strip():
-        add("server.command", "is empty", "set it, e.g. server.command='vllm serve'")
-    errs.extend(check_engine(cfg))
+        add("server.command", "is empty", f"set it, e.g. server.command='{ENGINES.get(srv.engine, default_engine()).default_command}'")
+    seen = {e.field for e in errs}  # the engine's flags repeat a serving check already reported
+    errs.extend(e for e in check_engine(cfg) if e.field not in seen)
 
 
 def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
@@ -246,7 +248,8 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
     engine = ENGINES.get(cfg.server.engine)
     if engine is not None and not engine.disaggregated_serving:
         add("topology", f"disagg is not built for server.engine={cfg.server.engine} yet",
-            "use topology=aggregated with this engine, or engine=vllm")
+            "use topology=aggregated with this engine, or engine="
+            + ", engine=".join(n for n, e in ENGINES.items() if e.disaggregated_serving))
         return
     for key in ("prefill", "decode"):
         if getattr(t, key) < 1:
@@ -264,7 +267,7 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
     if t.router not in ROUTERS:
         add("topology.router", f"is '{t.router}'", f"use one of {', '.join(ROUTERS)}")
     if not t.router_command.strip():
-        add("topology.router_command", "is empty", "set the vllm-router executable")
+        add("topology.router_command", "is empty", f"set the {t.router} executable")
     if cl.nodes > 1 or par.dp > 1:
         add("topology", "disagg runs every server on one node, one replica each",
             "use cluster.nodes=1 and parallel.dp=1 with topology=disagg")
@@ -301,10 +304,12 @@ def _check_gates(cfg: LauncherConfig, add, errs: list) -> None:
 def _check_api_key(cfg: LauncherConfig, add, errs: list) -> None:
     """The server's API key: through the environment only."""
     d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
-    from launcher.common.apikey import FIX as API_KEY_FIX, api_key_in_args
-    if api_key_in_args(srv.extra_args):
-        add("server.extra_args", "passes --api-key on the command line, where it would be written to job.json, "
-            "the logs and the process list", API_KEY_FIX)
+    from launcher.common.apikey import api_key_in_args, fix
+    from launcher.engines import get_engine
+    eng = get_engine(srv.engine)
+    if api_key_in_args(srv.extra_args, eng):
+        add("server.extra_args", f"passes {eng.key_flag} on the command line, where it would be written to "
+            "job.json, the logs and the process list", fix(eng))
 
 
 def _check_visible_inputs(cfg: LauncherConfig, add, errs: list) -> None:
@@ -342,29 +347,17 @@ def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
 
 
 def _check_engine_fit(cfg: LauncherConfig) -> list[ConfigError]:
-    """What one engine cannot take from a recipe written for another (SGLang: its
-    algorithms, a vLLM container image, vLLM-only speculative keys, a KV cap in bytes)."""
-    from launcher.engines import EngineError, get_engine
+    """What the engine cannot take from the recipe (its own checks, then its flags for it)."""
+    from launcher.engines import EngineError, RecipeFacts, get_engine
     from launcher.server_args import build_server_flags
 
-    srv, cl = cfg.server, cfg.cluster
-    if srv.engine == "vllm":
-        return []
-    image = (cl.container_image or "").rsplit("/", 1)[-1]
-    if image.startswith("vllm"):
-        return [ConfigError("cluster.container_image", f"is {cl.container_image}, a vLLM image, with "
-                            f"server.engine={srv.engine}", "engine=sglang sets the SGLang image; or set "
-                            "cluster.container_image=lmsysorg/sglang:v0.5.17")]
-    if srv.engine == "sglang" and cfg.draft.method not in ("none",) + tuple(_sglang_methods()):
-        return [ConfigError("draft.method", f"is {cfg.draft.method}, which SGLang has no algorithm for",
-                            f"use one of: {', '.join(sorted(_sglang_methods()))} with server.engine=sglang")]
-    b = cfg.bench
-    if (b.known_answer and not b.known_answer_allow_fail and cfg.draft.method != "none"
-            and not get_engine(srv.engine).capabilities(srv.engine_version).probabilistic_drafting
-            and any(t > 0 for t in cfg.sweep.temperatures)):
-        return [ConfigError("bench.known_answer", f"{srv.engine}'s self-draft probe drafts the argmax, so at T > 0 "
-                            "its drafts are not all accepted (docs/sglang.md)",
-                            "bench.known_answer_allow_fail=true, or sweep.temperatures=[0]")]
+    srv, b = cfg.server, cfg.bench
+    facts = RecipeFacts(container_image=cfg.cluster.container_image, draft_method=cfg.draft.method,
+                        known_answer=bool(b.known_answer), known_answer_allow_fail=bool(b.known_answer_allow_fail),
+                        temperatures=tuple(cfg.sweep.temperatures), engine_version=srv.engine_version)
+    problems = get_engine(srv.engine).recipe_problems(facts)
+    if problems:
+        return [ConfigError(*problems[0])]
     try:
         build_server_flags(cfg)
     except ConfigError as e:
@@ -372,11 +365,6 @@ def _check_engine_fit(cfg: LauncherConfig) -> list[ConfigError]:
     except EngineError as e:
         return [ConfigError("server.engine", str(e))]
     return []
-
-
-def _sglang_methods() -> tuple[str, ...]:
-    from launcher.engines.sglang import ALGORITHMS
-    return tuple(ALGORITHMS)
 
 
 def visible_here(path: str, executor: str) -> bool:

@@ -1,17 +1,23 @@
 """What every inference engine tells the rest of the product: the seam.
 
 An engine owns its server argv (built from typed spec fields, never parsed
-back), its readiness endpoints, its Prometheus metric names, how it returns
-per-request acceptance, and which features each of its versions has. The
-product asks an :class:`Engine`; it never spells an engine's flag itself.
+back): serving, speculative, forced-acceptance, acceptance-stats, multi-node and
+disaggregation flags; its environment and router; its endpoints and how to read
+its version; how its server receives the API key; its image and command
+defaults; its Prometheus metric names; which features each of its versions has;
+and the recipe checks only it can make. The product asks an :class:`Engine`; it
+never spells an engine's flag, variable, endpoint or name itself (docs/engines.md).
 Standard library only: the node side imports this under a bare engine Python.
 """
 from __future__ import annotations
 
+import abc
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Optional
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
 
 
 class AcceptanceSource(str, Enum):
@@ -104,18 +110,80 @@ def version_from_image(image: Optional[str]) -> Optional[str]:
     return ".".join(map(str, v)) if v and re.match(r"^v?\d+\.\d+", tag) else None
 
 
-class Engine:
-    """One inference engine. Subclasses fill the class attributes and the methods."""
+@dataclass(frozen=True)
+class ServerKey:
+    """How one server receives the job's API key: extra argv (never the key itself),
+    extra environment, and private files to remove once the server is up."""
+    argv: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    files: list = field(default_factory=list)
+
+    def remove_files(self) -> None:
+        for f in self.files:
+            try:
+                Path(f).unlink()
+            except OSError:
+                pass
+
+
+@dataclass(frozen=True)
+class KvTransferMetrics:
+    """Prometheus names of a disaggregated decode server's KV-transfer figures (without `_total`)."""
+    prompt_tokens_by_source: str
+    prompt_token_sources: tuple
+    xfer_time: str
+    bytes: str
+    failed_transfers: str
+    expired_requests: str
+
+
+@dataclass(frozen=True)
+class RecipeFacts:
+    """What an engine's own recipe checks read (config.validate fills it from the recipe)."""
+    container_image: Optional[str]
+    draft_method: str
+    known_answer: bool
+    known_answer_allow_fail: bool
+    temperatures: tuple
+    engine_version: Optional[str]
+
+
+@dataclass(frozen=True)
+class UserServerArgs:
+    """What the node needs of a server argv a user wrote by hand (run.sh): the typed fields."""
+    speculative_config: Optional[dict]
+    speculative_config_invalid: bool
+    tp: int
+    tokenizer: Optional[str]
+    served_name: str
+    kv_cache_cap_bytes: Optional[int]
+    flags: list       # the argv without the speculative and acceptance flags
+    acceptance: list  # the acceptance flags the argv gave (or the engine's default for per-request stats)
+
+
+class Engine(abc.ABC):
+    """One inference engine: every method a caller uses is declared here."""
     name: str = ""
+    result_name: str = ""  # configuration.json's "engine", as specdec_bench writes its engine names
+    default_command: str = ""
+    default_image: Optional[str] = None
     health_path: str = "/health"
     models_path: str = "/v1/models"
     version_path: str = "/version"
     metrics: MetricNames
-    api_key_env: Optional[str] = "VLLM_API_KEY"  # where the server reads its key; None: no variable
-    disaggregated_serving: bool = False  # topology=disagg: prefill/decode argv, NIXL env, a router (docs/disagg.md)
+    kv_transfer_metrics: Optional[KvTransferMetrics] = None
+    key_flag: str = "--api-key"  # the server's own key flag: refused among a job's arguments
+    key_env: Optional[str] = None  # an environment variable the user may export the key in, as the engine reads it
+    cpu_bind_env: Optional[str] = None  # the CPU build's core-binding variable, if any
+    disaggregated_serving: bool = False  # topology=disagg: prefill/decode argv, KV-transfer env, a router (docs/disagg.md)
+    default_router_command: Optional[str] = None
+    routers: tuple = ()
 
+    # -- versions and what they have
+
+    @abc.abstractmethod
     def capabilities(self, version: Optional[str]) -> Capabilities:
-        raise NotImplementedError
+        """What the engine at ``version`` has (None: unknown)."""
 
     def acceptance_source(self, requested: str, version: Optional[str]) -> AcceptanceSource:
         """The source a job uses: ``requested`` ("auto" or a source) resolved against the
@@ -130,40 +198,127 @@ class Engine:
                               "bench.acceptance_source=stream_chunks or auto, or a newer image)")
         return src
 
-    def acceptance_flags(self, source: AcceptanceSource, level: str) -> list[str]:
-        """Server flags that make the engine return acceptance for ``source``."""
-        raise NotImplementedError
-
-    def acceptance_flag_names(self) -> set[str]:
-        """Every flag :meth:`acceptance_flags` may add (dropped with speculation)."""
-        raise NotImplementedError
-
-    def speculative_flags(self, config: dict) -> list[str]:
-        """Server flags that make the engine speculate with ``config`` (the job spec's)."""
-        raise NotImplementedError
-
-    def serving_flags(self, options: ServingOptions) -> Optional[list[str]]:
-        """The serving fields as this engine's flags; None: launcher.server_args spells
-        them (vLLM's flags, the first engine's)."""
-        return None
-
-    def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
-        raise NotImplementedError
-
+    @abc.abstractmethod
     def version_probe_argv(self, command: str) -> Optional[list[str]]:
         """A command printing the installed engine version, from the server command;
         None when it cannot be asked without starting the server (a container step)."""
-        raise NotImplementedError
 
+    def version_from_response(self, body: bytes) -> Optional[str]:
+        """The version in the answer of ``version_path`` (a JSON object with "version")."""
+        try:
+            v = json.loads(body).get("version")
+        except (ValueError, AttributeError):
+            return None
+        return str(v) if v else None
+
+    # -- the server's argv
+
+    @abc.abstractmethod
+    def serving_flags(self, options: ServingOptions) -> list[str]:
+        """The recipe's serving fields (TP/PP/EP/DP, KV cap, context, model names) as flags."""
+
+    def server_flags(self, options: ServingOptions, speculative: list[str]) -> list[str]:
+        """The serving flags with the speculative (and acceptance) flags, in the engine's order."""
+        return self.serving_flags(options) + list(speculative)
+
+    @abc.abstractmethod
+    def memory_flag_names(self) -> set[str]:
+        """The flags that size the KV cache (a recipe's extra arguments may set one of them)."""
+
+    @abc.abstractmethod
+    def speculative_flags(self, config: dict) -> list[str]:
+        """Server flags that make the engine speculate with ``config`` (the job spec's)."""
+
+    @abc.abstractmethod
+    def speculative_flag_names(self) -> set[str]:
+        """The flags that make a server speculative (dropped for its matched baseline)."""
+
+    @abc.abstractmethod
+    def forced_acceptance_config(self, length: Optional[float], rates: Optional[Sequence[float]]) -> dict:
+        """The keys that force the acceptance, merged into the speculative config ({} when nothing is forced)."""
+
+    @abc.abstractmethod
+    def forced_acceptance_check(self, version: Optional[str], cpu: bool) -> None:
+        """Raise EngineError when forced acceptance cannot run (at ``version``, CPU sampling)."""
+
+    cpu_sampling_refusal: str = "the engine refuses forced acceptance there"
+
+    @abc.abstractmethod
+    def cpu_sampling_reason(self, gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
+        """Why the server would sample on the CPU, or None."""
+
+    @abc.abstractmethod
+    def acceptance_flags(self, source: AcceptanceSource, level: str = "detailed") -> list[str]:
+        """Server flags that make the engine return acceptance for ``source``."""
+
+    @abc.abstractmethod
+    def acceptance_flag_names(self) -> set[str]:
+        """Every flag :meth:`acceptance_flags` may add (dropped with speculation)."""
+
+    @abc.abstractmethod
+    def acceptance_hint(self) -> str:
+        """How to start the server so that it returns per-request stats (for an error message)."""
+
+    @abc.abstractmethod
+    def multinode_flags(self, node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
+                        gpus_per_node: int) -> list[str]:
+        """The engine's own multi-node launch flags for the server on node ``node_rank``."""
+
+    @abc.abstractmethod
+    def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
+        """The complete server command line."""
+
+    @abc.abstractmethod
+    def read_user_args(self, server_args: Sequence[str], model: str) -> UserServerArgs:
+        """The typed fields of a server argv written by hand (run.sh), read once."""
+
+    # -- the API key
+
+    @abc.abstractmethod
+    def server_key(self, key: str, private_dir: Path) -> ServerKey:
+        """How the server receives ``key``: never on its command line. A file, if the engine
+        needs one, goes in ``private_dir`` (outside the run), readable by the user alone."""
+
+    # -- the client side
+
+    @abc.abstractmethod
     def stream_options(self, source: AcceptanceSource) -> dict:
         """Request fields the benchmark sends so the stream carries what ``source`` counts."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def self_draft_config(self, model: str, k: int, version: Optional[str]) -> dict:
         """The speculative config serving the target as its own draft, under the conditions
         in which every draft must be accepted at every temperature."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def request_stats(self, response: dict) -> Optional[dict]:
         """The per-request acceptance stats on a response body, if any."""
-        raise NotImplementedError
+
+    # -- recipes
+
+    def recipe_problems(self, facts: RecipeFacts) -> list[tuple[str, str, str]]:
+        """(field, problem, fix) for what this engine cannot take from a recipe."""
+        return []
+
+    # -- disaggregated prefill/decode (engines with disaggregated_serving)
+
+    def _no_disagg(self):
+        return EngineError(f"{self.name} has no disaggregated serving here (fix: topology=aggregated)")
+
+    def disagg_flags(self, role: str, connector: str, buffer_device: str, lease_s: int,
+                     prefix_caching: bool = True) -> list[str]:
+        """The flags that make a server the prefill or the decode side of a disaggregated pair."""
+        raise self._no_disagg()
+
+    def disagg_flag_names(self) -> set[str]:
+        """Every flag :meth:`disagg_flags` may add."""
+        raise self._no_disagg()
+
+    def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None) -> dict[str, str]:
+        """The environment of one disaggregated server."""
+        raise self._no_disagg()
+
+    def router_argv(self, command: str, host: str, port: int | str, prefill_urls: list[str],
+                    decode_urls: list[str], policy: str = "round_robin", extra: tuple = ()) -> list[str]:
+        """The router's command line in its prefill/decode mode."""
+        raise self._no_disagg()

@@ -6,11 +6,15 @@ server: SGLang has no CPU build, and the tests build their inputs from the sourc
 """
 from __future__ import annotations
 
+import json
+import os
 import shlex
-from typing import Optional
+import tempfile
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
 
-from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames,
-                                   ServingOptions, parse_version)
+from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames, RecipeFacts,
+                                   ServerKey, ServingOptions, UserServerArgs, parse_version)
 from launcher.engines.flags import drop_flags
 
 # The speculative algorithms of --speculative-algorithm (srt/server_args.py) for our draft methods.
@@ -24,6 +28,8 @@ NUM_DRAFT_TOKENS_FLAG = "--speculative-num-draft-tokens"
 REJECTION_SAMPLING_FLAG = "--speculative-use-rejection-sampling"
 METRICS_FLAG = "--enable-metrics"
 API_KEY_FLAG = "--api-key"
+CONFIG_FLAG = "--config"  # a YAML of server arguments (keys as the flags without "--")
+MEMORY_FLAGS = ("--mem-fraction-static", "--max-total-tokens")
 
 # Keys of our speculative config that are vLLM's own (--speculative-config JSON): SGLang has
 # no counterpart flag, so a recipe carrying them is refused rather than silently dropped.
@@ -36,14 +42,19 @@ OWN_KEYS = ("method", "model", "num_speculative_tokens", "eagle_topk", "num_draf
 # The one version whose source was read. Others are unknown (assumed alike, marked unknown).
 READ_VERSION = (0, 5, 17)
 SIMULATE_ACC_ENV = "SGLANG_SIMULATE_ACC_LEN"
+# Gauges (batch means of the last logged step, not counters: never differenced).
+ACCEPT_LENGTH_GAUGE = "sglang:spec_accept_length"
+ACCEPT_RATE_GAUGE = "sglang:spec_accept_rate"
 
 
 class SGLang(Engine):
     name = "sglang"
+    result_name = "SGLANG"  # as specdec_bench names its engines (VLLM, SGLANG, TRTLLM)
+    default_command = "python3 -m sglang.launch_server"
+    default_image = "lmsysorg/sglang:v0.5.17"
     # /health: 503 while the server is starting; when idle it generates one token (as /health_generate
     # does) unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0 (default on in 0.5.17).
     health_path = "/health"
-    health_generate_path = "/health_generate"
     models_path = "/v1/models"
     version_path = "/server_info"     # no /version: the JSON of /server_info has "version"
     # SGLang has no counter of accepted drafts: only verify steps (sglang:spec_verify_calls_total,
@@ -53,11 +64,8 @@ class SGLang(Engine):
     metrics = MetricNames(drafts="sglang:spec_verify_calls", accepted=None, draft_tokens=None,
                           accepted_per_pos=None, emitted_tokens="sglang:generation_tokens",
                           finished_requests="sglang:num_requests")
-    # Gauges (batch means of the last logged step, not counters: never differenced).
-    accept_length_gauge = "sglang:spec_accept_length"
-    accept_rate_gauge = "sglang:spec_accept_rate"
     # SGLang reads its API key from --api-key (or a --config YAML) only, from no environment variable.
-    api_key_env: Optional[str] = None
+    key_env: Optional[str] = None
 
     def capabilities(self, version: Optional[str]) -> Capabilities:
         # per_request_stats: the chat endpoint returns meta_info (spec_verify_ct, ...) only with
@@ -209,10 +217,68 @@ class SGLang(Engine):
                           f"through its server environment, which the launcher does not wire or judge yet (fix: remove "
                           f"draft.forced_acceptance and set server.env.{SIMULATE_ACC_ENV}=<AL>; docs/sglang.md)")
 
-    def api_key_flags(self, key: str) -> list[str]:
-        """How SGLang takes a key: --api-key (no environment variable). The node does not pass
-        it yet (it would show in the process list): see docs/sglang.md."""
-        return [API_KEY_FLAG, key]
+    def server_key(self, key: str, private_dir: Path) -> ServerKey:
+        """SGLang reads its key from --api-key or a --config YAML only. The key goes in a YAML
+        file readable by the job's user alone (0600, in ``private_dir``, outside the run's
+        folders); the argv names the file, never the key; the node removes the file once the
+        server is up (SGLang has read its arguments by then)."""
+        fd, path = tempfile.mkstemp(prefix="sglang-key-", suffix=".yaml", dir=str(private_dir))
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, f"api-key: {_yaml_str(key)}\n".encode())
+        finally:
+            os.close(fd)
+        return ServerKey(argv=[CONFIG_FLAG, path], files=[path])
+
+    def acceptance_hint(self) -> str:
+        return "SGLang returns per-request stats only unstreamed (fix: bench.acceptance_source=stream_chunks)"
+
+    def forced_acceptance_config(self, length, rates) -> dict:
+        if length is None and rates is None:
+            return {}
+        self.forced_acceptance_check(None, cpu=False)
+        return {}
+
+    def cpu_sampling_reason(self, gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
+        if gpus_per_node <= 0:
+            return f"cluster '{cluster_name}' has no GPUs (cluster.gpus_per_node=0)"
+        return None
+
+    def memory_flag_names(self) -> set[str]:
+        return set(MEMORY_FLAGS)
+
+    def multinode_flags(self, node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
+                        gpus_per_node: int) -> list[str]:
+        """SGLang's multi-node flags (srt/server_args.py): --nnodes, --node-rank and the
+        rendezvous --dist-init-addr HOST:PORT; the head (rank 0) serves the API. Not run."""
+        if nodes <= 1:
+            return []
+        return ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--dist-init-addr", f"{head}:{rpc_port}"]
+
+    def read_user_args(self, server_args: Sequence[str], model: str) -> UserServerArgs:
+        raise EngineError("run.sh starts vLLM servers only (fix: a recipe with engine=sglang, python -m launcher)")
+
+    def recipe_problems(self, facts: RecipeFacts) -> list[tuple[str, str, str]]:
+        """A vLLM image, a draft method without an SGLang algorithm, a known-answer probe at T > 0."""
+        image = (facts.container_image or "").rsplit("/", 1)[-1]
+        if image.startswith("vllm"):
+            return [("cluster.container_image", f"is {facts.container_image}, a vLLM image, with server.engine=sglang",
+                     f"engine=sglang sets the SGLang image; or set cluster.container_image={self.default_image}")]
+        if facts.draft_method not in ("none",) + tuple(ALGORITHMS):
+            return [("draft.method", f"is {facts.draft_method}, which SGLang has no algorithm for",
+                     f"use one of: {', '.join(sorted(ALGORITHMS))} with server.engine=sglang")]
+        if (facts.known_answer and not facts.known_answer_allow_fail and facts.draft_method != "none"
+                and not self.capabilities(facts.engine_version).probabilistic_drafting
+                and any(t > 0 for t in facts.temperatures)):
+            return [("bench.known_answer", "sglang's self-draft probe drafts the argmax, so at T > 0 "
+                     "its drafts are not all accepted (docs/sglang.md)",
+                     "bench.known_answer_allow_fail=true, or sweep.temperatures=[0]")]
+        return []
+
+
+def _yaml_str(value: str) -> str:
+    """A YAML double-quoted scalar (JSON's string escapes are YAML's)."""
+    return json.dumps(value)
 
 
 __all__ = ["SGLang", "ALGORITHMS", "SIMULATE_ACC_ENV"]

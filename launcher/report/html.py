@@ -7,7 +7,7 @@ from launcher.results import EXTENSION_KEY
 from html import escape
 from typing import Any, Iterable
 
-from launcher.forced_acceptance import label as forced_label
+from launcher.engines.forced_acceptance import label as forced_label
 from launcher.results.disagg_parity import read_parity
 from launcher.results.job_dir import Job, Point
 

@@ -94,7 +94,7 @@ class PointResult:
     @property
     def forced_acceptance(self) -> Optional[dict]:
         """What the server forced the acceptance to (vLLM's synthetic sampling), or None."""
-        from launcher.forced_acceptance import forced_from_speculative_config
+        from launcher.engines.forced_acceptance import forced_from_speculative_config
 
         return self.conf_ext.get("forced_acceptance") or \
             forced_from_speculative_config(self.conf_ext.get("speculative_config"))

@@ -74,7 +74,7 @@ def job_draft(job: Job) -> Optional[str]:
 
 def job_forced(job: Job) -> Optional[dict]:
     """The forced (synthetic) acceptance of the job's server, None for a real draft."""
-    from launcher.forced_acceptance import forced_from_speculative_config
+    from launcher.engines.forced_acceptance import forced_from_speculative_config
 
     return forced_from_speculative_config((job.plan or {}).get("speculative_config"))
 
@@ -285,7 +285,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"  {c['dataset']} T={c['temperature']:g} C={c['concurrency']}{who}: best k={c['k']} "
               f"({c['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x, "
               f"beats baseline: {c['beats_baseline']})")
-    from launcher.forced_acceptance import label
+    from launcher.engines.forced_acceptance import label
 
     for f in res.get("forced") or []:
         sp, al, srv = f["speedup"], f["measured_al"], f["server_al"]

@@ -85,3 +85,61 @@ def test_version_probe_argv():
 def test_unknown_engine():
     with pytest.raises(EngineError, match="known: sglang, vllm"):
         get_engine("trt")
+
+
+# ------------------------------------------------------------ the seam
+
+
+def test_engine_is_an_abc_declaring_every_public_method_its_engines_have():
+    import abc
+    import inspect
+
+    from launcher.engines import ENGINES, Engine
+
+    assert isinstance(Engine, abc.ABCMeta) and Engine.__abstractmethods__
+    with pytest.raises(TypeError):
+        Engine()  # noqa: an engine that implements nothing cannot be built
+    declared = {n for n in [*dir(Engine), *Engine.__annotations__] if not n.startswith("_")}
+    for eng in ENGINES.values():
+        public = {n for n, _ in inspect.getmembers(type(eng)) if not n.startswith("_")}
+        assert public - declared == set(), f"{eng.name}: undeclared {sorted(public - declared)}"
+
+
+def test_no_engine_word_outside_launcher_engines():
+    """Outside launcher/engines/ no code names an engine, imports an engine's module, or spells
+    an engine's environment variable, flag or endpoint (docstrings and comments may cite them)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from launcher.engines import ENGINES
+
+    root = Path(__file__).resolve().parents[2]
+    names = {n.lower() for n in ENGINES} | {e.result_name.lower() for e in ENGINES.values()}
+    flags = set()
+    for e in ENGINES.values():
+        flags |= e.speculative_flag_names() | e.acceptance_flag_names() | e.memory_flag_names()
+        if e.disaggregated_serving:
+            flags |= e.disagg_flag_names()
+    env = re.compile(r"\b(?:%s)_[A-Z_]+" % "|".join(n.upper() for n in ENGINES))
+    endpoints = {"/version", "/server_info"}
+    found = []
+    for path in sorted(list((root / "launcher").rglob("*.py")) + list((root / "upload").rglob("*.py"))):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("launcher/engines/"):
+            continue
+        tree = ast.parse(path.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("launcher.engines.") and \
+                    n.module.split(".")[2] in ENGINES:
+                found.append(f"{rel}:{n.lineno}: imports {n.module}")
+            if not (isinstance(n, ast.Constant) and isinstance(n.value, str)) or id(n) in docs:
+                continue
+            v = n.value
+            if v.lower() in names or env.search(v) or v in flags or v in endpoints or \
+                    any(v.startswith(f + " ") or v.startswith(f + "=") for f in flags):
+                found.append(f"{rel}:{n.lineno}: {v[:60]!r}")
+    assert not found, "engine words outside launcher/engines/ (ask the Engine):\n" + "\n".join(found)

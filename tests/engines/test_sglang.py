@@ -8,12 +8,15 @@ docs/sglang.md); SGLang has no CPU build, so no server ran here.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from launcher.bench.known_answer import verdict
 from launcher.bench.metrics import counter_deltas, parse_prometheus_text, prometheus_al
 from launcher.bench.stream_chunks import stats_from_chunks
 from launcher.engines import AcceptanceSource, EngineError, get_engine
+from launcher.engines.sglang import ACCEPT_LENGTH_GAUGE
 from launcher.errors import ConfigError
 from launcher.spec import JobSpec
 
@@ -120,7 +123,7 @@ def test_accepted_drafts_are_derived_from_emitted_tokens():
     assert counter_deltas(before, after, SGL.metrics) == (36.0, 105.0)
     assert prometheus_al(before, after, SGL.metrics) == pytest.approx(1 + 105 / 36)
     # a gauge is never differenced: the names of the seam are counters only
-    assert SGL.accept_length_gauge not in {SGL.metrics.drafts, SGL.metrics.emitted_tokens}
+    assert ACCEPT_LENGTH_GAUGE not in {SGL.metrics.drafts, SGL.metrics.emitted_tokens}
     # absent counters (no speculation, no --enable-metrics): no figure
     assert counter_deltas({}, {}, SGL.metrics) is None
 
@@ -149,17 +152,16 @@ def test_forced_acceptance_is_refused_with_the_env_named():
     assert "SGLANG_SIMULATE_ACC_LEN" in str(e.value) and "\n" not in str(e.value)
 
 
-def test_node_refuses_an_open_server_off_loopback():
+def test_off_loopback_the_key_goes_in_a_private_file_not_on_argv(tmp_path):
+    """SGLang reads its key from --api-key or a --config YAML only: the node passes the file
+    (0600, outside the run), so an SGLang server bound off loopback is no longer refused."""
     from launcher.node import engine_check
     spec = JobSpec(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
                    server_flags=[], engine="sglang", engine_version="0.5.17", bind_host="0.0.0.0")
-    with pytest.raises(EngineError) as e:
-        engine_check.resolve(spec, {}, probe=lambda a, env: None)
-    assert "cluster.bind_host" in str(e.value)
-    spec = JobSpec(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
-                   server_flags=[], engine="sglang", engine_version="0.5.17", bind_host="127.0.0.1")
     assert engine_check.resolve(spec, {}, probe=lambda a, env: None).spec.engine_version == "0.5.17"
-    assert SGL.api_key_flags("k") == ["--api-key", "k"]
+    how = SGL.server_key("k-123", tmp_path)
+    assert how.env == {} and how.argv == ["--config", how.files[0]] and "k-123" not in how.argv
+    assert Path(how.files[0]).read_text() == 'api-key: "k-123"\n'
 
 
 # ------------------------------------------------------------ recipes

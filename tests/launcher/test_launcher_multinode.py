@@ -8,7 +8,10 @@ import shlex
 from launcher.config.validate import validate
 from launcher.plan import make_plan
 from launcher.sbatch import render_sbatch, render_standalone, slurm_parameters
-from launcher.spec import JobSpec, multinode_flags
+from launcher.engines import get_engine
+from launcher.spec import JobSpec
+
+multinode_flags = get_engine("vllm").multinode_flags
 
 
 def _flag(argv, flag):

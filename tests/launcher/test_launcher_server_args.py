@@ -11,7 +11,8 @@ from launcher.errors import ConfigError
 from launcher.spec import shell_join
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.spec import JobSpec
-from launcher.server_args import (SPEC_METRICS_FLAG, build_server_argv, build_server_flags,
+from launcher.engines.vllm import SPEC_METRICS_FLAG
+from launcher.server_args import (build_server_argv, build_server_flags,
                                   drop_flags, flag_names, speculative_config)
 
 API_SERVER = "/venv/bin/python -m vllm.entrypoints.openai.api_server"

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from launcher.common import apikey
+from launcher.engines import get_engine
 from launcher.spec import BenchSpec, DatasetInput
 from launcher.common.inputs import check_aiperf, check_job_inputs, check_model, check_tokenizer
 from tests.support.stack import AIPERF
@@ -19,20 +21,33 @@ def test_key_rule():
     assert apikey.job_key("127.0.0.1", {"VLLM_API_KEY": "v"}) == "v"
 
 
-def test_key_goes_to_the_server_as_vllm_api_key_and_to_clients_as_specdec_api_key():
-    s = apikey.server_env("k", {"SPECDEC_API_KEY": "k", "PATH": "/bin"})
-    assert s == {"VLLM_API_KEY": "k", "PATH": "/bin"}
+def test_key_goes_to_the_server_as_vllm_api_key_and_to_clients_as_specdec_api_key(tmp_path):
+    s, how = apikey.server_launch("k", {"SPECDEC_API_KEY": "k", "PATH": "/bin"}, get_engine("vllm"), tmp_path)
+    assert s == {"VLLM_API_KEY": "k", "PATH": "/bin"} and how.argv == [] and how.files == []
     c = apikey.client_env("k", {"VLLM_API_KEY": "k", "PATH": "/bin"})
     assert c == {"SPECDEC_API_KEY": "k", "PATH": "/bin"}
     assert apikey.auth_headers(env=c) == {"Authorization": "Bearer k"}
     assert apikey.auth_headers(env={}) == {}
-    assert "VLLM_API_KEY" not in apikey.server_env(None, {"VLLM_API_KEY": "stale"})
+    assert "VLLM_API_KEY" not in apikey.server_launch(None, {"VLLM_API_KEY": "stale"}, get_engine("vllm"), tmp_path)[0]
+
+
+def test_sglang_key_goes_in_a_private_config_file_never_on_argv(tmp_path):
+    env, how = apikey.server_launch("s3cret-key", {"SPECDEC_API_KEY": "s3cret-key", "PATH": "/bin"},
+                                    get_engine("sglang"), tmp_path)
+    assert env == {"PATH": "/bin"} and "s3cret-key" not in " ".join(how.argv)
+    assert how.argv[0] == "--config" and how.files == [how.argv[1]]
+    f = Path(how.argv[1])
+    assert f.parent == tmp_path and (f.stat().st_mode & 0o777) == 0o600
+    assert f.read_text() == 'api-key: "s3cret-key"\n'
+    how.remove_files()
+    assert not f.exists()
 
 
 def test_api_key_flag_found_in_every_spelling():
-    for args in (["--api-key", "x"], ["--api-key=x"], ["--api_key", "x"]):
-        assert apikey.api_key_in_args(["--dtype", "bf16", *args])
-    assert not apikey.api_key_in_args(["--served-model-name", "api-key"])
+    for eng in (get_engine("vllm"), get_engine("sglang")):
+        for args in (["--api-key", "x"], ["--api-key=x"], ["--api_key", "x"]):
+            assert apikey.api_key_in_args(["--dtype", "bf16", *args], eng)
+        assert not apikey.api_key_in_args(["--served-model-name", "api-key"], eng)
 
 
 def test_model_checks(tmp_path):

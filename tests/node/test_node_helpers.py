@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from launcher.node import lifecycle
-from launcher.engines.flags import flag_values, kv_cache_cap_bytes, parse_human_int
+from launcher.engines.flags import flag_values, kv_cache_cap_bytes, parse_human_int, served_name
 from launcher.node.serve_and_bench import (
     NodeConfig,
     UsageError,
@@ -20,7 +20,6 @@ from launcher.node.serve_and_bench import (
     default_job_dir,
     pick_free_port,
     port_is_free,
-    served_name,
     split_args,
 )
 

