@@ -483,7 +483,8 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                    "tool_version": _tool_version(), "git_sha": _git_sha(),
                    "engine": job.get("engine") or "vllm", "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
-                   "forced_acceptance": forced_from_speculative_config(spec_cfg), **disagg, **status})
+                   "forced_acceptance": forced_from_speculative_config(spec_cfg),
+                   "cpu_kernel": ctx.server_ready.get("cpu_kernel"), **disagg, **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
     o.values.update(point_values(read_point(point_dir), duration))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 
 class AcceptanceSource(str, Enum):
@@ -167,3 +167,13 @@ class Engine:
     def request_stats(self, response: dict) -> Optional[dict]:
         """The per-request acceptance stats on a response body, if any."""
         raise NotImplementedError
+
+    def cpu_server_env(self, cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
+        """Environment a server process of this engine's CPU build needs on a CPU with
+        ``cpu_flags`` (on top of ``env``); empty where it needs nothing."""
+        return {}
+
+    def cpu_kernel(self, server_flags: list[str], cpu_flags: frozenset[str]) -> Optional[dict]:
+        """Which CPU kernel the engine's CPU build runs with ``server_flags`` on this CPU, as
+        configuration.json records it; None where the engine does not say."""
+        return None

@@ -71,6 +71,7 @@ from launcher.node.lifecycle import (
     spawn,
     terminate_trees,
 )
+from launcher.common.cpuinfo import cpu_flags
 from launcher.common.processes import ProcessTag
 from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
@@ -312,7 +313,18 @@ class NodeJob:
     def _server_env(self) -> dict:
         env = dict(os.environ)
         env.update({k: str(v) for k, v in self.spec.env.items()})
+        if self._cpu_server():
+            env.update(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), env))
         return env
+
+    def _cpu_server(self) -> bool:
+        """The server runs the engine's CPU build here (no GPUs asked, no container)."""
+        return self.spec.launch.gpus_per_node == 0 and not self.spec.launch.container_image
+
+    def _cpu_kernel(self) -> Optional[dict]:
+        if not self._cpu_server():
+            return None
+        return get_engine(self.spec.engine).cpu_kernel(self.spec.server_flags, cpu_flags())
 
     def _check(self) -> None:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
@@ -416,7 +428,8 @@ class NodeJob:
         info = server.ready_info(self.spec.bind_host)
         info.update({"engine": self.spec.engine, "acceptance_source": self.spec.acceptance_source,
                      "speculative_config": self.spec.speculative_config,
-                     "engine_version": info.get("engine_version") or self.spec.engine_version})
+                     "engine_version": info.get("engine_version") or self.spec.engine_version,
+                     "cpu_kernel": self._cpu_kernel()})
         if self.members:
             info.update(disagg_node.ready_info(self, server))
         return write_json_atomic(self.job_dir / "server_ready.json", info)
