@@ -20,10 +20,11 @@ LOGIN = {"config", "plan", "server_args", "sbatch", "submit", "job", "cli", "__m
 ALLOWED: dict[str, set[str]] = {
     **{b: BASE for b in BASE},
     "spec": BASE,
+    "contracts": BASE,
     "results": BASE,
-    "bench": BASE | {"spec", "results"},
-    "node": BASE | {"spec", "results", "bench"},
-    **{name: BASE | LOGIN | {"spec", "results"} for name in LOGIN},
+    "bench": BASE | {"spec", "contracts", "results"},
+    "node": BASE | {"spec", "contracts", "results", "bench"},
+    **{name: BASE | LOGIN | {"spec", "contracts", "results"} for name in LOGIN},
     "speedup": BASE | {"results"},
     "compare": BASE | {"results", "speedup"},
     "report": BASE | {"results", "speedup"},
@@ -90,6 +91,24 @@ def _modules_naming(*names: str) -> list[str]:
 def test_summary_json_is_opened_in_one_module():
     """Only launcher/results/summary.py names summary.json; every other module reads it through there."""
     assert _modules_naming("summary.json") == ["launcher/results/summary.py"]
+
+
+def test_server_ready_json_is_named_in_one_module():
+    """server_ready.json is written and read through launcher/contracts/server_ready.py only."""
+    assert _modules_naming("server_ready.json", "reference_server_ready.json",
+                           "known_answer_server_ready.json") == ["launcher/contracts/server_ready.py"]
+
+
+def test_summary_is_changed_through_one_function():
+    """Only launcher/results/summary.py reads summary.json to write it back (change_summary):
+    no other module calls both read_summary and write_summary."""
+    both = []
+    for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
+        names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(n, (ast.Name, ast.Attribute))}
+        if {"read_summary", "write_summary"} <= names or {"load_summary", "write_summary"} <= names:
+            both.append(str(path.relative_to(ROOT)))
+    assert both == ["launcher/results/summary.py"], both
 
 
 def test_status_files_are_opened_in_one_module():

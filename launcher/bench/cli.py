@@ -26,6 +26,7 @@ from launcher.bench.preflight import PreflightError, check_spec_stats, check_str
 from launcher.results.status import write_error, write_progress
 from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
+from launcher.contracts.server_ready import ServerReady, read_server_ready
 from launcher.spec import point_dir_name
 
 
@@ -364,18 +365,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    ready = json.loads((save_dir / "server_ready.json").read_text()) if (save_dir / "server_ready.json").exists() else {}
+    ready = read_server_ready(save_dir) or ServerReady()
     job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
     engine = get_engine(job.get("engine") or DEFAULT_ENGINE)
-    version = engine_version(base_url, engine) or ready.get("engine_version")
+    version = engine_version(base_url, engine) or ready.engine_version
     speculative = not args.no_preflight
-    source = AcceptanceSource(args.acceptance_source or ready.get("acceptance_source") or job.get("acceptance_source")
+    source = AcceptanceSource(args.acceptance_source or ready.acceptance_source or job.get("acceptance_source")
                               or AcceptanceSource.PER_REQUEST_STATS.value)
 
     outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature
                 for c in args.concurrency]
     summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
-               "server_startup_s": ready.get("startup_s"), "wall_time_s": None, "points": [], "lossless": None,
+               "server_startup_s": ready.startup_s, "wall_time_s": None, "points": [], "lossless": None,
                "prometheus_runs": []}
     summary.update({k: job.get(k) for k in ("recipe", "server_id", "method")})
     summary["num_speculative_tokens"] = num_speculative_tokens(job.get("speculative_config"))

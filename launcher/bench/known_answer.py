@@ -29,7 +29,7 @@ from typing import Iterable, Optional
 from launcher.bench.preflight import chat
 from launcher.engines import DEFAULT_ENGINE
 from launcher.common.files import write_json_atomic
-from launcher.results.summary import read_summary, write_summary
+from launcher.results.summary import change_summary
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
 
 # Short, varied prompts (our own): the answer is known whatever the text.
@@ -272,9 +272,7 @@ def server_cross_check(before: Optional[dict], after: Optional[dict], names=None
 def record(save_dir: Path, result: dict) -> None:
     """known_answer.json, and the verdict in summary.json when it exists."""
     write_json_atomic(save_dir / "known_answer.json", result)
-    summary = read_summary(save_dir)
-    if summary is not None:
-        write_summary(save_dir, mark_points(summary, result))
+    change_summary(save_dir, lambda s: None if s is None else mark_points(s, result))
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -13,6 +13,7 @@ from typing import Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
+from launcher.contracts.server_ready import ServerReady
 from launcher.engines import Engine, MetricNames, default_engine, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
@@ -34,7 +35,7 @@ class PointContext:
     engine_version: Optional[str]
     speculative: bool
     gates: dict
-    server_ready: dict
+    server_ready: ServerReady
     job: dict
     acceptance_source: str = "per_request_stats"  # launcher.engines.AcceptanceSource
     stream_extra: dict = field(default_factory=dict)  # request fields the acceptance source needs
@@ -203,7 +204,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
                                artifact_dir=group_dir, phases=([warm] if warm else []) + phases,
                                request_timeout_s=args.request_timeout_s,
-                               server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()))
+                               server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     from launcher.common.apikey import client_key
@@ -383,7 +384,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     from launcher.common.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key(),
-                          server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()))
+                          server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
     n_turns = sum(len(q.turns) for q in questions)
     total = len(concurrencies) * n_turns
     first = progress.done + 1
@@ -407,7 +408,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
 
 
 def _spec_cfg(ctx: PointContext) -> Optional[dict]:
-    spec_cfg = ctx.job.get("speculative_config") or ctx.server_ready.get("speculative_config")
+    spec_cfg = ctx.job.get("speculative_config") or ctx.server_ready.speculative_config
     return spec_cfg if ctx.speculative else None
 
 
@@ -444,13 +445,13 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         o.status, o.reason = "failed", f"results unreadable: {str(e).splitlines()[0]}"
         return
     duration = ar.aiperf_benchmark_duration(aip)
-    topology = ctx.server_ready.get("topology")  # topology=disagg: the decode servers' KV-transfer counts
+    topology = ctx.server_ready.topology  # topology=disagg: the decode servers' KV-transfer counts
     disagg = {}
     if topology:
         from launcher.bench.kv_transfer import kv_transfer_window, topology_note
         disagg = {"topology": topology_note(topology),
                   "kv_transfer": kv_transfer_window(ar.server_metrics(aip) or {},
-                                                    endpoints=ctx.server_ready.get("metrics_urls") or None,
+                                                    endpoints=ctx.server_ready.metrics_urls or None,
                                                     names=ctx.engine.kv_transfer_metrics)}
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
@@ -469,7 +470,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         "ep_size": 1, "concurrency": o.concurrency, "save_dir": str(point_dir),
         "ignore_eos": False, "postprocess": "base", "trust_remote_code": False,
     }
-    serving = {"server_id": job.get("server_id"), "server_argv": ctx.server_ready.get("argv"),
+    serving = {"server_id": job.get("server_id"), "server_argv": ctx.server_ready.argv,
                "server_flags": job.get("server_flags"), "url": ctx.base_url, "served_model_name": args.model,
                "speculative_config": spec_cfg, "sampling": {"temperature": o.temperature, **sampling}}
     reason = check_point(acc, tim, spec.name, ctx.speculative, ctx.gates, args.min_tokens_per_step,
@@ -485,7 +486,8 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                    "tool_version": _tool_version(), "git_sha": _git_sha(),
                    "engine": ctx.engine.name, "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
-                   "forced_acceptance": forced_from_speculative_config(spec_cfg), **disagg, **status})
+                   "forced_acceptance": forced_from_speculative_config(spec_cfg),
+                   "cpu_kernel": ctx.server_ready.cpu_kernel, **disagg, **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
     o.values.update(point_values(read_point(point_dir), duration))

@@ -322,3 +322,13 @@ class Engine(abc.ABC):
                     decode_urls: list[str], policy: str = "round_robin", extra: tuple = ()) -> list[str]:
         """The router's command line in its prefill/decode mode."""
         raise self._no_disagg()
+
+    def cpu_server_env(self, cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
+        """Environment a server process of this engine's CPU build needs on a CPU with
+        ``cpu_flags`` (on top of ``env``); empty where it needs nothing."""
+        return {}
+
+    def cpu_kernel(self, server_flags: list[str], cpu_flags: frozenset[str]) -> Optional[dict]:
+        """Which CPU kernel the engine's CPU build runs with ``server_flags`` on this CPU, as
+        configuration.json records it; None where the engine does not say."""
+        return None

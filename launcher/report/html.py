@@ -8,7 +8,7 @@ from html import escape
 from typing import Any, Iterable
 
 from launcher.engines.forced_acceptance import label as forced_label
-from launcher.results.disagg_parity import read_parity
+from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.job_dir import Job, Point
 
 CSS = """
@@ -49,6 +49,10 @@ details summary{cursor:pointer;font-weight:600}
 
 def _e(v: Any) -> str:
     return escape("" if v is None else str(v))
+
+
+def _pct(v: float | None) -> str:
+    return "" if v is None else f"{v:+.1%}"
 
 
 def _num(v: float | None, digits: int = 2) -> str:
@@ -376,8 +380,8 @@ def disagg_block(parity: dict | None) -> str:
     checks = parity.get("checks") or {}
     tol = parity.get("al_tolerance") or 0.0
     head = (f'<div class="card"><span class="badge {badge}">{_e(str(v).upper())}</span> '
-            f"T=0 outputs equal: {_e(checks.get('outputs_equal_at_t0'))} · AL within "
-            f"{tol:.0%}: {_e(checks.get('al_within_tolerance'))} · "
+            f"T=0 outputs equal: {_e(checks.get('outputs_equal_at_t0'))} · acceptance per drafted step within "
+            f"{tol:.0%}: {_e(acceptance_check(checks))} · "
             f"every request transferred: {_e(checks.get('every_request_transferred'))}</div>")
     rows = []
     for p in parity.get("points") or []:
@@ -387,11 +391,14 @@ def disagg_block(parity: dict | None) -> str:
                  _num(d.get("Decode tok/s median"), 1), _num(a.get("Decode tok/s median"), 1),
                  _num(d.get("Output TPS"), 1), _num(a.get("Output TPS"), 1),
                  f"{kv.get('external_kv_transfer_tokens', '?')} / {kv.get('prompt_tokens', '?')}",
-                 p.get("outputs_equal"), p.get("extra_verify_steps_per_turn")]
+                 p.get("outputs_equal"), p.get("extra_verify_steps_per_turn"),
+                 _num((p.get("per_step_al") or {}).get("disagg"), 3), _num((p.get("per_step_al") or {}).get("aggregated"), 3),
+                 _pct(p.get("structural_step_cost"))]
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     hdr = ("point", "AL disagg", "AL aggregated", "TTFT disagg s", "TTFT aggregated s", "decode tok/s disagg",
            "decode tok/s aggregated", "Output TPS disagg", "Output TPS aggregated", "prompt tokens transferred",
-           "T=0 outputs equal", "extra verify steps / turn")
+           "T=0 outputs equal", "extra verify steps / turn", "AL per drafted step disagg",
+           "AL per drafted step aggregated", "post-transfer step's cost on AL")
     probs = "".join(f"<li>{_e(x)}</li>" for x in parity.get("problems") or [])
     return (f"<h3>Disaggregated vs aggregated</h3>{head}<table><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in hdr) + "</tr>" + "".join(rows) + "</table>"

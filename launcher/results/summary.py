@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from launcher.common.files import write_json_atomic
 
@@ -41,11 +41,16 @@ def write_summary(job_dir, summary: dict, *, allow_nan: bool = True) -> Path:
     return write_json_atomic(summary_path(job_dir), summary, allow_nan=allow_nan)
 
 
+def change_summary(job_dir, change: Callable[[Optional[dict]], Optional[dict]], *,
+                   allow_nan: bool = True) -> Optional[dict]:
+    """The one read-modify-write of summary.json: ``change`` gets the summary (None when
+    there is none) and returns the summary to write (None: leave the file as it is)."""
+    new = change(read_summary(job_dir))
+    if new is not None:
+        write_summary(job_dir, new, allow_nan=allow_nan)
+    return new
+
+
 def update_summary(job_dir, **fields) -> Optional[dict]:
     """Set top-level ``fields`` of an existing summary (None when there is none)."""
-    s = read_summary(job_dir)
-    if s is None:
-        return None
-    s.update(fields)
-    write_summary(job_dir, s)
-    return s
+    return change_summary(job_dir, lambda s: None if s is None else {**s, **fields})

@@ -233,7 +233,7 @@ def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
     speedup_summary.json in ``root`` and the summary.json blocks (only
     ``only_job``'s when given). Returns the analysis (None without a baseline)."""
     from launcher.results.store import write_json_atomic
-    from launcher.results.summary import read_summary, write_summary
+    from launcher.results.summary import change_summary
 
     jobs = load_results(root)
     res = analyse(jobs)
@@ -254,13 +254,10 @@ def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
     for job in jobs:
         if is_baseline(job) or (only_job is not None and Path(job.path).resolve() != Path(only_job).resolve()):
             continue
-        summ = read_summary(job.path)
-        if summ is None:
-            continue
         mine = [compact(r) for r in res["points"] if r["job"] == job.name]
-        summ["speedup"] = {"baseline_jobs": res["baseline_jobs"], "points": mine, "best_k": res["best_k"],
-                           "schedules": res["schedules"], "file": str(Path(root) / SUMMARY_FILE)}
-        write_summary(job.path, summ, allow_nan=False)
+        speedup = {"baseline_jobs": res["baseline_jobs"], "points": mine, "best_k": res["best_k"],
+                   "schedules": res["schedules"], "file": str(Path(root) / SUMMARY_FILE)}
+        change_summary(job.path, lambda s: None if s is None else {**s, "speedup": speedup}, allow_nan=False)
     return res
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher import forced_acceptance as fa
+from launcher.engines import forced_acceptance as fa
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200_vllm026"
 

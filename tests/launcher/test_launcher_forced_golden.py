@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from launcher import forced_acceptance as fa
+from launcher.engines import forced_acceptance as fa
 from launcher.config.validate import validate
 from launcher.plan import make_plan
 from launcher.server_args import build_server_flags, speculative_config

@@ -13,6 +13,19 @@ def test_disagg_block_shows_the_verdict_and_both_sides():
                           "outputs_equal": True, "extra_verify_steps_per_turn": 1.0}],
               "problems": ["mtbench/t0_c1: Average_AL 2.070 disagg vs 2.182 aggregated (-5.1%, tolerance 5%)"]}
     html = disagg_block(parity)
-    assert "Disaggregated vs aggregated" in html and 'badge fail">FAIL' in html and "AL within 5%: False" in html
+    assert "Disaggregated vs aggregated" in html and 'badge fail">FAIL' in html and "acceptance per drafted step within 5%: False" in html  # a version-1 file
     assert "<td>2.070</td><td>2.182</td>" in html and "<td>521 / 521</td>" in html and "-5.1%" in html
     assert disagg_block(None) == ""
+
+
+def test_disagg_block_shows_acceptance_per_drafted_step_and_the_structural_cost():
+    parity = {"verdict": "pass", "al_tolerance": 0.05,
+              "checks": {"outputs_equal_at_t0": True, "acceptance_within_tolerance": True,
+                         "every_request_transferred": True},
+              "points": [{"point": "mtbench/t0_c1", "disagg": {"Average_AL": 2.097}, "aggregated": {"Average_AL": 2.213},
+                          "kv_transfer": {}, "outputs_equal": True, "extra_verify_steps_per_turn": 1.0,
+                          "per_step_al": {"disagg": 2.258929, "aggregated": 2.258929}, "structural_step_cost": -0.05205}],
+              "problems": []}
+    html = disagg_block(parity)
+    assert "acceptance per drafted step within 5%: True" in html
+    assert "<td>2.259</td><td>2.259</td><td>-5.2%</td>" in html and "post-transfer step" in html

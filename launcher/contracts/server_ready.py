@@ -1,0 +1,78 @@
+"""``server_ready.json``: what the node tells the benchmark about the server it
+started (written once the server is ready, read by the benchmark). One typed object,
+one writer (atomic), one reader; files of earlier versions read (unknown keys kept).
+
+The node writes one per server phase: the job's own (``server_ready.json``), the
+lossless reference's, the known-answer probe's, the baseline's and the disagg
+parity's aggregated server's (their folders' ``server_ready.json``)."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Optional
+
+from launcher.common.files import write_json_atomic
+
+SERVER_READY_FILE = "server_ready.json"
+PHASE_FILES = {None: SERVER_READY_FILE, "lossless": "lossless/reference_server_ready.json",
+               "known_answer": "known_answer_server_ready.json"}
+# Keys written only when set (a plain server has no topology; a phase's server no engine keys).
+_OPTIONAL = ("engine", "acceptance_source", "speculative_config", "cpu_kernel", "metrics_urls", "topology")
+
+
+@dataclass(frozen=True)
+class ServerReady:
+    startup_s: Optional[float] = None  # spawn to ready (topology=disagg: first spawn to the router's readiness)
+    port: Optional[int] = None
+    url: Optional[str] = None  # where this node reaches the server
+    bind_host: Optional[str] = None
+    served_model_name: Optional[str] = None
+    argv: list = field(default_factory=list)
+    engine_version: Optional[str] = None
+    pid: Optional[int] = None
+    spawn_unix: Optional[float] = None
+    ready_unix: Optional[float] = None
+    log: Optional[str] = None
+    engine: Optional[str] = None
+    acceptance_source: Optional[str] = None
+    speculative_config: Optional[dict] = None
+    cpu_kernel: Optional[dict] = None  # the engine's CPU build: which kernel it runs (configuration.json)
+    metrics_urls: Optional[list] = None  # topology=disagg: the decode servers' /metrics
+    topology: Optional[dict] = None  # topology=disagg: every server and the router
+    extra: dict = field(default_factory=dict)  # keys this version does not know (a newer writer's)
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k != "extra" and not (k in _OPTIONAL and v is None)}
+        return {**self.extra, **d}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ServerReady":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in d.items() if k in known},
+                   extra={k: v for k, v in d.items() if k not in known})
+
+
+def ready_path(job_dir, phase: Optional[str] = None) -> Path:
+    """The server_ready file of a job folder (``phase``: lossless, known_answer; None: the job's own)."""
+    return Path(job_dir) / PHASE_FILES[phase]
+
+
+def write_server_ready(path, ready: ServerReady) -> Path:
+    """Write atomically (``path``: a file, or a job folder for its own server_ready.json)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / SERVER_READY_FILE
+    return write_json_atomic(p, ready.to_dict())
+
+
+def read_server_ready(path) -> Optional[ServerReady]:
+    """The file (or a job folder's server_ready.json); None when absent or unreadable."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / SERVER_READY_FILE
+    try:
+        d = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+    return ServerReady.from_dict(d) if isinstance(d, dict) else None
