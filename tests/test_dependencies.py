@@ -1,12 +1,17 @@
-"""Dependencies point one way (docs: README "Layout"):
+"""Dependencies point one way (docs/architecture.md). The parts of launcher/, lowest first:
 
-    login side (config, plan, render, submit) -> spec <- node -> bench -> results
-                                                   results <- report / compare / speedup / upload
+    engines, golden      the engine seam; the golden-reference rule (standard library)
+    runtime              what a job needs on a host (files, API key, processes, datasets, telemetry)
+    contracts            the files passed between processes (job.json, server_ready.json)
+    results              result files: typed models, writer, reader, validity
+    bench                the benchmark (AIPerf driver) -> results
+    node                 the node job -> bench
+    login                compose, validate, plan, render, submit, follow
+    speedup, compare, report, upload   tools that read results
 
-plus a base every part may use (launcher.common, engines, errors, telemetry,
-forced_acceptance, golden), which imports nothing above it. Every import in
-launcher/ and upload/ is checked, including imports inside functions. No
-exceptions are listed: a new edge is either allowed here by design or moved.
+Every import in launcher/ and upload/ is checked, including imports inside functions,
+and no two files may import each other in a loop. No exceptions are listed: a new
+edge is either allowed here by design or moved.
 """
 from __future__ import annotations
 
@@ -15,20 +20,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BASE = {"common", "engines", "errors", "telemetry", "forced_acceptance", "golden"}
-LOGIN = {"config", "plan", "server_args", "sbatch", "submit", "job", "cli", "__main__"}
+LOW = {"engines", "golden"}
+RUNTIME = LOW | {"runtime"}
+CONTRACTS = RUNTIME | {"contracts"}
+RESULTS = CONTRACTS | {"results"}
 ALLOWED: dict[str, set[str]] = {
-    **{b: BASE for b in BASE},
-    "spec": BASE,
-    "contracts": BASE,
-    "results": BASE,
-    "bench": BASE | {"spec", "contracts", "results"},
-    "node": BASE | {"spec", "contracts", "results", "bench"},
-    **{name: BASE | LOGIN | {"spec", "contracts", "results"} for name in LOGIN},
-    "speedup": BASE | {"results"},
-    "compare": BASE | {"results", "speedup"},
-    "report": BASE | {"results", "speedup"},
-    "upload": BASE | {"results"},
+    "engines": set(),
+    "golden": set(),
+    "runtime": LOW,
+    "contracts": RUNTIME,
+    "results": CONTRACTS,
+    "bench": RESULTS,
+    "node": RESULTS | {"bench"},
+    "login": RESULTS,
+    "__main__": {"login"},
+    "speedup": RESULTS,
+    "compare": RESULTS | {"speedup"},
+    "report": RESULTS | {"speedup"},
+    "upload": RESULTS,
 }
 
 
@@ -117,14 +126,14 @@ def test_status_files_are_opened_in_one_module():
 
 
 def test_one_atomic_writer():
-    """os.replace (the rename of an atomic write) appears in launcher/common/files.py only."""
+    """os.replace (the rename of an atomic write) appears in launcher/runtime/files.py only."""
     users = []
     for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr in ("replace", "rename") and \
                     isinstance(node.value, ast.Name) and node.value.id == "os":
                 users.append(str(path.relative_to(ROOT)))
-    assert users == ["launcher/common/files.py"], users
+    assert users == ["launcher/runtime/files.py"], users
 
 
 ARGV_READER = ("launcher/engines/flags.py",)  # the one reader of hand-written argv lists
@@ -171,3 +180,65 @@ def test_no_hand_written_argv_reader_outside_engines_flags():
                 found.append(f"{rel}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert not found, "argv read by hand (use argparse, a typed spec field, or launcher.engines.flags):\n" + \
         "\n".join(found)
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the modules of this tree it imports (``from pkg import sub`` counts sub)."""
+    paths = list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))
+    mods = {_module_of(p): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for mod, path in mods.items():
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for n in names:
+                if n in mods and n != mod:
+                    out.add(n)
+        graph[mod] = out
+    return graph
+
+
+def test_no_import_cycle_between_files():
+    """Tarjan's strongly connected components of the file import graph (imports inside
+    functions and under TYPE_CHECKING counted; a package's __init__ is its own file)."""
+    graph, index, low, stack, on, cycles = _import_graph(), {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not cycles, "files that import each other in a loop:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_launcher_top_level_holds_packages_only():
+    loose = sorted(p.name for p in (ROOT / "launcher").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert loose == [], f"modules at the top of launcher/ (put each in its part's package): {loose}"

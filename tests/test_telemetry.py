@@ -1,4 +1,4 @@
-"""Unit tests for launcher.telemetry, with a fake NVML (no GPU needed)."""
+"""Unit tests for launcher.runtime.telemetry, with a fake NVML (no GPU needed)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from launcher import telemetry
-from launcher.telemetry import GIB, GpuMemorySampler, gpu_name_list, gpu_names
+from launcher.runtime import telemetry
+from launcher.runtime.telemetry import GIB, GpuMemorySampler, gpu_name_list, gpu_names
 
 
 class FakeNVMLError(Exception):

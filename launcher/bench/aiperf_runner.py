@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from launcher.bench.metrics import DEFAULT_METRICS
-from launcher.common.processes import terminate_trees, with_parent_death_signal
+from launcher.runtime.processes import terminate_trees, with_parent_death_signal
 from launcher.engines import MetricNames
 from launcher.results.per_position import counts_from_series
 

@@ -4,7 +4,7 @@ one running server with AIPerf, and write specdec_bench-format results.
     python -m launcher.bench --spec JOB_DIR/job.json [--role baseline] --url URL
 
 is what jobs run: the points and every setting come from the job spec's typed
-sections (launcher/spec.py). The flag form (``--mtbench PATH ... --url URL``) is
+sections (launcher/contracts/job.py). The flag form (``--mtbench PATH ... --url URL``) is
 for hand use; run.sh reads the arguments after its `--` with this parser into a
 job spec, and runs that.
 """
@@ -21,13 +21,13 @@ from typing import Callable, Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
-from launcher.common.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
+from launcher.runtime.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
 from launcher.results.status import write_error, write_progress
 from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.contracts.server_ready import ServerReady, read_server_ready
-from launcher.spec import point_dir_name
+from launcher.contracts.job import point_dir_name
 
 
 def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
@@ -88,7 +88,7 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
 def spec_from_argv(argv: list[str]):
     """(BenchSpec, points) of a benchmark argv (run.sh's arguments after `--`), read by
     this benchmark's own parser: the job spec run.sh writes holds the typed settings."""
-    from launcher.spec import BenchSpec, DatasetInput, Gates, LosslessSpec, PointSpec, RuntimeParams
+    from launcher.contracts.job import BenchSpec, DatasetInput, Gates, LosslessSpec, PointSpec, RuntimeParams
 
     args = parse_args(list(argv), require_url=False)
     runtime = (yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else None) or {}
@@ -155,7 +155,7 @@ def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]
 
 
 def _spec_mode(argv: list[str]) -> tuple[argparse.Namespace, dict, dict]:
-    from launcher.spec import JobSpec, SpecError
+    from launcher.contracts.job import JobSpec, SpecError
 
     p = argparse.ArgumentParser(prog="python -m launcher.bench --spec")
     p.add_argument("--spec", required=True, help="the job spec (JOB_DIR/job.json)")

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from launcher.results import read_point
 from launcher.results.disagg_parity import one_line, parity_verdict, read_outputs, write_parity
 from launcher.results.summary import read_summary, update_summary
-from launcher.spec import JobSpec, SpecError
+from launcher.contracts.job import JobSpec, SpecError
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

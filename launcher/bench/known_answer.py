@@ -28,7 +28,7 @@ from typing import Iterable, Optional
 
 from launcher.bench.preflight import chat
 from launcher.engines import DEFAULT_ENGINE
-from launcher.common.files import write_json_atomic
+from launcher.runtime.files import write_json_atomic
 from launcher.results.summary import change_summary
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
 
@@ -186,7 +186,7 @@ def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: 
     """Send the prompts at each temperature; the verdict per temperature. One request at
     a time, so counted from stream chunks no two steps can be merged into one chunk."""
     from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
-    from launcher.common.apikey import auth_headers
+    from launcher.runtime.apikey import auth_headers
     from launcher.engines import get_engine
 
     eng = get_engine(engine)
@@ -241,7 +241,7 @@ def server_counters(url: str) -> Optional[dict[str, float]]:
     """The server's /metrics, parsed; None where it cannot be read (the verdict stands
     on the per-request figures alone then)."""
     from launcher.bench.metrics import parse_prometheus_text
-    from launcher.common.apikey import auth_headers
+    from launcher.runtime.apikey import auth_headers
 
     try:
         req = urllib.request.Request(f"{url}/metrics", headers=auth_headers())

@@ -16,7 +16,8 @@ from launcher.bench import aiperf_runner as ar
 from launcher.contracts.server_ready import ServerReady
 from launcher.engines import Engine, MetricNames, default_engine, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
-from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
+from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
+from launcher.runtime.files import REPO_ROOT
 from launcher.bench.metrics import (DEFAULT_METRICS, RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
                                     timing)
 from launcher.bench.stream_chunks import read_raw_chunks
@@ -24,7 +25,6 @@ from launcher.bench.result_files import (build_configuration, checkpoint_info, r
                                          speculative_algorithm, write_point)
 from launcher.results import EXTENSION_KEY, PointResult, ValidityRule, point_problems, read_point
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -64,7 +64,7 @@ def _tool_version() -> str:
 
 
 def _gpu_name(save_dir: Path) -> str:
-    from launcher.telemetry import gpu_names
+    from launcher.runtime.telemetry import gpu_names
     return gpu_names()
 
 
@@ -207,7 +207,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                                server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    from launcher.common.apikey import client_key
+    from launcher.runtime.apikey import client_key
     argv = ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)
     total = len(outcomes) * n_turns
@@ -381,7 +381,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     shutil.rmtree(group_dir, ignore_errors=True)
     run = _group_run(ctx, dataset, temperature, outcomes, group_dir, input_file, len(questions))
     concurrencies = run.concurrencies
-    from launcher.common.apikey import client_key
+    from launcher.runtime.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key(),
                           server_metrics=tuple(ctx.server_ready.metrics_urls or ()))

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from typing import Optional
 
-from launcher.common.apikey import auth_headers
+from launcher.runtime.apikey import auth_headers
 from launcher.engines import Engine
 
 

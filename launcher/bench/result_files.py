@@ -17,8 +17,8 @@ import statistics
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from launcher.common.datasets import DatasetSpec, Question, question_key
-from launcher.common.files import jsonl_lines
+from launcher.runtime.datasets import DatasetSpec, Question, question_key
+from launcher.runtime.files import jsonl_lines
 
 from launcher.results import (ACCEPTANCE_FILE, COMPLETE_FILE as COMPLETE, CONFIGURATION_FILE,  # noqa: F401
                               EXTENSION_KEY, TIMING_FILE, append_metric, is_complete, mark_complete,

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Optional
 
-from launcher.common.files import jsonl_lines
+from launcher.runtime.files import jsonl_lines
 
 
 def chunks_from_usage(cumulative: Iterable[Optional[int]]) -> list[int]:

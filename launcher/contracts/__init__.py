@@ -1,4 +1,4 @@
 """The files that pass between processes, typed, each named and read/written in one
 module (docs/architecture.md): server_ready.json (node -> benchmark). job.json is
-launcher.spec.JobSpec; summary.json and progress.json live in launcher.results.
+launcher.contracts.job.JobSpec; summary.json and progress.json live in launcher.results.
 Standard library only: the node and the benchmark import these under any Python."""

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
-from launcher.common.files import write_json_atomic
+from launcher.runtime.files import write_json_atomic
 
 SERVER_READY_FILE = "server_ready.json"
 PHASE_FILES = {None: SERVER_READY_FILE, "lossless": "lossless/reference_server_ready.json",

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.engines import forced_acceptance
+from launcher.engines.forced_acceptance import speculative_keys
 from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, KvTransferMetrics,
                                    MetricNames, ServerKey, ServingOptions, UserServerArgs, parse_version)
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
@@ -104,7 +104,7 @@ class VLLM(Engine):
         return f"start it with {SPEC_CONFIG_FLAG} and {SPEC_METRICS_FLAG} detailed (run.sh adds the latter)"
 
     def forced_acceptance_config(self, length, rates) -> dict:
-        return forced_acceptance.speculative_keys(length, rates)
+        return speculative_keys(length, rates)
 
     def cpu_sampling_reason(self, gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
         """The CPU is decided from the cluster (``gpus_per_node: 0`` is a CPU-only cluster, e.g.

@@ -1,7 +1,7 @@
 """topology=disagg on the node (docs/disagg.md): the prefill and decode servers with the
 router in front of them, the KV path's first transfer, what server_ready.json says of
 them, and the parity run against the aggregated server. Functions of the node job
-(launcher.node.serve_and_bench.NodeJob), which calls them in its server and
+(launcher.node.context.NodeContext: the node job), which calls them in its server and
 after-sweep phases.
 """
 from __future__ import annotations
@@ -11,16 +11,14 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
+from launcher.node.context import NodeContext
 from launcher.node.lifecycle import ServerProcess, ServerStartError, describe_returncode
 from launcher.node.net import client_host, pick_free_port, subprocess_line
-from launcher.spec import BENCH_MODULE, cpu_core_sets
+from launcher.contracts.job import BENCH_MODULE, cpu_core_sets
 
-if TYPE_CHECKING:
-    from launcher.node.serve_and_bench import NodeJob
 
 class _NoServer:
     """A client that needs no server (the parity verdict reads files): never exits."""
@@ -33,7 +31,7 @@ class _NoServer:
         return ""
 
 
-def serve(job: "NodeJob") -> ServerProcess:
+def serve(job: NodeContext) -> ServerProcess:
     """topology=disagg: the prefill and decode servers, each its own process with its own
     port, NIXL side-channel port, log (logs/<role><i>.log) and readiness, then the router
     in front of them (logs/router.log). Returns the router: what the benchmark talks to.
@@ -74,23 +72,23 @@ def serve(job: "NodeJob") -> ServerProcess:
         m.start()
         job.members.append(m)
     for m in job.members:
-        m.wait_ready(sp.ready_timeout_s, check=job._check)
+        m.wait_ready(sp.ready_timeout_s, check=job.check)
     urls = {r: [m.url for m in job.members if m.role.startswith(r)] for r in ("prefill", "decode")}
     rport = port()
     argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], t.router_policy,
                            tuple(t.router_extra_args))
     job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
-                           log_path=job.logs / "router.log", log=job.log, env=job._server_env(),
+                           log_path=job.logs / "router.log", log=job.log, env=job.server_env(),
                            api_key=job.api_key, engine=eng)
     job.server = router
     router.start()
-    router.wait_ready(sp.ready_timeout_s, check=job._check)
+    router.wait_ready(sp.ready_timeout_s, check=job.check)
     router.engine_version = router.engine_version or job.members[0].engine_version
     first_transfer(job, router)
     return router
 
-def first_transfer(job: "NodeJob", router: ServerProcess) -> None:
+def first_transfer(job: NodeContext, router: ServerProcess) -> None:
     """The KV path's readiness: one request through the router, prefill -> NIXL -> decode.
     The first transfer between two servers pays the NIXL handshake (36 s measured on a
     2-core machine, minutes under load), which no benchmark point should carry."""
@@ -104,7 +102,7 @@ def first_transfer(job: "NodeJob", router: ServerProcess) -> None:
     t0 = time.monotonic()
     deadline = t0 + job.spec.ready_timeout_s
     while True:
-        job._check()
+        job.check()
         req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as r:
@@ -119,7 +117,7 @@ def first_transfer(job: "NodeJob", router: ServerProcess) -> None:
     job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
              f"{time.monotonic() - t0:.1f} s")
 
-def ready_info(job: "NodeJob", router: ServerProcess) -> dict:
+def ready_info(job: NodeContext, router: ServerProcess) -> dict:
     """What server_ready.json adds for topology=disagg: every server and the router, the
     decode servers' /metrics (the benchmark's scrape: acceptance and KV transfer happen
     there), and the start-up from the first spawn to the router's readiness."""
@@ -136,7 +134,7 @@ def ready_info(job: "NodeJob", router: ServerProcess) -> dict:
                          "decode_prefix_caching": t.decode_prefix_caching,
                          "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
-def parity(job: "NodeJob", rc: int) -> int:
+def parity(job: NodeContext, rc: int) -> int:
     """bench.disagg_parity: the disaggregated servers stop, the aggregated server of the
     same recipe (the same flags, no KV transfer) runs the same points into its own job
     folder (its job.json written here), and launcher.bench.disagg_parity judges the two

@@ -10,7 +10,7 @@ from typing import Callable, Mapping, Optional
 
 from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version
 from launcher.engines.forced_acceptance import forced_from_speculative_config
-from launcher.spec import JobSpec
+from launcher.contracts.job import JobSpec
 
 PROBE_TIMEOUT_S = 120.0
 

@@ -30,7 +30,7 @@ from typing import Callable, Optional
 
 from launcher.contracts.server_ready import ServerReady
 from launcher.engines import Engine, ServerKey, default_engine
-from launcher.common.processes import (  # noqa: F401 (re-exported for the node driver)
+from launcher.runtime.processes import (  # noqa: F401 (re-exported for the node driver)
     DEFAULT_STOP_GRACE_S,
     TAIL_LINES,
     Interrupted,

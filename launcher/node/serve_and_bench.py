@@ -5,7 +5,7 @@ benchmark against it, stop the server, exit with the benchmark's status.
     python -m launcher.node.serve_and_bench [SERVER ARGS...] -- [BENCH ARGS...]
 
 The first form is what jobs run: everything comes from the job spec
-(launcher/spec.py) the launcher wrote; the matched baseline (sweep.baseline=true)
+(launcher/contracts/job.py) the launcher wrote; the matched baseline (sweep.baseline=true)
 is its ``baseline`` section. The job runs as phases (start-up checks, server and
 sweep, the second servers, the conclusion), with the signal handling and the
 cleanup in ``NodeJob.run``. The second is run.sh's (the hand-use
@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.common import apikey
+from launcher.runtime import apikey
 from launcher.node import disagg as disagg_node
 from launcher.node import outcome, slurm_steps
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
@@ -73,8 +73,9 @@ from launcher.node.lifecycle import (
     spawn,
     terminate_trees,
 )
-from launcher.common.cpuinfo import cpu_flags
-from launcher.common.processes import ProcessTag
+from launcher.runtime.cpuinfo import cpu_flags
+from launcher.runtime.files import REPO_ROOT
+from launcher.runtime.processes import ProcessTag
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary
@@ -82,7 +83,7 @@ from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import (Engine, ServerKey, default_engine, get_engine, key_envs,
                               num_speculative_tokens)
 from launcher.engines.flags import split_at_separator
-from launcher.spec import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
+from launcher.contracts.job import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -127,7 +128,7 @@ def default_job_dir(now: Optional[float] = None) -> Path:
 
 def repo_root() -> Path:
     """The folder holding the `launcher` package in use."""
-    return Path(__file__).resolve().parents[2]
+    return REPO_ROOT
 
 
 # ---------------------------------------------------------------- configuration
@@ -310,13 +311,13 @@ class NodeJob:
                 pass
 
     def fail(self, reason: str) -> None:
-        """Record the one-line failure reason (launcher/job.py reads its first line)."""
+        """Record the one-line failure reason (launcher/login/node_job.py reads its first line)."""
         line = write_error(self.job_dir, reason)
         self.log(f"ERROR: {line}", logging.ERROR)
 
     # -- steps
 
-    def _server_env(self) -> dict:
+    def server_env(self) -> dict:
         env = dict(os.environ)
         env.update({k: str(v) for k, v in self.spec.env.items()})
         if self._cpu_server():
@@ -328,7 +329,7 @@ class NodeJob:
         variable, or a private file outside the run that the server process removes once ready)."""
         if self.api_key and self._key_dir is None:
             self._key_dir = tempfile.mkdtemp(prefix="specdec-key-")  # 0700: the job's user alone
-        return apikey.server_launch(self.api_key, {**self._server_env(), **(extra_env or {})}, self.engine,
+        return apikey.server_launch(self.api_key, {**self.server_env(), **(extra_env or {})}, self.engine,
                                     Path(self._key_dir or tempfile.gettempdir()))
 
     def _cpu_server(self) -> bool:
@@ -340,7 +341,7 @@ class NodeJob:
             return None
         return get_engine(self.spec.engine).cpu_kernel(self.spec.server_flags, cpu_flags())
 
-    def _check(self) -> None:
+    def check(self) -> None:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
         self.check_signal()
         for m in self.members:
@@ -384,7 +385,7 @@ class NodeJob:
                                                                            speculative_config)
                 self.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(self.logs / f"server.node{rank}.log", "ab") as f:
-                    self.workers.append(spawn(wargv, stdout=f, env=self._server_env()))
+                    self.workers.append(spawn(wargv, stdout=f, env=self.server_env()))
             argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, speculative_config)
             self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
@@ -395,7 +396,7 @@ class NodeJob:
             self.server = server
             server.start()
             try:
-                server.wait_ready(sp.ready_timeout_s, check=self._check)
+                server.wait_ready(sp.ready_timeout_s, check=self.check)
                 return server
             except ServerStartError as e:
                 if attempt + 1 < attempts and "address already in use" in e.tail.lower():
@@ -431,7 +432,7 @@ class NodeJob:
         from launcher.node import engine_check
 
         try:
-            res = engine_check.resolve(self.spec, self._server_env())
+            res = engine_check.resolve(self.spec, self.server_env())
         except engine_check.EngineError as e:
             return str(e)
         self.spec = res.spec
@@ -451,7 +452,7 @@ class NodeJob:
         return write_server_ready(ready_path(self.job_dir), info)
 
     def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
-        env = apikey.client_env(self.api_key, self._server_env())
+        env = apikey.client_env(self.api_key, self.server_env())
         root = str(repo_root())
         pp = env.get("PYTHONPATH", "")
         if root not in pp.split(os.pathsep):
@@ -494,7 +495,7 @@ class NodeJob:
                     self.end_cause = f"the {what} was killed by " + (
                         signal_name(-rc) if rc < 0 else signal_name(rc - 128))
                 return rc
-            self._check()
+            self.check()
             src = server.poll()
             if src is not None:
                 self.log(f"server exited (code {describe_returncode(src)}) during the {what}; "
@@ -540,7 +541,7 @@ class NodeJob:
 
     def _check_inputs(self) -> list[str]:
         """The inputs the server and the benchmark need, checked before the server starts."""
-        from launcher.common.inputs import check_job_inputs
+        from launcher.runtime.inputs import check_job_inputs
 
         sp, b = self.spec, self.spec.bench
         return check_job_inputs(model=sp.model, draft=(sp.speculative_config or {}).get("model"),
@@ -647,7 +648,7 @@ class NodeJob:
 
     def _start_telemetry(self):
         try:
-            from launcher.telemetry import GpuMemorySampler
+            from launcher.runtime.telemetry import GpuMemorySampler
             sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
             sampler.start()
             return sampler

@@ -1,7 +1,7 @@
 """The allocation's nodes and the server's own Slurm steps (Slurm's CLI; stdlib only).
 
 The server runs as `srun --overlap ...` steps of the job (see
-launcher.spec.LaunchSpec.server_step_prefix). Stopping the srun client
+launcher.contracts.job.LaunchSpec.server_step_prefix). Stopping the srun client
 forwards SIGTERM to the step; a step that outlives that is cancelled by name
 with `scancel JOBID.STEPID`, so nothing is left on any node.
 """

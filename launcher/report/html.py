@@ -141,7 +141,9 @@ def provenance_block(job: Job) -> str:
         items.append(f"<dt>{_e(label)}</dt><dd>{val}</dd>")
     cfg = job.configuration
     extra = []
-    argv = (cfg.get("serving") or {}).get("server_argv") or (job.plan or {}).get("server_argv")
+    spec = job.spec  # without a recorded argv: the one job.json describes (port as planned)
+    argv = (cfg.get("serving") or {}).get("server_argv") or (
+        spec.server_argv(spec.bind_host, spec.port or "<port>") if spec else None)
     if argv:
         extra.append(f"<details><summary>server argv</summary><pre>{_e(' '.join(map(str, argv)))}</pre></details>")
     rp = (cfg.get("run_args") or {}).get("runtime_params")

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Mapping, Optional
 
-from launcher.common.files import jsonl_lines, write_json_atomic
+from launcher.runtime.files import jsonl_lines, write_json_atomic
 from launcher.results.layout import responses_file
 
 DISAGG_PARITY_FILE = "disagg_parity.json"

@@ -19,9 +19,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from launcher.results import ACCEPTANCE_FILE, TIMING_FILE, PointResult, ValidityRule, point_problems, read_point
+from launcher.contracts.job import JobSpec, SpecError
 from launcher.results.layout import is_run_dir
 from launcher.results.store import is_complete
 from launcher.results.summary import has_summary, read_summary, summary_path as summary_file
@@ -165,6 +166,14 @@ class Job:
     @property
     def name(self) -> str:
         return self.summary.get("server_id") or self.path.name
+
+    @property
+    def spec(self) -> Optional[JobSpec]:
+        """job.json as the node read it (JobSpec), None when absent or not a job spec."""
+        try:
+            return JobSpec.from_dict(self.plan) if self.plan else None
+        except (SpecError, TypeError, ValueError):
+            return None
 
     @property
     def configuration(self) -> dict:

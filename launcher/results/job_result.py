@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launcher.common.files import write_json_atomic
+from launcher.runtime.files import write_json_atomic
 
 JOB_RESULT_FILE = "job_result.json"
 

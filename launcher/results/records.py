@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from launcher.common.files import jsonl_lines
+from launcher.runtime.files import jsonl_lines
 
 PROFILING = "profiling"
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from launcher.common.files import write_json_atomic, write_text_atomic
+from launcher.runtime.files import write_json_atomic, write_text_atomic
 
 PROGRESS_FILE = "progress.json"
 ERROR_FILE = "logs/error.txt"

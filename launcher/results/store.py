@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from launcher.common.files import write_text_atomic as _write_atomic
+from launcher.runtime.files import write_text_atomic as _write_atomic
 from launcher.results.layout import COMPLETE_FILE
 
 

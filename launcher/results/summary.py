@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Callable, Optional
 
-from launcher.common.files import write_json_atomic
+from launcher.runtime.files import write_json_atomic
 
 SUMMARY_FILE = "summary.json"
 

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from launcher.common.datasets import (
+from launcher.runtime.datasets import (
     DATASETS, DatasetError, Question, category_map, get_dataset, read_mtbench,
     read_specbench, read_speed, round_robin_by_category, write_aiperf_multi_turn,
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.common.datasets import read_mtbench
+from launcher.runtime.datasets import read_mtbench
 from launcher.bench.metrics import acceptance_rate, parse_prometheus_text, prometheus_al, read_profile_export, timing
 from launcher.results import EXTENSION_KEY
 

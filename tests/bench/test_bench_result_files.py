@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.common.datasets import DATASETS, Question, read_mtbench
+from launcher.runtime.datasets import DATASETS, Question, read_mtbench
 from launcher.bench.result_files import (
     build_configuration, checkpoint_info, is_complete, is_secret_key, mark_complete,
     mask_argv, mask_secrets, response_texts_from_raw, responses_rows, write_json_atomic,

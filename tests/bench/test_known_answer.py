@@ -107,7 +107,7 @@ def test_the_launcher_table_shows_the_jobs_reason_not_submitits_log_paths():
 
     from submitit.core.utils import FailedJobError
 
-    from launcher.submit import job_outcome
+    from launcher.login.submit import job_outcome
 
     reason = ("job s1 failed (exit 1): known-answer probe failed: engine defect suspected: "
               "known-answer AL 1.05 at T=0.7, expected k+1 = 4; logs in /x/logs")

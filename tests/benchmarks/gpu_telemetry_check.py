@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Real-GPU check of launcher/telemetry.py (a plain script, not a pytest test).
+"""Real-GPU check of launcher/runtime/telemetry.py (a plain script, not a pytest test).
 
     python tests/benchmarks/gpu_telemetry_check.py [--gib 4] [--hold-s 3] [--interval-s 0.5] [--out DIR]
 
-Needs only pynvml (nvidia-ml-py) and torch; it imports launcher/telemetry.py
+Needs only pynvml (nvidia-ml-py) and torch; it imports launcher/runtime/telemetry.py
 from this checkout, so the package need not be installed.
 
 What it does, on cuda:0:
@@ -37,7 +37,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
-from launcher.telemetry import GIB, GpuMemorySampler  # noqa: E402
+from launcher.runtime.telemetry import GIB, GpuMemorySampler  # noqa: E402
 
 TOLERANCE = 0.05
 

@@ -171,8 +171,8 @@ def test_every_help_flag_is_in_the_docs(ep):
 def test_readme_top_level_keys_exist_in_the_schema():
     from omegaconf import OmegaConf
 
-    from launcher.config.compose import GROUPS
-    from launcher.config.schema import LauncherConfig
+    from launcher.login.config.compose import GROUPS
+    from launcher.login.config.schema import LauncherConfig
 
     text = (REPO_ROOT / "README.md").read_text()
     m = re.search(r"Top-level keys:(.*?)\n\n", text, re.S)

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from launcher.results import read_point
-from launcher.common.cpuinfo import cpu_flags
+from launcher.runtime.cpuinfo import cpu_flags
 from tests.e2e.procs import processes_matching
 from tests.support import stack
 

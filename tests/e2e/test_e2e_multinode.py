@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from launcher.results import read_point
-from launcher.spec import BenchSpec, DatasetInput, JobSpec, LaunchSpec, PointSpec
+from launcher.contracts.job import BenchSpec, DatasetInput, JobSpec, LaunchSpec, PointSpec
 from tests.support import stack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "node"))

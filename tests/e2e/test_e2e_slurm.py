@@ -67,9 +67,9 @@ def test_standalone_job_script_runs_with_plain_sbatch(slurm_cluster, real_stack,
     and the results land in the planned folder."""
     import time
 
-    from launcher.config.compose import compose_recipe
-    from launcher.plan import make_plan
-    from launcher.submit import write_job_files
+    from launcher.login.config.compose import compose_recipe
+    from launcher.login.plan import make_plan
+    from launcher.login.submit import write_job_files
 
     out = tmp_path / "results"
     cfg = compose_recipe(["cluster=slurm", f"output_dir={out}", f"cluster.node_python={stack.VLLM_PYTHON}", *SMALL])

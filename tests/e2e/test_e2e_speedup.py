@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from launcher.spec import JobSpec
+from launcher.contracts.job import JobSpec
 from tests.support import stack
 from tests.support.browser import screenshot_page
 

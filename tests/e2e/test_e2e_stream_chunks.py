@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from launcher.bench.metrics import acceptance_rate, read_profile_export
-from launcher.common.datasets import get_dataset
+from launcher.runtime.datasets import get_dataset
 from launcher.results import read_point
 from tests.support import stack
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.common.cpuinfo import cpu_flags, parse_cpu_flags
+from launcher.runtime.cpuinfo import cpu_flags, parse_cpu_flags
 from launcher.engines import get_engine
 from launcher.engines.vllm import AMX_PERMISSION_HOOKS
 from tests.support import stack

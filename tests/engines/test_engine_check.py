@@ -7,7 +7,7 @@ import pytest
 
 from launcher.engines import EngineError
 from launcher.node import engine_check
-from launcher.spec import JobSpec, LaunchSpec
+from launcher.contracts.job import JobSpec, LaunchSpec
 
 SPEC_CFG = {"method": "draft_model", "model": "/d", "num_speculative_tokens": 3}
 FLAGS = ["--served-model-name", "t"]
@@ -62,8 +62,8 @@ def test_forced_acceptance_on_a_probed_version_without_it_is_refused_before_the_
 
 
 def test_forced_acceptance_refused_at_login_for_a_stated_old_engine_version():
-    from launcher.config.compose import compose_recipe as compose
-    from launcher.config.validate import validate
+    from launcher.login.config.compose import compose_recipe as compose
+    from launcher.login.config.validate import validate
 
     cfg = compose(["recipe=gpu_smoke", "draft.forced_acceptance.length=2.5", "server.engine_version=0.20.1"])
     lines = [e.line() for e in validate(cfg)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version, version_from_image
-from launcher.spec import JobSpec
+from launcher.contracts.job import JobSpec
 
 VLLM = get_engine("vllm")
 

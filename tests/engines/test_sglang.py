@@ -17,8 +17,8 @@ from launcher.bench.metrics import counter_deltas, parse_prometheus_text, promet
 from launcher.bench.stream_chunks import stats_from_chunks
 from launcher.engines import AcceptanceSource, EngineError, get_engine
 from launcher.engines.sglang import ACCEPT_LENGTH_GAUGE
-from launcher.errors import ConfigError
-from launcher.spec import JobSpec
+from launcher.login.errors import ConfigError
+from launcher.contracts.job import JobSpec
 
 SGL = get_engine("sglang")
 CMD = "python3 -m sglang.launch_server"
@@ -168,12 +168,12 @@ def test_off_loopback_the_key_goes_in_a_private_file_not_on_argv(tmp_path):
 
 
 def compose(*overrides):
-    from launcher.config.compose import compose_recipe as _compose
+    from launcher.login.config.compose import compose_recipe as _compose
     return _compose(list(overrides))
 
 
 def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
-    from launcher.server_args import build_server_argv
+    from launcher.login.server_args import build_server_argv
     cfg = compose("recipe=qwen3_eagle3", "engine=sglang")
     assert cfg.server.engine == "sglang" and cfg.cluster.container_image == "lmsysorg/sglang:v0.5.17"
     a = build_server_argv(cfg, "0.0.0.0", 30000)
@@ -194,7 +194,7 @@ def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
       "sweep.temperatures=[0,0.7]"), "bench.known_answer"),
 ])
 def test_recipe_errors_name_the_field_and_the_fix(overrides, field):
-    from launcher.config.validate import check_engine
+    from launcher.login.config.validate import check_engine
     errs = check_engine(compose(*overrides))
     assert errs, overrides
     line = str(errs[0])

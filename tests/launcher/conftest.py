@@ -75,7 +75,7 @@ def recipe_env(monkeypatch, specdec_home):
 @pytest.fixture
 def compose(recipe_env, tmp_path):
     """compose(*overrides) -> LauncherConfig, with output_dir=tmp_path unless given."""
-    from launcher.config.compose import compose_recipe
+    from launcher.login.config.compose import compose_recipe
 
     def _compose(*overrides: str):
         ov = list(overrides)
@@ -89,8 +89,8 @@ def compose(recipe_env, tmp_path):
 def qwen3_dflash_cfg(tmp_path_factory):
     """qwen3_dflash, composed once (Hydra composition is the slow part) and checked to be
     valid; tests deep-copy it before changing it."""
-    from launcher.config.compose import compose_recipe
-    from launcher.config.validate import validate
+    from launcher.login.config.compose import compose_recipe
+    from launcher.login.config.validate import validate
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPECDEC_HOME", str(stub_specdec_home(tmp_path_factory.mktemp("specdec_home"))))

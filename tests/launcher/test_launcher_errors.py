@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from launcher.config.validate import validate
+from launcher.login.config.validate import validate
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -104,7 +104,7 @@ INPROCESS_CASES = [
 
 @pytest.mark.parametrize("cid,args,field", INPROCESS_CASES)
 def test_bad_input_in_process(cid, args, field, recipe_env, tmp_path, capsys):
-    from launcher import cli
+    from launcher.login import cli
 
     rc = cli.main([f"output_dir={tmp_path}", *args, "dry_run=true"])
     out, err = capsys.readouterr()
@@ -115,7 +115,7 @@ def test_bad_input_in_process(cid, args, field, recipe_env, tmp_path, capsys):
 
 
 def test_every_problem_is_reported_on_its_own_line(recipe_env, tmp_path, capsys):
-    from launcher import cli
+    from launcher.login import cli
 
     rc = cli.main(["recipe=qwen3_dflash", "sweep.temperatures=[3.0]", "sweep.concurrencies=[0]",
                    "parallel.tp=8", "dry_run=true", f"output_dir={tmp_path}"])
@@ -200,7 +200,7 @@ def test_validate_names_the_field_and_fix(cid, changes, field, good_cfg):
 def test_unknown_and_prefix_errors_give_the_right_fix(args, says, recipe_env, tmp_path, capsys):
     """A misspelt key names the fields it could be; a `+`/`~` that Hydra refuses says
     what to write instead (never "check the spelling" for a correctly spelt key)."""
-    from launcher import cli
+    from launcher.login import cli
 
     rc = cli.main([f"output_dir={tmp_path}", *args, "dry_run=true"])
     err = capsys.readouterr().err

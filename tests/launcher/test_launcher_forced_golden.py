@@ -5,9 +5,9 @@ import json
 import pytest
 
 from launcher.engines import forced_acceptance as fa
-from launcher.config.validate import validate
-from launcher.plan import make_plan
-from launcher.server_args import build_server_flags, speculative_config
+from launcher.login.config.validate import validate
+from launcher.login.plan import make_plan
+from launcher.login.server_args import build_server_flags, speculative_config
 
 
 def test_rendering_length_and_rates():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from launcher.config.compose import map_fields, open_map_overrides
-from launcher.errors import ConfigError
+from launcher.login.config.compose import map_fields, open_map_overrides
+from launcher.login.errors import ConfigError
 
 
 def test_map_fields_are_found_in_the_schema():
@@ -73,7 +73,7 @@ def test_where_hydra_truly_needs_plus_the_error_says_so(recipe_env):
     step) gets Hydra's own "To append to your config use +" turned into our fix."""
     from hydra import compose as hydra_compose, initialize_config_dir
 
-    from launcher.config.compose import _register, recipes_dir, translate_error
+    from launcher.login.config.compose import _register, recipes_dir, translate_error
 
     _register()
     key = "bench.gates.min_acceptance_length.mtbench"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import shlex
 
-from launcher.config.validate import validate
-from launcher.plan import make_plan
-from launcher.sbatch import render_sbatch, render_standalone, slurm_parameters
+from launcher.login.config.validate import validate
+from launcher.login.plan import make_plan
+from launcher.login.sbatch import render_sbatch, render_standalone, slurm_parameters
 from launcher.engines import get_engine
-from launcher.spec import JobSpec
+from launcher.contracts.job import JobSpec
 
 multinode_flags = get_engine("vllm").multinode_flags
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from launcher import cli
-from launcher.config.validate import validate
-from launcher.plan import ClientPoint, make_plan
-from launcher.spec import point_dir_name
-from launcher.spec import JobSpec
-from launcher.sbatch import render_sbatch
+from launcher.login import cli
+from launcher.login.config.validate import validate
+from launcher.login.plan import ClientPoint, make_plan
+from launcher.contracts.job import point_dir_name
+from launcher.contracts.job import JobSpec
+from launcher.login.sbatch import render_sbatch
 
 
 @pytest.fixture

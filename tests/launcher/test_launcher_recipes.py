@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from launcher.config.compose import available, recipes_dir
-from launcher.config.validate import validate
-from launcher.plan import make_plan
-from launcher.sbatch import describe_commands, render_sbatch
+from launcher.login.config.compose import available, recipes_dir
+from launcher.login.config.validate import validate
+from launcher.login.plan import make_plan
+from launcher.login.sbatch import describe_commands, render_sbatch
 
 # Every recipes/recipe/*.yaml (or $SPECDEC_RECIPES_DIR/recipe/*.yaml): a new recipe is tested without listing it.
 RECIPES = available("recipe")
@@ -50,7 +50,7 @@ def test_recipe_composes_validates_plans_and_renders(recipe, compose, tmp_path):
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_recipe_dry_run_cli(recipe, recipe_env, tmp_path, capsys):
     """The dry-run CLI (cli.main, in-process; the subprocess path is covered by the acceptance test)."""
-    from launcher import cli
+    from launcher.login import cli
 
     out = tmp_path / "results"
     out.mkdir()
@@ -117,7 +117,7 @@ def test_acceptance_qwen3_dflash_dry_run(cluster, gpus, launcher_cli, tmp_path):
 
 
 def test_cfg_prints_the_composed_recipe(recipe_env, capsys):
-    from launcher import cli
+    from launcher.login import cli
 
     rc = cli.main(["recipe=qwen3_dflash", "sweep.concurrencies=[2,4]", "--cfg"])
     stdout, stderr = capsys.readouterr()

@@ -1,7 +1,7 @@
 """sweep.repeats in the plan: the benchmark's arguments and the compare defaults in job.json."""
 import copy
 
-from launcher.plan import make_plan
+from launcher.login.plan import make_plan
 
 
 def _bench(cfg):

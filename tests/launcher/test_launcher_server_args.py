@@ -6,13 +6,13 @@ import shlex
 
 import pytest
 
-from launcher.config.schema import DraftConfig, LauncherConfig, ModelConfig, ParallelConfig, ServerConfig
-from launcher.errors import ConfigError
-from launcher.spec import shell_join
+from launcher.login.config.schema import DraftConfig, LauncherConfig, ModelConfig, ParallelConfig, ServerConfig
+from launcher.login.errors import ConfigError
+from launcher.contracts.job import shell_join
 from launcher.engines import AcceptanceSource, get_engine
-from launcher.spec import JobSpec
+from launcher.contracts.job import JobSpec
 from launcher.engines.vllm import SPEC_METRICS_FLAG
-from launcher.server_args import (build_server_argv, build_server_flags,
+from launcher.login.server_args import (build_server_argv, build_server_flags,
                                   drop_flags, flag_names, speculative_config)
 
 API_SERVER = "/venv/bin/python -m vllm.entrypoints.openai.api_server"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from launcher.submit import make_executor
+from launcher.login.submit import make_executor
 
 
 @pytest.mark.parametrize("gpus", [0, 1, 4])

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from launcher.config.validate import validate
+from launcher.login.config.validate import validate
 from launcher.engines import EngineError, get_engine
-from launcher.plan import make_plan
-from launcher.sbatch import describe_commands
-from launcher.spec import JobSpec
+from launcher.login.plan import make_plan
+from launcher.login.sbatch import describe_commands
+from launcher.contracts.job import JobSpec
 
 
 def _flag(argv, flag):
@@ -95,7 +95,7 @@ def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
 
 
 def test_each_cpu_server_gets_its_own_cores():
-    from launcher.spec import cpu_core_sets
+    from launcher.contracts.job import cpu_core_sets
 
     assert cpu_core_sets([0, 1], 2) == [[[0]], [[1]]]
     assert cpu_core_sets([0, 1, 2, 3, 4], 2) == [[[0, 1]], [[2, 3]]]

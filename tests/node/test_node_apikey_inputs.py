@@ -5,10 +5,10 @@ import json
 import sys
 from pathlib import Path
 
-from launcher.common import apikey
+from launcher.runtime import apikey
 from launcher.engines import get_engine
-from launcher.spec import BenchSpec, DatasetInput
-from launcher.common.inputs import check_aiperf, check_job_inputs, check_model, check_tokenizer
+from launcher.contracts.job import BenchSpec, DatasetInput
+from launcher.runtime.inputs import check_aiperf, check_job_inputs, check_model, check_tokenizer
 from tests.support.stack import AIPERF
 
 

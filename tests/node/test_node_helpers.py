@@ -204,7 +204,7 @@ def test_terminate_trees_kills_a_child_that_ignores_sigterm():
 def test_terminate_trees_ends_a_tagged_orphan():
     """The benchmark is SIGKILLed; its AIPerf (a session of its own, slow to stop) is
     re-parented and no longer its descendant: the tag in its environment finds it."""
-    from launcher.common.processes import ProcessTag
+    from launcher.runtime.processes import ProcessTag
     code = ("import subprocess, sys, time; "
             "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
             "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'], start_new_session=True); "

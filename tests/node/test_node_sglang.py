@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 from launcher.bench.preflight import check_stream_usage, engine_version
-from launcher.common import apikey
+from launcher.runtime import apikey
 from launcher.engines import get_engine
 from launcher.node.lifecycle import ServerProcess
 from launcher.node.net import pick_free_port
-from launcher.spec import JobSpec
+from launcher.contracts.job import JobSpec
 from tests.node.node_testlib import FAKE_MODEL, HERE, REPO, job_env, wait_for
 
 SGL, VLLM = get_engine("sglang"), get_engine("vllm")

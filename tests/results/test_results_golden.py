@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.common.datasets import Question, round_robin_by_category
+from launcher.runtime.datasets import Question, round_robin_by_category
 from launcher.results import EXTENSION_KEY, Turn, acceptance_doc, chunks_from_server, timing_doc
 from launcher.results.chunks import strip_engine_trace
 from launcher.results.layout import dataset_kind, responses_file

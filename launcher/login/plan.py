@@ -12,19 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from launcher.config.schema import LauncherConfig
+from launcher.login.config.schema import LauncherConfig
+from launcher.runtime.files import REPO_ROOT
 from launcher.engines.flags import kv_cache_cap_bytes
-from launcher.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
+from launcher.login.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
 from launcher.engines import get_engine
 from launcher.engines.flags import drop_flags, pick_flags
-from launcher.spec import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
+from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
                            LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
 
 
-# The planner's output is the job spec (launcher/spec.py): one per server configuration.
+# The planner's output is the job spec (launcher/contracts/job.py): one per server configuration.
 ClientPoint = PointSpec
 JobPlan = JobSpec
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from launcher.config.schema import LauncherConfig
+from launcher.login.config.schema import LauncherConfig
 from launcher.engines import AcceptanceSource, EngineError, ServingOptions, get_engine, version_from_image
-from launcher.errors import ConfigError
+from launcher.login.errors import ConfigError
 from launcher.engines.flags import drop_flags, flag_names
 
 

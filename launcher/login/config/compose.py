@@ -14,10 +14,10 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from launcher.config.schema import LauncherConfig
-from launcher.errors import ConfigError
+from launcher.login.config.schema import LauncherConfig
+from launcher.login.errors import ConfigError
+from launcher.runtime.files import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 GROUPS = ("recipe", "model", "draft", "parallel", "cluster", "sweep", "topology")
 
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-from launcher.config.schema import LauncherConfig
-from launcher.plan import JobPlan, Plan
+from launcher.login.config.schema import LauncherConfig
+from launcher.login.plan import JobPlan, Plan
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import read_error, read_progress
 from launcher.results.summary import read_summary
-from launcher.sbatch import render_standalone, sbatch_setup, slurm_parameters
+from launcher.login.sbatch import render_standalone, sbatch_setup, slurm_parameters
 
 STANDALONE_SCRIPT = "job.sbatch"
 
@@ -67,7 +67,7 @@ def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
 
 
 def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
-    from launcher.job import run_job
+    from launcher.login.node_job import run_job
 
     folder = submitit_folder(plan)
     folder.mkdir(parents=True, exist_ok=True)

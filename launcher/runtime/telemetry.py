@@ -420,7 +420,7 @@ class GpuMemorySampler:
 
     def write_report(self, path: str | os.PathLike[str]) -> Path:
         """Write report() as JSON to ``path`` (atomically; parent folders made). Returns the path."""
-        from launcher.common.files import write_json_atomic
+        from launcher.runtime.files import write_json_atomic
         path = write_json_atomic(path, self.report(), indent=2)
         return path
 

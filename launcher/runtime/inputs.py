@@ -5,7 +5,7 @@ Each check returns problems as one line each: the input, what is wrong, the
 fix. What is checked:
 
 - datasets: the file exists and parses into at least ``--num_requests``
-  requests (launcher.common.datasets, the benchmark's own readers);
+  requests (launcher.runtime.datasets, the benchmark's own readers);
 - model and draft: a local path exists (a folder with config.json), or the
   name is a Hugging Face id (``org/name``), found in the local cache when
   HF_HUB_OFFLINE=1;
@@ -13,7 +13,7 @@ fix. What is checked:
 - output folder: a file can be created in it;
 - AIPerf: the executable is found and ``aiperf --version`` runs.
 
-Standard library only; launcher.common.datasets is stdlib too (pyarrow is
+Standard library only; launcher.runtime.datasets is stdlib too (pyarrow is
 imported for SPEED-Bench parquet only, and a missing pyarrow is not an error
 here: the benchmark reports it).
 """
@@ -73,7 +73,7 @@ def check_tokenizer(name: str, fix_field: str = "model.tokenizer") -> Optional[s
 
 
 def check_dataset(name: str, path: str, num_requests: Optional[int], field: str) -> Optional[str]:
-    from launcher.common.datasets import DatasetError, get_dataset
+    from launcher.runtime.datasets import DatasetError, get_dataset
 
     if not Path(path).is_file():
         return f"{field}: {path}: no such file (fix: point {field} at the dataset file)"
@@ -128,7 +128,7 @@ def check_aiperf(aiperf: str, env: Optional[Mapping[str, str]] = None, timeout_s
 def check_job_inputs(*, model: str, draft: Optional[str], tokenizer: Optional[str], env: Mapping[str, str],
                      bench=None) -> list[str]:
     """Every problem with the job's inputs, one line each (empty: all good). ``bench`` is
-    the job spec's bench section (launcher.spec.BenchSpec) when our benchmark runs."""
+    the job spec's bench section (launcher.contracts.job.BenchSpec) when our benchmark runs."""
     errs: list[str] = []
     add = errs.append
     e = check_model(model, "model", "model.path", env)

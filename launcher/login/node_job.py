@@ -16,9 +16,9 @@ from pathlib import Path
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
-from launcher.spec import SPEC_FILE
+from launcher.contracts.job import SPEC_FILE
+from launcher.runtime.files import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def node_command(spec_path: str | Path, python: str | None = None) -> list[str]:
@@ -38,7 +38,7 @@ def run_job(spec: dict) -> dict:
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
     spec_path = job_dir / SPEC_FILE
     if not spec_path.exists():  # submit writes it; a hand call may not have
-        from launcher.spec import JobSpec
+        from launcher.contracts.job import JobSpec
         JobSpec.from_dict({k: v for k, v in spec.items()}).write(spec_path)
     print(f"[specdec] job {spec['server_id']} on {os.uname().nodename} "
           f"(SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')})", flush=True)

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout: recipes/, common/ (run.sh), launcher/
+
 
 def write_text_atomic(path, text: str, durable: bool = True) -> Path:
     """Write ``text`` to ``path`` atomically (parent folders made). ``durable=False``

@@ -6,7 +6,7 @@ and, per job, a standalone `job.sbatch` that plain `sbatch` runs as is (the
 same node command on the same job spec, no pickle).
 
 Where the container runs (cluster.container_scope): "server" (default) puts
-the pyxis flags on the server's own srun step only (launcher.spec.LaunchSpec),
+the pyxis flags on the server's own srun step only (launcher.contracts.job.LaunchSpec),
 the job's orchestration runs from this checkout's environment; "job" puts them
 on the job's srun line, so the image needs the repository mounted and the node
 side's dependencies.
@@ -17,9 +17,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from launcher.config.schema import ClusterConfig
-from launcher.job import REPO_ROOT, node_command
-from launcher.spec import SPEC_FILE, JobSpec, shell_join
+from launcher.login.config.schema import ClusterConfig
+from launcher.login.node_job import node_command
+from launcher.runtime.files import REPO_ROOT
+from launcher.contracts.job import SPEC_FILE, JobSpec, shell_join
 
 
 def container_srun_args(cl: ClusterConfig) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from launcher.common.files import jsonl_lines, write_text_atomic
+from launcher.runtime.files import jsonl_lines, write_text_atomic
 
 MTBENCH_CATEGORIES = (
     "writing", "roleplay", "reasoning", "math",

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
-from launcher.common.files import write_text_atomic
+from launcher.runtime.files import write_text_atomic
 from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, default_engine, get_engine, num_speculative_tokens
 
 BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from launcher.config.schema import (KV_BUFFER_DEVICES, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS, SPEC_METHODS, TOPOLOGIES,
+from launcher.login.config.schema import (KV_BUFFER_DEVICES, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS, SPEC_METHODS, TOPOLOGIES,
                                     LauncherConfig)
 from launcher.engines import ENGINES, default_engine
-from launcher.errors import ConfigError
+from launcher.login.errors import ConfigError
 
 KNOWN_DATASETS = ("mtbench", "specbench")
 SPEED_SPLITS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k",
@@ -95,7 +95,7 @@ def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
         if why:
             add(fa_mod.FIELD, f"cannot run here: {why}, and {get_engine(srv.engine).cpu_sampling_refusal}",
                 "run on a GPU cluster (e.g. cluster=h100) or remove draft.forced_acceptance")
-        from launcher.server_args import engine_version
+        from launcher.login.server_args import engine_version
         version = engine_version(cfg)
         if version is not None:
             from launcher.engines import EngineError, get_engine
@@ -304,7 +304,7 @@ def _check_gates(cfg: LauncherConfig, add, errs: list) -> None:
 def _check_api_key(cfg: LauncherConfig, add, errs: list) -> None:
     """The server's API key: through the environment only."""
     d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
-    from launcher.common.apikey import api_key_in_args, fix
+    from launcher.runtime.apikey import api_key_in_args, fix
     from launcher.engines import get_engine
     eng = get_engine(srv.engine)
     if api_key_in_args(srv.extra_args, eng):
@@ -328,7 +328,7 @@ def _check_output(cfg: LauncherConfig, add, errs: list) -> None:
 def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
     """The engine exists and, at the recipe's version, has what the recipe asks of it."""
     from launcher.engines import ENGINES, AcceptanceSource, parse_version
-    from launcher.server_args import acceptance_source
+    from launcher.login.server_args import acceptance_source
 
     srv = cfg.server
     if srv.engine not in ENGINES:
@@ -349,7 +349,7 @@ def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
 def _check_engine_fit(cfg: LauncherConfig) -> list[ConfigError]:
     """What the engine cannot take from the recipe (its own checks, then its flags for it)."""
     from launcher.engines import EngineError, RecipeFacts, get_engine
-    from launcher.server_args import build_server_flags
+    from launcher.login.server_args import build_server_flags
 
     srv, b = cfg.server, cfg.bench
     facts = RecipeFacts(container_image=cfg.cluster.container_image, draft_method=cfg.draft.method,
@@ -386,8 +386,8 @@ def _strip(line: str, prefix: str) -> str:
 
 def check_input_paths(cfg: LauncherConfig) -> list[ConfigError]:
     """Model, draft, tokenizer and dataset files, where this machine can see them:
-    the same checks the node runs (launcher.common.inputs), one line each."""
-    from launcher.common.inputs import HF_ID, check_dataset, check_model, check_tokenizer
+    the same checks the node runs (launcher.runtime.inputs), one line each."""
+    from launcher.runtime.inputs import HF_ID, check_dataset, check_model, check_tokenizer
 
     out: list[ConfigError] = []
     ex = cfg.cluster.executor

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from launcher.errors import UserError
+from launcher.login.errors import UserError
 
 USAGE = """usage: python -m launcher [recipe=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [--cfg]
 
@@ -26,8 +26,8 @@ def _err(line: str) -> None:
 
 
 def print_plan(cfg, plan) -> None:
-    from launcher.sbatch import describe_commands, render_sbatch, render_standalone
-    from launcher.submit import submitit_folder
+    from launcher.login.sbatch import describe_commands, render_sbatch, render_standalone
+    from launcher.login.submit import submitit_folder
 
     out = sys.stdout
     out.write(f"recipe {plan.recipe}: {len(plan.jobs)} job(s), {plan.num_points} client point(s); "
@@ -76,8 +76,8 @@ def _parser() -> argparse.ArgumentParser:
 def render_only(cfg, plan) -> int:
     """Write every job's folder (the spec and, on Slurm, the standalone script) for
     users who submit by hand; nothing is submitted."""
-    from launcher.submit import STANDALONE_SCRIPT, write_job_files
-    from launcher.sbatch import describe_commands
+    from launcher.login.submit import STANDALONE_SCRIPT, write_job_files
+    from launcher.login.sbatch import describe_commands
 
     for job in plan.jobs + ([plan.baseline] if plan.baseline else []):
         write_job_files(cfg, job)
@@ -104,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     show_cfg, overrides = args.cfg, args.overrides
     try:
-        from launcher.config.compose import compose_recipe
-        from launcher.config.validate import validate
-        from launcher.plan import make_plan
+        from launcher.login.config.compose import compose_recipe
+        from launcher.login.config.validate import validate
+        from launcher.login.plan import make_plan
 
         cfg = compose_recipe(overrides)
         if show_cfg:
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.render_only:
         return render_only(cfg, plan)
 
-    from launcher.submit import follow, submit
+    from launcher.login.submit import follow, submit
 
     try:
         subs = submit(cfg, plan)
