@@ -43,11 +43,9 @@ whole process tree and the benchmark's are stopped first.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -58,6 +56,8 @@ from typing import Mapping, Optional, Sequence
 
 from launcher.runtime import apikey
 from launcher.node import disagg as disagg_node
+from launcher.node import phases
+from launcher.node.context import JobContext
 from launcher.node import outcome, slurm_steps
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
 from launcher.node.lifecycle import (
@@ -80,8 +80,7 @@ from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary
 from launcher.contracts.server_ready import ready_path, write_server_ready
-from launcher.engines import (Engine, ServerKey, default_engine, get_engine, key_envs,
-                              num_speculative_tokens)
+from launcher.engines import ServerKey, default_engine, get_engine, key_envs
 from launcher.engines.flags import split_at_separator
 from launcher.contracts.job import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
@@ -92,7 +91,6 @@ DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
 WATCH_INTERVAL_S = 0.2
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
-STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
 
 USAGE = """usage: run.sh [SERVER ARGS...] -- [BENCH ARGS...]
 
@@ -229,91 +227,19 @@ def usage() -> str:
 # ---------------------------------------------------------------- the job
 
 
-class _UtcFormatter(logging.Formatter):
-    converter = time.gmtime
-
-    def formatTime(self, record, datefmt=None):  # noqa: N802 (logging's name)
-        return time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(record.created)) + f".{int(record.msecs):03d}Z"
-
-
-class NodeJob:
+class NodeJob(JobContext):
     """Server + benchmark for one job; ``run()`` returns the exit status."""
 
     def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
-        self.spec = spec
-        self.spec_path = Path(spec_path or Path(spec.job_dir) / SPEC_FILE).resolve()  # what the benchmark reads
+        super().__init__(spec, python, spec_path)
         self.stop_grace_s = spec.stop_grace_s
-        self.job_dir = Path(spec.job_dir).resolve()
-        self.logs = self.job_dir / "logs"
-        self.python = python or spec.python or sys.executable
         self.server: Optional[ServerProcess] = None
         self.members: list[ServerProcess] = []  # topology=disagg: the prefill and decode servers (self.server: the router)
         self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
         self.bench = None
         self.bench_tag: Optional[ProcessTag] = None
-        self._signal: Optional[int] = None
-        self._cleaning = False
-        self._old_handlers: dict = {}
         self.api_key: Optional[str] = None  # never logged, never written
         self._key_dir: Optional[str] = None  # a private folder for an engine that reads its key from a file
-        self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
-        self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
-        self.logger = logging.getLogger(f"specdec.node.{id(self)}")
-
-    @property
-    def engine(self) -> Engine:
-        return get_engine(self.spec.engine)
-
-    # -- logging and signals
-
-    def log(self, msg: str, level: int = logging.INFO) -> None:
-        self.logger.log(level, msg)
-
-    def _setup_logging(self) -> None:
-        self.logger.setLevel(logging.INFO)
-        self.logger.propagate = False
-        fmt = _UtcFormatter("%(asctime)s [specdec-node] %(message)s")
-        for h in (logging.FileHandler(self.logs / "job.log"), logging.StreamHandler(sys.stderr)):
-            h.setFormatter(fmt)
-            self.logger.addHandler(h)
-
-    def _teardown_logging(self) -> None:
-        for h in list(self.logger.handlers):
-            self.logger.removeHandler(h)
-            h.close()
-
-    def _on_signal(self, signum, _frame) -> None:
-        if self._signal is None:
-            self._signal = signum
-        # Logging from a handler can deadlock on the handler's lock: write directly.
-        try:
-            os.write(2, f"[specdec-node] received {signal_name(signum)}"
-                        f"{' (already stopping)' if self._cleaning else ''}\n".encode())
-        except OSError:
-            pass
-
-    def check_signal(self) -> None:
-        if self._signal is not None and not self._cleaning:
-            raise Interrupted(self._signal)
-
-    def _install_signals(self) -> None:
-        for s in STOP_SIGNALS:
-            try:
-                self._old_handlers[s] = signal.signal(s, self._on_signal)
-            except (ValueError, OSError):  # not the main thread
-                pass
-
-    def _restore_signals(self) -> None:
-        for s, h in self._old_handlers.items():
-            try:
-                signal.signal(s, h)
-            except (ValueError, OSError):
-                pass
-
-    def fail(self, reason: str) -> None:
-        """Record the one-line failure reason (launcher/login/node_job.py reads its first line)."""
-        line = write_error(self.job_dir, reason)
-        self.log(f"ERROR: {line}", logging.ERROR)
 
     # -- steps
 
@@ -451,7 +377,7 @@ class NodeJob:
             info = replace(info, **disagg_node.ready_info(self, server))
         return write_server_ready(ready_path(self.job_dir), info)
 
-    def _bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
+    def bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
         env = apikey.client_env(self.api_key, self.server_env())
         root = str(repo_root())
         pp = env.get("PYTHONPATH", "")
@@ -478,7 +404,7 @@ class NodeJob:
         self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
         self.bench_tag = ProcessTag()  # a SIGKILLed benchmark's AIPerf is re-parented, not ended: found by it
-        self.bench = spawn(argv, env=self.bench_tag.apply(self._bench_env(server, ready_path)), cwd=str(Path.cwd()))
+        self.bench = spawn(argv, env=self.bench_tag.apply(self.bench_env(server, ready_path)), cwd=str(Path.cwd()))
         while True:
             rc = self.bench.poll()
             if rc is not None:
@@ -504,40 +430,6 @@ class NodeJob:
                 raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the {what}",
                                       server.tail())
             time.sleep(WATCH_INTERVAL_S)
-
-    def _restart_without_speculation(self, why: str) -> ServerProcess:
-        """Stop the speculative server and start the same one without speculation:
-        the lossless reference and the matched baseline share this one start."""
-        self.log(f"restarting the server without speculation ({why})")
-        self.stop_server("speculative server")
-        return self.serve(speculative_config=None, phase="reference server")
-
-    def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
-        """The lossless check's second half: the server without speculation
-        answers the same prompts; launcher.bench.lossless compares the outputs."""
-        ready = write_server_ready(ready_path(self.job_dir, "lossless"), server.ready_info(self.spec.bind_host))
-        argv = [self.python, "-m", "launcher.bench.lossless", "compare", "--url", server.url,
-                "--model", server.served_name, "--spec", str(spec_outputs), "--save_dir", str(self.job_dir)]
-        return self.run_client(argv, server, ready, "lossless comparison")
-
-    def _baseline_bench(self, server: ServerProcess, baseline_dir: Path) -> int:
-        """The matched baseline (sweep.baseline=true): the baseline's benchmark (this
-        job spec's baseline section) against this server."""
-        (baseline_dir / "logs").mkdir(parents=True, exist_ok=True)
-        ready = write_server_ready(ready_path(baseline_dir), server.ready_info(self.spec.bind_host))
-        return self.run_client(self.bench_argv(server.url, role="baseline"), server, ready, "baseline benchmark")
-
-    def _write_speedups(self, results_dir: Path) -> None:
-        """Speedups against the baseline, for whatever is complete now (never fails the job)."""
-        argv = [self.python, "-m", "launcher.speedup", str(results_dir), "--job", str(self.job_dir)]
-        self.log(f"writing speedups: {subprocess_line(argv)}")
-        import subprocess
-        try:
-            p = subprocess.run(argv, env=self._bench_env(self.server, ready_path(self.job_dir)),
-                               capture_output=True, text=True, timeout=600)
-            self.log(f"speedups: {(p.stdout + p.stderr).strip()[-2000:] or 'exit ' + str(p.returncode)}")
-        except (OSError, subprocess.SubprocessError) as e:
-            self.log(f"speedups not written: {e}", logging.ERROR)
 
     def _check_inputs(self) -> list[str]:
         """The inputs the server and the benchmark need, checked before the server starts."""
@@ -568,64 +460,6 @@ class NodeJob:
             self.log("summary.json finalized: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         except Exception as e:  # noqa: BLE001 - never hide the job's own status
             self.log(f"could not finalize summary.json: {type(e).__name__}: {e}", logging.ERROR)
-
-    def _known_answer(self, keep_for_reference: bool) -> tuple[dict, Optional[ServerProcess]]:
-        """Restart the target with itself as draft and probe it at each temperature
-        of the sweep (launcher.bench.known_answer). Returns the verdict and, when
-        ``keep_for_reference`` and the probe passed at T=0, the running server: its
-        greedy outputs are the target's own, so the lossless check uses it as its
-        reference instead of starting one more server."""
-        from launcher.bench import known_answer as ka
-
-        spec = self.spec.speculative_config
-        k = num_speculative_tokens(spec)
-        if not spec or not k:
-            result = ka.skipped("the server has no speculative config with num_speculative_tokens")
-            ka.record(self.job_dir, result)
-            return result, None
-        reason = ka.memory_skip_reason(self.spec.model, self.spec.launch.tp, ka.free_bytes_per_device())
-        if reason:
-            result = ka.skipped(reason)
-            ka.record(self.job_dir, result)
-            self.log(ka.one_line(result))
-            return result, None
-        self.log(f"known-answer probe: restarting the target as its own draft (draft_model, k={k})")
-        self.stop_server("speculative server")
-        probe_cfg = ka.self_draft_config(self.spec.model, int(k), self.spec.engine, self.spec.engine_version)
-        sample_method = probe_cfg.get("draft_sample_method", "greedy")
-        self.log(f"known-answer drafting: {sample_method}" + ("" if sample_method == "probabilistic" else
-                 " (this engine version drafts greedily: the known answer holds only at T=0)"))
-        try:
-            server = self.serve(speculative_config=probe_cfg, phase="known-answer server")
-        except ServerError as e:
-            self.stop_server("known-answer server")
-            result = ka.skipped(f"the target with itself as draft did not start: {e.reason}")
-            ka.record(self.job_dir, result)
-            self.log(ka.one_line(result))
-            return result, None
-        ready = write_server_ready(ready_path(self.job_dir, "known_answer"), server.ready_info(self.spec.bind_host))
-        temps = [f"{t:g}" for t in dict.fromkeys(p.temperature for p in self.spec.points)] or ["0"]
-        argv = [self.python, "-m", "launcher.bench.known_answer", "--url", server.url,
-                "--model", server.served_name, "--k", str(k),
-                "--temperature", *temps, "--save_dir", str(self.job_dir),
-                "--draft_sample_method", sample_method, "--acceptance_source", self.spec.acceptance_source,
-                "--engine", self.spec.engine]
-        try:
-            self.run_client(argv, server, ready, "known-answer probe")
-            result = json.loads((self.job_dir / "known_answer.json").read_text())
-        except (ServerError, OSError, ValueError) as e:
-            result = ka.skipped(f"the probe did not finish: {getattr(e, 'reason', e)}")
-            ka.record(self.job_dir, result)
-        self.log(ka.one_line(result))
-        t0 = [e for e in result.get("temperatures", []) if e["temperature"] == 0.0]
-        if keep_for_reference and t0 and t0[0]["passed"]:
-            self.log("the known-answer server accepted every draft at T=0: it serves the lossless reference")
-            return result, server
-        self.stop_server("known-answer server")
-        if keep_for_reference:
-            self.log("known-answer probe did not pass at T=0: the lossless reference needs a server "
-                     "without speculation")
-        return result, None
 
     def _cleanup(self) -> None:
         self._cleaning = True
@@ -703,21 +537,21 @@ class NodeJob:
         run_baseline = bool(baseline and baseline.run_here and baseline.bench)
         known, reference = None, None
         if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
-            known, reference = self._known_answer(keep_for_reference=lossless and not run_baseline)
+            known, reference = phases.known_answer(self, keep_for_reference=lossless and not run_baseline)
         if reference is not None:
-            rc = self._lossless_verdict(rc, self._lossless_reference(reference, spec_outputs))
+            rc = self._lossless_verdict(rc, phases.lossless_reference(self, reference, spec_outputs))
         elif lossless or run_baseline:
-            server = self._restart_without_speculation(
+            server = phases.restart_without_speculation(self, 
                 " and ".join(w for w, on in (("matched baseline", run_baseline),
                                              ("lossless reference", lossless)) if on))
             if run_baseline:
-                brc = self._baseline_bench(server, Path(baseline.job_dir))
+                brc = phases.baseline_bench(self, server, Path(baseline.job_dir))
                 if rc == 0 and brc != 0:
                     rc = brc
                     self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
                               f"see {Path(baseline.job_dir) / 'logs'})")
             if lossless:
-                rc = self._lossless_verdict(rc, self._lossless_reference(server, spec_outputs))
+                rc = self._lossless_verdict(rc, phases.lossless_reference(self, server, spec_outputs))
         if known is not None and known.get("passed") is False and rc == 0 and not self.spec.known_answer.allow_fail:
             from launcher.bench.known_answer import defect_message
 
@@ -726,7 +560,7 @@ class NodeJob:
             self.fail(f"known-answer probe failed: {defect_message(bad)} (see known_answer.json; "
                       "set bench.known_answer_allow_fail=true to keep the job's status)")
         if baseline is not None:
-            self._write_speedups(Path(baseline.job_dir).parent)
+            phases.write_speedups(self, Path(baseline.job_dir).parent)
         return rc
 
     def _lossless_verdict(self, rc: int, lrc: int) -> int:
