@@ -3,7 +3,7 @@ random bf16 weights, on the machine that serves them (nothing this large travels
 
     python3 common/setup/make_shaped_models.py OUT_DIR [--shape full|small] [--only target,draft]
 
-Writes ``OUT_DIR/target`` and ``OUT_DIR/draft``: each a LlamaForCausalLM checkpoint
+Writes ``OUT_DIR/target`` and ``OUT_DIR/draft`` (and ``OUT_DIR/eagle3`` with ``--only ...,eagle3``): each a LlamaForCausalLM checkpoint
 (config.json, generation_config.json, sharded ``model-0000i-of-0000n.safetensors`` with
 ``model.safetensors.index.json``) and the same tokenizer. With forced acceptance
 (``draft.forced_acceptance``) the draft's quality does not matter, so what a served
@@ -77,6 +77,8 @@ class Shape:
     max_positions: int = 131072
 
 
+EAGLE3_DRAFT_VOCAB = {"full": 32000, "small": 1024}  # EAGLE3-LLaMA3.1-Instruct-8B's draft_vocab_size
+
 SHAPES = {
     "full": {"target": Shape(4096, 32, 32, 8, 128, 14336, 128256, False, 8.0),
              "draft": Shape(2048, 16, 32, 8, 64, 8192, 128256, True, 32.0)},
@@ -104,6 +106,56 @@ def tensor_shapes(s: Shape) -> list[tuple[str, tuple[int, ...]]]:
     if not s.tie_embeddings:
         out.append(("lm_head.weight", (s.vocab, s.hidden)))
     return out
+
+
+def eagle3_tensor_shapes(s: Shape, draft_vocab: int) -> list[tuple[str, tuple[int, ...], str]]:
+    """An EAGLE3 head for a target of shape ``s``, as vLLM 0.26's Eagle3LlamaForCausalLM
+    loads it (vllm/model_executor/models/llama_eagle3.py): one decoder layer ``midlayer``
+    whose q/k/v take the token embedding and the hidden state concatenated (2 x hidden),
+    ``fc`` folding the target's three auxiliary hidden states (3 x hidden) to one, the
+    final norm, an lm_head over ``draft_vocab`` tokens and ``d2t`` (draft id -> target id
+    offset). No embed_tokens: vLLM shares the target's. (name, shape, dtype)."""
+    h, q, kv = s.hidden, s.heads * s.head_dim, s.kv_heads * s.head_dim
+    m = "midlayer."
+    return [(m + "input_layernorm.weight", (h,), "bf16"), (m + "hidden_norm.weight", (h,), "bf16"),
+            (m + "self_attn.q_proj.weight", (q, 2 * h), "bf16"), (m + "self_attn.k_proj.weight", (kv, 2 * h), "bf16"),
+            (m + "self_attn.v_proj.weight", (kv, 2 * h), "bf16"), (m + "self_attn.o_proj.weight", (h, q), "bf16"),
+            (m + "post_attention_layernorm.weight", (h,), "bf16"),
+            (m + "mlp.gate_proj.weight", (s.intermediate, h), "bf16"), (m + "mlp.up_proj.weight", (s.intermediate, h), "bf16"),
+            (m + "mlp.down_proj.weight", (h, s.intermediate), "bf16"),
+            ("fc.weight", (h, 3 * h), "bf16"), ("norm.weight", (h,), "bf16"),
+            ("lm_head.weight", (draft_vocab, h), "bf16"), ("d2t", (draft_vocab,), "int64")]
+
+
+def write_eagle3(s: Shape, draft_vocab: int, out: Path, seed: int, device: str) -> dict:
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LlamaConfig
+
+    base = s.vocab - NUM_SPECIALS
+    cfg = LlamaConfig(
+        vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate, num_hidden_layers=1,
+        num_attention_heads=s.heads, num_key_value_heads=s.kv_heads, head_dim=s.head_dim,
+        max_position_embeddings=s.max_positions, rms_norm_eps=1e-5, hidden_act="silu", tie_word_embeddings=False,
+        bos_token_id=base, eos_token_id=[base + i for i in EOS_OFFSETS], rope_theta=500000.0,
+        initializer_range=INIT_STD, dtype="bfloat16", draft_vocab_size=draft_vocab)
+    cfg.architectures = ["LlamaForCausalLMEagle3"]
+    cfg.save_pretrained(out)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    tensors, total = {}, 0
+    t0 = time.time()
+    for name, shape, kind in eagle3_tensor_shapes(s, draft_vocab):
+        if kind == "int64":  # draft id i -> target id i + d2t[i]: the first draft_vocab target ids
+            t = torch.zeros(shape, dtype=torch.int64)
+        elif len(shape) == 1:
+            t = torch.ones(shape, dtype=torch.bfloat16)
+        else:
+            t = torch.randn(shape, generator=gen, dtype=torch.bfloat16, device=device).mul_(INIT_STD).cpu()
+        tensors[name] = t
+        total += t.numel() * t.element_size()
+    t_gen = time.time() - t0
+    save_file(tensors, str(out / "model.safetensors"), {"format": "pt"})
+    return {"bytes": total, "shards": 1, "generate_s": round(t_gen, 1)}
 
 
 def num_bytes(s: Shape) -> int:
@@ -266,8 +318,8 @@ def build(out_dir: Path, shape_name: str = "full", roles: tuple = ("target", "dr
     report: dict = {"device": device, "shape": shape_name, "models": {}}
     tok_dir: Optional[Path] = None
     for role in roles:
-        s = shapes[role]
-        want = marker(shape_name, role, s, seed + (0 if role == "target" else 1))
+        s = shapes["target" if role == "eagle3" else role]
+        want = marker(shape_name, role, s, seed + {"target": 0, "draft": 1, "eagle3": 2}[role])
         dst = out_dir / role
         if is_built(dst, want):
             report["models"][role] = {"path": str(dst), "kept": True}
@@ -285,8 +337,11 @@ def build(out_dir: Path, shape_name: str = "full", roles: tuple = ("target", "dr
         t_tok = time.time() - t0
         for f in tok_dir.iterdir():
             shutil.copy2(f, tmp / f.name)
-        write_config(s, tmp)
-        w = write_weights(s, tmp, want["seed"], device)
+        if role == "eagle3":
+            w = write_eagle3(s, EAGLE3_DRAFT_VOCAB[shape_name], tmp, want["seed"], device)
+        else:
+            write_config(s, tmp)
+            w = write_weights(s, tmp, want["seed"], device)
         (tmp / MARKER).write_text(json.dumps(want, indent=2))
         shutil.rmtree(dst, ignore_errors=True)
         tmp.rename(dst)
@@ -304,15 +359,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="make_shaped_models.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("out_dir")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="full")
-    ap.add_argument("--only", default="target,draft", help="comma-separated roles: target, draft")
+    ap.add_argument("--only", default="target,draft",
+                    help="comma-separated roles: target, draft, eagle3 (an EAGLE3 head for the target; not by default)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ap.add_argument("--report", default=None, help="write the timings as JSON here")
     a = ap.parse_args(argv)
     roles = tuple(r.strip() for r in a.only.split(",") if r.strip())
-    bad = [r for r in roles if r not in ("target", "draft")]
+    bad = [r for r in roles if r not in ("target", "draft", "eagle3")]
     if bad or not roles:
-        print(f"error: --only: unknown role {bad[0] if bad else '(none)'!r}; use target, draft or target,draft",
+        print(f"error: --only: unknown role {bad[0] if bad else '(none)'!r}; use target, draft, eagle3 (comma-separated)",
               file=sys.stderr)
         return 2
     rep = build(Path(a.out_dir), a.shape, roles, a.seed, a.device)

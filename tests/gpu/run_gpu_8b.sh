@@ -20,6 +20,8 @@
 #             sweep.forced_acceptance_lengths=[L] (L a number or k+1); +base adds the matched
 #             baseline (sweep.baseline=true: one restart of the same server without speculation;
 #             run it once, the later invocations land beside it in /tmp/res/gpu_8b)
+#   e3:L      (optional) the EAGLE3-shaped head (built on first use, seconds) at k=3 and forced AL L:
+#             draft=llama8b_shaped_eagle3, whether vLLM 0.26 serves a random EAGLE3 head
 #   parity    tests/benchmarks/bench_parity_specdec_bench.py on the same model, forced AL 2.5, k=3,
 #             C 1/8/32 (specdec_bench's in-process engine against ours)
 # After the stages: launcher.speedup and launcher.report over /tmp/res/gpu_8b, the results
@@ -137,6 +139,20 @@ launch() {  # launch kK:L[+base]
   return $rc
 }
 
+eagle3() {  # eagle3 L
+  env_setup
+  local shape=full dry=()
+  [ "$DRY" = 1 ] && { shape=small; dry=(dry_run=true); }
+  $BUILD_PYTHON "$REPO"/common/setup/make_shaped_models.py "$MODELS" --shape $shape --only eagle3 || return $?
+  local log="$OUT/eagle3_${1/+/p}.launcher.log"
+  $PY -m launcher recipe=gpu_8b draft=llama8b_shaped_eagle3 output_dir="$RES" wait=true \
+    "sweep.num_speculative_tokens=[3]" "sweep.forced_acceptance_lengths=[$1]" sweep.baseline=false "${dry[@]}" > "$log" 2>&1
+  local rc=$?
+  echo "[eagle3 k=3 L=$1] launcher rc=$rc"
+  tail -25 "$log"
+  return $rc
+}
+
 parity() {
   env_setup
   if [ ! -f "$REPO/.specdec_ref/examples/specdec_bench/run.py" ]; then
@@ -175,8 +191,9 @@ for stage in "$@"; do
     unpack) timed unpack unpack || exit $? ;;
     models) timed models models || exit $? ;;
     k*:*) ran_launcher=1; timed "$stage" launch "$stage" || status=1 ;;
+    e3:*) ran_launcher=1; timed "$stage" eagle3 "${stage#e3:}" || status=1 ;;
     parity) timed parity parity || status=1 ;;
-    *) echo "unknown stage $stage (stages: 1 2 3 unpack models kK:L[+base] parity)"; exit 2 ;;
+    *) echo "unknown stage $stage (stages: 1 2 3 unpack models kK:L[+base] e3:L parity)"; exit 2 ;;
   esac
 done
 [ "$ran_launcher" = 1 ] && timed save save

@@ -118,6 +118,33 @@ def test_a_second_run_keeps_what_is_built(built):
 
 
 def test_an_unknown_role_is_a_one_line_error(tmp_path):
-    r = subprocess.run([sys.executable, str(BUILDER), str(tmp_path), "--only", "eagle"], capture_output=True,
+    r = subprocess.run([sys.executable, str(BUILDER), str(tmp_path), "--only", "medusa"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--only" in r.stderr
+
+
+def test_eagle3_head_has_the_layout_vllm_026_loads(tmp_path):
+    """vLLM 0.26's Eagle3LlamaForCausalLM (llama_eagle3.py): midlayer with 2 x hidden q/k/v
+    inputs, fc over 3 hidden states, lm_head over draft_vocab_size, d2t; no embed_tokens."""
+    m = _module()
+    full = {n: s for n, s, _ in m.eagle3_tensor_shapes(m.SHAPES["full"]["target"], 32000)}
+    assert full["midlayer.self_attn.q_proj.weight"] == (4096, 8192) and full["fc.weight"] == (4096, 12288)
+    assert full["lm_head.weight"] == (32000, 4096) and full["d2t"] == (32000,) and "embed_tokens.weight" not in full
+    r = subprocess.run([str(VLLM_PYTHON), str(BUILDER), str(tmp_path), "--shape", "small", "--only", "eagle3"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    probe = textwrap.dedent(f"""
+        import json
+        from safetensors import safe_open
+        with safe_open("{tmp_path}/eagle3/model.safetensors", "pt") as f:
+            print(json.dumps({{k: [list(f.get_tensor(k).shape), str(f.get_tensor(k).dtype)] for k in f.keys()}}))
+    """)
+    p = subprocess.run([str(VLLM_PYTHON), "-c", probe], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    small = m.SHAPES["small"]["target"]
+    assert got == {n: [list(s), "torch.int64" if kind == "int64" else "torch.bfloat16"]
+                   for n, s, kind in m.eagle3_tensor_shapes(small, m.EAGLE3_DRAFT_VOCAB["small"])}
+    cfg = json.loads((tmp_path / "eagle3" / "config.json").read_text())
+    assert cfg["architectures"] == ["LlamaForCausalLMEagle3"] and cfg["num_hidden_layers"] == 1
+    assert cfg["draft_vocab_size"] == 1024 and cfg["vocab_size"] == 4096 and cfg["hidden_size"] == small.hidden
