@@ -6,8 +6,8 @@
 # are built on the machine (common/setup/make_shaped_models.py; ~18.5 GB, nothing travels).
 #
 #   bash tests/gpu/run_gpu_8b.sh 1 | 2 | 3                  # carry .vb/p01 (then p02, p03)
-#   bash tests/gpu/run_gpu_8b.sh unpack models k3:2.5+base  # carry .vb/p04 .gpu_data [.gpu_prev]
-#   bash tests/gpu/run_gpu_8b.sh models k3:1.5 k3:3.5       # later calls: models are kept (or rebuilt)
+#   bash tests/gpu/run_gpu_8b.sh unpack models base         # carry .vb/p04 .gpu_data [.gpu_prev]
+#   bash tests/gpu/run_gpu_8b.sh k3:2.5 k3:k+1 k3:1.5       # later calls (models: kept while warm)
 #   bash tests/gpu/run_gpu_8b.sh parity                     # carry .specdec_ref: specdec_bench side by side
 #
 # Stages, run in order:
@@ -20,6 +20,8 @@
 #             sweep.forced_acceptance_lengths=[L] (L a number or k+1); +base adds the matched
 #             baseline (sweep.baseline=true: one restart of the same server without speculation;
 #             run it once, the later invocations land beside it in /tmp/res/gpu_8b)
+#   base      the matched baseline alone (draft=none: the same server without speculation, in
+#             the folder sweep.baseline=true would use), instead of a +base stage
 #   e3:L      (optional) the EAGLE3-shaped head (built on first use, seconds) at k=3 and forced AL L:
 #             draft=llama8b_shaped_eagle3, whether vLLM 0.26 serves a random EAGLE3 head
 #   parity    tests/benchmarks/bench_parity_specdec_bench.py on the same model, forced AL 2.5, k=3,
@@ -139,6 +141,18 @@ launch() {  # launch kK:L[+base]
   return $rc
 }
 
+baseline() {
+  env_setup
+  local dry=()
+  [ "$DRY" = 1 ] && dry=(dry_run=true)
+  $PY -m launcher recipe=gpu_8b draft=none "sweep.forced_acceptance_lengths=[]" sweep.baseline=false \
+    output_dir="$RES" wait=true "${dry[@]}" > "$OUT/base.launcher.log" 2>&1
+  local rc=$?
+  echo "[baseline] launcher rc=$rc"
+  tail -25 "$OUT/base.launcher.log"
+  return $rc
+}
+
 eagle3() {  # eagle3 L
   env_setup
   local shape=full dry=()
@@ -170,6 +184,11 @@ parity() {
   return $rc
 }
 
+snapshot() {  # the results so far, tarred (a call cut short still brings back what completed)
+  [ -d "$RES/gpu_8b" ] && tar czf "$OUT/$CALL.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"
+  return 0
+}
+
 save() {  # speedup and report over what ran so far, then the results
   env_setup
   if [ -d "$RES/gpu_8b" ]; then
@@ -190,10 +209,11 @@ for stage in "$@"; do
     1|2|3) timed "part$stage" part "$stage" || exit $? ;;
     unpack) timed unpack unpack || exit $? ;;
     models) timed models models || exit $? ;;
-    k*:*) ran_launcher=1; timed "$stage" launch "$stage" || status=1 ;;
-    e3:*) ran_launcher=1; timed "$stage" eagle3 "${stage#e3:}" || status=1 ;;
+    k*:*) ran_launcher=1; timed "$stage" launch "$stage" || status=1; snapshot ;;
+    base) ran_launcher=1; timed base baseline || status=1; snapshot ;;
+    e3:*) ran_launcher=1; timed "$stage" eagle3 "${stage#e3:}" || status=1; snapshot ;;
     parity) timed parity parity || status=1 ;;
-    *) echo "unknown stage $stage (stages: 1 2 3 unpack models kK:L[+base] e3:L parity)"; exit 2 ;;
+    *) echo "unknown stage $stage (stages: 1 2 3 unpack models base kK:L[+base] e3:L parity)"; exit 2 ;;
   esac
 done
 [ "$ran_launcher" = 1 ] && timed save save

@@ -39,7 +39,7 @@ def run(env, out: Path, *stages: str) -> subprocess.CompletedProcess:
 
 def test_stages_build_then_plan_one_server_each(dry_env):
     root, env = dry_env
-    r = run(env, root / "out1", "models", "k3:2.5+base", "k5:k+1", "e3:2.5")
+    r = run(env, root / "out1", "models", "k3:2.5+base", "k5:k+1", "e3:2.5", "base")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     out = root / "out1"
     assert json.loads((out / "models.json").read_text())["models"]["target"]["kept"] is False
@@ -47,6 +47,9 @@ def test_stages_build_then_plan_one_server_each(dry_env):
     assert "1 job(s), 8 client point(s)" in first and "-k3-fal2.5-" in first and "baseline llama8b-shaped-none" in first
     last = (out / "k5_kp1.launcher.log").read_text()
     assert "1 job(s), 4 client point(s)" in last and "-k5-fal6-" in last and "baseline" not in last
+    base = (out / "base.launcher.log").read_text()
+    assert "1 job(s), 4 client point(s)" in base and base.split("job llama8b-shaped-none-tp1-")[1][:8] == \
+        first.split("baseline llama8b-shaped-none-tp1-")[1][:8]  # the folder +base would use
     assert "llama8b-shaped-eagle3-k3-fal2.5-" in (out / "eagle3_2.5.launcher.log").read_text()
     timings = (out / "timings.txt").read_text()
     assert all(f"{s} rc=0" in timings for s in ("models", "k3:2.5+base", "k5:k+1", "e3:2.5"))
