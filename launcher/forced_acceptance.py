@@ -56,6 +56,62 @@ def problems(length: Optional[float], rates: Optional[Sequence[float]], k: int,
     return out
 
 
+# ---------------------------------------------------------------- the sweep axis
+
+SWEEP_FIELD = "sweep.forced_acceptance_lengths"
+ALL_ACCEPTED = "k+1"  # every draft accepted: the forced length k + 1 of each k
+
+
+def resolve_length(level, k: int) -> float:
+    """One value of sweep.forced_acceptance_lengths at k: a number, or "k+1" (k + 1)."""
+    if isinstance(level, str) and level.replace(" ", "").lower() == ALL_ACCEPTED:
+        return float(k + 1)
+    return float(level)
+
+
+def sweep_problems(levels: Sequence, ks: Sequence[int], method: str, length: Optional[float],
+                   rates: Optional[Sequence[float]]) -> list[tuple[str, str, str]]:
+    """(field, problem, fix) for sweep.forced_acceptance_lengths: one server per (k, level)."""
+    out: list[tuple[str, str, str]] = []
+    if not levels:
+        return out
+    if method == "none":
+        out.append((SWEEP_FIELD, "is set without speculation (draft.method=none)",
+                    "pick a draft (any method: the acceptance is forced) or set sweep.forced_acceptance_lengths=[]"))
+    if length is not None or rates is not None:
+        out.append((SWEEP_FIELD, "is set together with draft.forced_acceptance",
+                    "keep one: the sweep's lengths or draft.forced_acceptance (remove .length/.rates)"))
+    seen: list = []
+    for level in levels:
+        if isinstance(level, bool) or not (isinstance(level, (int, float)) or
+                                           (isinstance(level, str) and _number_or_all(level))):
+            out.append((SWEEP_FIELD, f"contains {level!r}, neither a number nor '{ALL_ACCEPTED}'",
+                        f"use mean acceptance lengths such as [1.5,2.5,{ALL_ACCEPTED}]"))
+            continue
+        key = level.replace(" ", "").lower() if isinstance(level, str) and not _is_number(level) else float(level)
+        if key in seen:
+            out.append((SWEEP_FIELD, f"lists {level} more than once", "list each value once"))
+        seen.append(key)
+        for k in ks:
+            v = resolve_length(level, k)
+            if not 1.0 <= v <= k + 1:
+                out.append((SWEEP_FIELD, f"contains {level}, outside [1, k+1] = [1, {k + 1}] for k={k}",
+                            f"use lengths between 1 and {k + 1} (or '{ALL_ACCEPTED}': every draft accepted)"))
+    return out
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _number_or_all(s: str) -> bool:
+    return _is_number(s) or s.replace(" ", "").lower() == ALL_ACCEPTED
+
+
 def cpu_sampling_reason(gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
     """Why the server would sample on the CPU, or None. The CPU is decided from the
     cluster (``gpus_per_node: 0`` is a CPU-only cluster, e.g. cluster=local) or from the

@@ -189,8 +189,9 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     repeats = n_repeats(ctx)
     # Repeats run in rounds (every point once, then every point again), so a slow drift of
     # the machine reaches every point's repeats alike instead of one point's all at once.
+    per_c = getattr(args, "requests_per_concurrency", None)
     phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency) + (f"_r{r + 1}" if repeats > 1 else ""),
-                           o.concurrency, len(questions))
+                           o.concurrency, ar.phase_sessions(per_c, o.concurrency, len(questions)))
               for r in range(repeats) for i, o in enumerate(outcomes)]
     owner = {ph.name: i % len(outcomes) for i, ph in enumerate(phases)}  # phase -> its point's index
     # A warm-up phase first (--warmup): the dataset once at the group's highest concurrency, a
@@ -209,6 +210,9 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     argv = ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)
     total = len(outcomes) * n_turns
+    # a point's expected requests: its share of the dataset's turns (sweep.num_requests_per_concurrency)
+    turns_of = {o.concurrency: round(n_turns * ar.phase_sessions(per_c, o.concurrency, len(questions))
+                                     / max(1, len(questions))) for o in outcomes}
     first = progress.done + 1
     label = f"{dataset} T={temperature:g}"
     current = {"i": 0, "name": phases[0].name}
@@ -225,7 +229,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
             progress.update(f"{label}: warm-up at C={warm.concurrency}: {done_in_phase}/{n_turns} requests")
             return
         progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}{rep}: "
-                        f"{done_in_phase}/{n_turns} requests")
+                        f"{done_in_phase}/{turns_of[o.concurrency]} requests")
 
     progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
     progress.update(f"point {first}/{progress.total} {label} C={outcomes[0].concurrency}: starting AIPerf "
@@ -465,7 +469,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         "runtime_params": ctx.runtime, "temperature": o.temperature, "output_length": args.output_length,
         "draft_length": num_speculative_tokens(spec_cfg), "tp_size": args.num_gpus,
         "ep_size": 1, "concurrency": o.concurrency, "save_dir": str(point_dir),
-        "ignore_eos": False, "postprocess": "base", "trust_remote_code": False,
+        "ignore_eos": bool(sampling.get("ignore_eos", False)), "postprocess": "base", "trust_remote_code": False,
     }
     serving = {"server_id": job.get("server_id"), "server_argv": ctx.server_ready.get("argv"),
                "server_flags": job.get("server_flags"), "url": ctx.base_url, "served_model_name": args.model,
