@@ -167,3 +167,10 @@ class Engine:
     def request_stats(self, response: dict) -> Optional[dict]:
         """The per-request acceptance stats on a response body, if any."""
         raise NotImplementedError
+
+    def cpu_attention_kernel(self, cpu_flags: set[str], dtype: Optional[str], block_size: Optional[int],
+                             head_size: Optional[int]) -> Optional[str]:
+        """The attention kernel the engine's CPU build picks for a dense model on a CPU with
+        ``cpu_flags`` (/proc/cpuinfo), as the ISA it runs on ("amx", "avx512", "avx2"); None
+        where the engine's rule is not known here."""
+        return None
