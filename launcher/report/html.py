@@ -351,12 +351,13 @@ def golden_block(golden: dict | None) -> str:
         tol = [f"AL {_golden_figure(v.get('al'))}"] + [f"position {p['position']} {_golden_figure(p)}"
                                                         for p in v.get("positions") or []]
         drafts = v.get("num_drafts")
+        z = "-" if v.get("z") is None else f"{v['z']:g}"
         rows.append(f'<tr><td class="l">{_e(v.get("point"))}</td><td class="l">{_e(v["verdict"])}</td>'
                     f'<td>{_num(v.get("measured_al"), 4)}</td><td>{_num(v.get("expected_al"), 4)}</td>'
                     f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in rates))}</td>'
                     f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in exp))}</td>'
                     f'<td class="l">{"<br>".join(_e(t) for t in tol)}<br>rtol {_e(v.get("rtol"))} or '
-                    f'{_e(v.get("z"))} standard errors, the wider</td>'
+                    f'{_e(z)} standard errors, the wider</td>'
                     f'<td>{_e("-" if drafts is None else int(drafts))}</td>'
                     f'<td class="l">{_e("; ".join(v.get("platform_differences") or []) or "-")}</td>'
                     f'<td class="l">{causes}</td></tr>')
