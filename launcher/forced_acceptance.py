@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
+from launcher.common.noise import Z, accepted_variance, noise_tolerance  # noqa: F401 (Z: the one definition)
+
 SYNTHETIC = "synthetic"
 METHOD_KEY = "rejection_sample_method"
 LENGTH_KEY = "synthetic_acceptance_length"
@@ -145,9 +147,8 @@ def label(forced: Optional[Mapping]) -> str:
 # ---------------------------------------------------------------- the known answer
 
 # A forced run's server counters must give the forced AL up to the sampling noise of the
-# mechanism: Z standard errors of the mean accepted drafts per step, and at least FLOOR
-# (an integer length has no noise at all).
-Z = 4.0
+# mechanism: Z standard errors of the mean accepted drafts per step (launcher.common.noise,
+# the one definition), and at least FLOOR (an integer length has no noise at all).
 FLOOR = 0.005
 
 
@@ -169,16 +170,15 @@ def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float) -> 
     """Measured (the server's counters: 1 + accepted / drafts, the mechanism's own
     definition) against forced. Per step the accepted count A has P(A >= i) = rate i, so
     E[A] = sum(rates) and E[A^2] = sum((2i - 1) * rate i); the tolerance is Z standard
-    errors of the mean over the drafts counted."""
+    errors of the mean over the drafts counted (launcher.common.noise)."""
     rates = expected_rates(forced, k)
-    mean = sum(rates)
-    var = max(0.0, sum((2 * i - 1) * r for i, r in enumerate(rates, start=1)) - mean * mean)
-    expected = 1.0 + mean
+    var = accepted_variance(rates)
+    expected = 1.0 + sum(rates)
     if not num_drafts:
         return {"expected_al": round(expected, 4), "measured_al": None, "num_drafts": 0, "tolerance": None,
                 "passed": None}
     measured = 1.0 + float(num_accepted) / float(num_drafts)
-    tol = max(Z * (var / float(num_drafts)) ** 0.5, FLOOR)
+    tol = noise_tolerance(var, num_drafts, floor=FLOOR)
     return {"expected_al": round(expected, 4), "measured_al": round(measured, 4), "num_drafts": int(num_drafts),
             "tolerance": round(tol, 4), "passed": abs(measured - expected) <= tol}
 

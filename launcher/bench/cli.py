@@ -335,21 +335,24 @@ def lossless_check(summary: dict, save_dir: Path, args) -> None:
 
 
 def failure_line(summary: dict, outcomes: list) -> Optional[str]:
-    """Why the benchmark fails, in one line (failed points, checks), None when it does not."""
+    """Why the benchmark fails, in one line: what failed (points, checks), each named only
+    when it did; None when nothing did."""
+    from launcher.golden import summary_line
+
     failed = [o for o in outcomes if o.status == "failed"]
-    lossless_failed = summary["lossless"] is not None and not summary["lossless"].get("passed", True)
-    golden_failed = (summary.get("golden") or {}).get("verdict") in ("fail", "error")
-    forced_failed = (summary.get("forced_acceptance") or {}).get("verdict") == "fail"
-    if not (failed or lossless_failed or golden_failed or forced_failed):
-        return None
-    msg = f"{len(failed)} of {len(outcomes)} points failed: " + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3])
-    if lossless_failed:
-        msg += "; lossless check failed"
-    if golden_failed:
-        msg += f"; golden check {summary['golden']['id']} failed (summary.json golden.likely_causes)"
-    if forced_failed:
-        msg += f"; {verdict_line(summary['forced_acceptance'])}"
-    return msg
+    parts = []
+    if failed:
+        parts.append(f"{len(failed)} of {len(outcomes)} points failed: "
+                     + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3]))
+    if summary["lossless"] is not None and not summary["lossless"].get("passed", True):
+        parts.append("lossless check failed: speculative and reference outputs differ (lossless/result.json)")
+    golden = summary.get("golden") or {}
+    if golden.get("verdict") in ("fail", "error"):
+        parts.append(summary_line(golden) + ("; likely causes in summary.json golden.points[].likely_causes"
+                                             if golden["verdict"] == "fail" else ""))
+    if (summary.get("forced_acceptance") or {}).get("verdict") == "fail":
+        parts.append(verdict_line(summary["forced_acceptance"]))
+    return "; ".join(parts) or None
 
 
 def read_args(argv: list[str]):

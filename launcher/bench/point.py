@@ -14,6 +14,7 @@ import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.engines import MetricNames, num_speculative_tokens
+from launcher.bench.recorded_on import this_point
 from launcher.forced_acceptance import forced_from_speculative_config
 from launcher.common.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.bench.metrics import (DEFAULT_METRICS, RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
@@ -478,17 +479,22 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                          args.max_failed_fraction)
     status = {"status": "complete" if reason is None else "failed", "reason": reason}
     tim[EXTENSION_KEY].update(status)
+    gpu = _gpu_name(point_dir)
+    where = this_point(engine=job.get("engine") or "vllm", version=ctx.engine_version, gpu=gpu,
+                       server_argv=ctx.server_ready.get("argv") or job.get("server_flags") or [],
+                       model=job.get("model") or args.tokenizer)
     conf = build_configuration(
         run_args=run_args, serving_config=serving, engine_version=ctx.engine_version or "", argv=sys.argv,
-        gpu=_gpu_name(point_dir), checkpoint=checkpoint_info(job.get("model")),
+        gpu=gpu, checkpoint=checkpoint_info(job.get("model")),
         extension={"recipe": job.get("recipe"), "dataset": spec.name, "model": job.get("model") or args.tokenizer,
                    "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
                    "tool_version": _tool_version(), "git_sha": _git_sha(),
                    "engine": job.get("engine") or "vllm", "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
-                   "forced_acceptance": forced_from_speculative_config(spec_cfg),
-                   "cpu_kernel": ctx.server_ready.get("cpu_kernel"), **disagg, **status})
+                   "forced_acceptance": forced_from_speculative_config(spec_cfg), "recorded_on": where,
+                   "amx_permission_hook": ctx.server_ready.get("amx_permission_hook"),
+                   **disagg, **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
     o.values.update(point_values(read_point(point_dir), duration))
