@@ -221,6 +221,16 @@ class PhasePlan:
     sessions: int  # the conversations it sends: its dataset's, once
 
 
+def phase_sessions(per_concurrency, concurrency: int, conversations: int) -> int:
+    """The conversations the phase of a point at ``concurrency`` sends: its entry of
+    sweep.num_requests_per_concurrency ({C: N}, or the bench's "C=N" items), at most the
+    dataset's ``conversations``; the whole dataset when it has none."""
+    items = per_concurrency.items() if isinstance(per_concurrency, dict) else \
+        (str(x).partition("=")[::2] for x in per_concurrency or [])
+    table = {int(c): int(n) for c, n in items}
+    return max(1, min(int(conversations), table.get(int(concurrency), int(conversations))))
+
+
 def phase_name(index: int, concurrency: int) -> str:
     """The AIPerf phase of the ``index``-th point (0-based) of a multi-point run."""
     return f"p{int(index) + 1}_c{int(concurrency)}"

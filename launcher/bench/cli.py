@@ -43,6 +43,8 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     p.add_argument("--num_requests", type=int, default=None)
     p.add_argument("--max_turns", type=int, default=None,
                    help="send only the first N turns of each question (1: vLLM CI's single-turn MT-Bench)")
+    p.add_argument("--requests_per_concurrency", action="append", default=[], metavar="C=N",
+                   help="a point at concurrency C sends N conversations (a slice of the dataset; phases mode)")
     p.add_argument("--runtime_params", metavar="YAML", help="sampling_kwargs, chat_template_args, dataset_kwargs")
     p.add_argument("--temperature", type=float, nargs="+", default=[0.0])
     p.add_argument("--concurrency", type=int, nargs="+", default=[1])
@@ -85,6 +87,20 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def per_concurrency(items: list[str]) -> dict[int, int]:
+    """--requests_per_concurrency C=N (repeated) as {C: N}; a malformed item is a one-line error."""
+    out: dict[int, int] = {}
+    for item in items or []:
+        c, sep, n = str(item).partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[int(c)] = int(n)
+        except ValueError:
+            raise SystemExit(f"error: --requests_per_concurrency {item!r}: expected C=N, e.g. 1=16") from None
+    return out
+
+
 def spec_from_argv(argv: list[str]):
     """(BenchSpec, points) of a benchmark argv (run.sh's arguments after `--`), read by
     this benchmark's own parser: the job spec run.sh writes holds the typed settings."""
@@ -97,6 +113,7 @@ def spec_from_argv(argv: list[str]):
         model=args.model, tokenizer=args.tokenizer, save_dir=str(Path(args.save_dir).resolve()),
         datasets=tuple(DatasetInput(n, str(p)) for n, p in datasets), num_requests=args.num_requests,
         max_turns=args.max_turns, output_length=args.output_length, num_gpus=args.num_gpus, aiperf=args.aiperf,
+        requests_per_concurrency=per_concurrency(args.requests_per_concurrency),
         aiperf_mode=args.aiperf_mode, point_timeout_s=args.point_timeout_s, request_timeout_s=args.request_timeout_s,
         gates=Gates(args.max_failed_fraction, parse_gates(args.min_acceptance_length), args.min_tokens_per_step),
         preflight=not args.no_preflight, force=args.force, golden=args.golden,
@@ -143,6 +160,7 @@ def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]
     args = argparse.Namespace(
         datasets=[(d.name, Path(d.path)) for d in b.datasets], mtbench=None, specbench=None, speed=[],
         num_requests=b.num_requests, max_turns=b.max_turns, runtime_params=None, temperature=temps or [0.0],
+        requests_per_concurrency=[f"{c}={n}" for c, n in sorted(b.requests_per_concurrency.items())],
         concurrency=concs or [1], num_gpus=b.num_gpus, output_length=b.output_length, save_dir=b.save_dir,
         url=url, model=b.model, tokenizer=b.tokenizer, aiperf=b.aiperf, point_timeout_s=b.point_timeout_s,
         request_timeout_s=b.request_timeout_s, max_failed_fraction=b.gates.max_failed_fraction,
@@ -318,21 +336,24 @@ def lossless_check(summary: dict, save_dir: Path, args) -> None:
 
 
 def failure_line(summary: dict, outcomes: list) -> Optional[str]:
-    """Why the benchmark fails, in one line (failed points, checks), None when it does not."""
+    """Why the benchmark fails, in one line: what failed (points, checks), each named only
+    when it did; None when nothing did."""
+    from launcher.golden import summary_line
+
     failed = [o for o in outcomes if o.status == "failed"]
-    lossless_failed = summary["lossless"] is not None and not summary["lossless"].get("passed", True)
-    golden_failed = (summary.get("golden") or {}).get("verdict") in ("fail", "error")
-    forced_failed = (summary.get("forced_acceptance") or {}).get("verdict") == "fail"
-    if not (failed or lossless_failed or golden_failed or forced_failed):
-        return None
-    msg = f"{len(failed)} of {len(outcomes)} points failed: " + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3])
-    if lossless_failed:
-        msg += "; lossless check failed"
-    if golden_failed:
-        msg += f"; golden check {summary['golden']['id']} failed (summary.json golden.likely_causes)"
-    if forced_failed:
-        msg += f"; {verdict_line(summary['forced_acceptance'])}"
-    return msg
+    parts = []
+    if failed:
+        parts.append(f"{len(failed)} of {len(outcomes)} points failed: "
+                     + "; ".join(f"{o.dir}: {o.reason}" for o in failed[:3]))
+    if summary["lossless"] is not None and not summary["lossless"].get("passed", True):
+        parts.append("lossless check failed: speculative and reference outputs differ (lossless/result.json)")
+    golden = summary.get("golden") or {}
+    if golden.get("verdict") in ("fail", "error"):
+        parts.append(summary_line(golden) + ("; likely causes in summary.json golden.points[].likely_causes"
+                                             if golden["verdict"] == "fail" else ""))
+    if (summary.get("forced_acceptance") or {}).get("verdict") == "fail":
+        parts.append(verdict_line(summary["forced_acceptance"]))
+    return "; ".join(parts) or None
 
 
 def read_args(argv: list[str]):

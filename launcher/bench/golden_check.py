@@ -1,5 +1,6 @@
 """The golden check at the end of a sweep (``--golden ID``): each complete point on
-the reference's dataset and temperature, judged by :func:`launcher.golden.check`."""
+the reference's dataset and temperature, judged by :func:`launcher.golden.check` with
+the drafts it counted (the sample size of its figures) and where it ran."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,13 +35,11 @@ def golden_verdict(golden_id: str, save_dir: Path, summary: dict, args) -> dict:
         ext = res.acc_ext
         al = ext.get("Server_AL_request_mean") if entry.get("al_definition") == "mean_per_request" \
             else ext.get("Server_AL")
-        v = golden.check(entry, al, res.per_position_rates, point_run(p, res, args))
+        drafts = (ext.get("per_position") or {}).get("num_drafts")
+        v = golden.check(entry, al, res.per_position_rates, point_run(p, res, args), num_drafts=drafts,
+                         recorded_on=res.conf_ext.get("recorded_on"))
         judged.append(v | {"point": p["dir"]})
-    if not judged:
-        verdicts = ["not_comparable"]
-    else:
-        verdicts = [v["verdict"] for v in judged]
-    overall = "fail" if "fail" in verdicts else ("pass" if "pass" in verdicts else "not_comparable")
-    return {"id": golden_id, "verdict": overall, "entry": entry, "points": judged,
+    return {"id": golden_id, "verdict": golden.overall([v["verdict"] for v in judged]), "entry": entry,
+            "points": judged,
             "problems": [] if judged else [f"no complete point on {entry['dataset']} at "
                                            f"T={entry['workload']['temperature']:g}"]}

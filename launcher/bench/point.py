@@ -13,6 +13,7 @@ from typing import Optional
 import yaml
 
 from launcher.bench import aiperf_runner as ar
+from launcher.bench.recorded_on import this_point
 from launcher.contracts.server_ready import ServerReady
 from launcher.engines import Engine, MetricNames, default_engine, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
@@ -191,8 +192,9 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     repeats = n_repeats(ctx)
     # Repeats run in rounds (every point once, then every point again), so a slow drift of
     # the machine reaches every point's repeats alike instead of one point's all at once.
+    per_c = getattr(args, "requests_per_concurrency", None)
     phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency) + (f"_r{r + 1}" if repeats > 1 else ""),
-                           o.concurrency, len(questions))
+                           o.concurrency, ar.phase_sessions(per_c, o.concurrency, len(questions)))
               for r in range(repeats) for i, o in enumerate(outcomes)]
     owner = {ph.name: i % len(outcomes) for i, ph in enumerate(phases)}  # phase -> its point's index
     # A warm-up phase first (--warmup): the dataset once at the group's highest concurrency, a
@@ -211,6 +213,9 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     argv = ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
     n_turns = sum(len(q.turns) for q in questions)
     total = len(outcomes) * n_turns
+    # a point's expected requests: its share of the dataset's turns (sweep.num_requests_per_concurrency)
+    turns_of = {o.concurrency: round(n_turns * ar.phase_sessions(per_c, o.concurrency, len(questions))
+                                     / max(1, len(questions))) for o in outcomes}
     first = progress.done + 1
     label = f"{dataset} T={temperature:g}"
     current = {"i": 0, "name": phases[0].name}
@@ -227,7 +232,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
             progress.update(f"{label}: warm-up at C={warm.concurrency}: {done_in_phase}/{n_turns} requests")
             return
         progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}{rep}: "
-                        f"{done_in_phase}/{n_turns} requests")
+                        f"{done_in_phase}/{turns_of[o.concurrency]} requests")
 
     progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
     progress.update(f"point {first}/{progress.total} {label} C={outcomes[0].concurrency}: starting AIPerf "
@@ -468,7 +473,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         "runtime_params": ctx.runtime, "temperature": o.temperature, "output_length": args.output_length,
         "draft_length": num_speculative_tokens(spec_cfg), "tp_size": args.num_gpus,
         "ep_size": 1, "concurrency": o.concurrency, "save_dir": str(point_dir),
-        "ignore_eos": False, "postprocess": "base", "trust_remote_code": False,
+        "ignore_eos": bool(sampling.get("ignore_eos", False)), "postprocess": "base", "trust_remote_code": False,
     }
     serving = {"server_id": job.get("server_id"), "server_argv": ctx.server_ready.argv,
                "server_flags": job.get("server_flags"), "url": ctx.base_url, "served_model_name": args.model,
@@ -477,17 +482,22 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                          args.max_failed_fraction)
     status = {"status": "complete" if reason is None else "failed", "reason": reason}
     tim[EXTENSION_KEY].update(status)
+    gpu = _gpu_name(point_dir)
+    where = this_point(engine=ctx.engine.name, version=ctx.engine_version, gpu=gpu,
+                       server_argv=ctx.server_ready.argv or job.get("server_flags") or [],
+                       model=job.get("model") or args.tokenizer)
     conf = build_configuration(
         run_args=run_args, serving_config=serving, engine_version=ctx.engine_version or "", argv=sys.argv,
-        gpu=_gpu_name(point_dir), checkpoint=checkpoint_info(job.get("model")),
+        gpu=gpu, checkpoint=checkpoint_info(job.get("model")),
         extension={"recipe": job.get("recipe"), "dataset": spec.name, "model": job.get("model") or args.tokenizer,
                    "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
                    "tool_version": _tool_version(), "git_sha": _git_sha(),
                    "engine": ctx.engine.name, "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
-                   "forced_acceptance": forced_from_speculative_config(spec_cfg),
-                   "cpu_kernel": ctx.server_ready.cpu_kernel, **disagg, **status})
+                   "forced_acceptance": forced_from_speculative_config(spec_cfg), "recorded_on": where,
+                   "amx_permission_hook": ctx.server_ready.amx_permission_hook,
+                   **disagg, **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)
     o.values.update(point_values(read_point(point_dir), duration))

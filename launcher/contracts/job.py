@@ -108,6 +108,8 @@ class BenchSpec:
     datasets: tuple = ()  # DatasetInput, in the sweep's order
     num_requests: Optional[int] = None
     max_turns: Optional[int] = None
+    # sweep.num_requests_per_concurrency: conversations a point at concurrency C sends (C -> n)
+    requests_per_concurrency: dict = field(default_factory=dict)
     output_length: int = 4096
     num_gpus: int = 1
     aiperf: str = "aiperf"
@@ -382,6 +384,8 @@ def _bench(d: Optional[dict], where: str) -> Optional[BenchSpec]:
     d["gates"] = Gates(**_check_keys(Gates, d.get("gates") or {}, f"{where}.gates"))
     d["runtime_params"] = RuntimeParams(**_check_keys(RuntimeParams, d.get("runtime_params") or {},
                                                       f"{where}.runtime_params"))
+    # JSON keeps the concurrencies as strings
+    d["requests_per_concurrency"] = {int(c): int(n) for c, n in (d.get("requests_per_concurrency") or {}).items()}
     if d.get("lossless") is not None:
         d["lossless"] = LosslessSpec(**_check_keys(LosslessSpec, d["lossless"], f"{where}.lossless"))
     try:

@@ -18,7 +18,7 @@ SERVER_READY_FILE = "server_ready.json"
 PHASE_FILES = {None: SERVER_READY_FILE, "lossless": "lossless/reference_server_ready.json",
                "known_answer": "known_answer_server_ready.json"}
 # Keys written only when set (a plain server has no topology; a phase's server no engine keys).
-_OPTIONAL = ("engine", "acceptance_source", "speculative_config", "cpu_kernel", "metrics_urls", "topology")
+_OPTIONAL = ("engine", "acceptance_source", "speculative_config", "amx_permission_hook", "metrics_urls", "topology")
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ServerReady:
     engine: Optional[str] = None
     acceptance_source: Optional[str] = None
     speculative_config: Optional[dict] = None
-    cpu_kernel: Optional[dict] = None  # the engine's CPU build: which kernel it runs (configuration.json)
+    amx_permission_hook: Optional[bool] = None  # the engine's CPU build asks for the AMX state at start
     metrics_urls: Optional[list] = None  # topology=disagg: the decode servers' /metrics
     topology: Optional[dict] = None  # topology=disagg: every server and the router
     extra: dict = field(default_factory=dict)  # keys this version does not know (a newer writer's)

@@ -328,7 +328,9 @@ class Engine(abc.ABC):
         ``cpu_flags`` (on top of ``env``); empty where it needs nothing."""
         return {}
 
-    def cpu_kernel(self, server_flags: list[str], cpu_flags: frozenset[str]) -> Optional[dict]:
-        """Which CPU kernel the engine's CPU build runs with ``server_flags`` on this CPU, as
-        configuration.json records it; None where the engine does not say."""
+    def cpu_attention_kernel(self, cpu_flags: set[str], dtype: Optional[str], block_size: Optional[int],
+                             head_size: Optional[int]) -> Optional[str]:
+        """The attention kernel the engine's CPU build picks for a dense model on a CPU with
+        ``cpu_flags`` (/proc/cpuinfo), as the ISA it runs on ("amx", "avx512", "avx2"); None
+        where the engine's rule is not known here."""
         return None

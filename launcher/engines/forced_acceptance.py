@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
+from launcher.golden.noise import Z, accepted_variance, noise_tolerance  # noqa: F401 (Z: the one definition)
+
 SYNTHETIC = "synthetic"
 METHOD_KEY = "rejection_sample_method"
 LENGTH_KEY = "synthetic_acceptance_length"
@@ -56,6 +58,62 @@ def problems(length: Optional[float], rates: Optional[Sequence[float]], k: int,
     return out
 
 
+# ---------------------------------------------------------------- the sweep axis
+
+SWEEP_FIELD = "sweep.forced_acceptance_lengths"
+ALL_ACCEPTED = "k+1"  # every draft accepted: the forced length k + 1 of each k
+
+
+def resolve_length(level, k: int) -> float:
+    """One value of sweep.forced_acceptance_lengths at k: a number, or "k+1" (k + 1)."""
+    if isinstance(level, str) and level.replace(" ", "").lower() == ALL_ACCEPTED:
+        return float(k + 1)
+    return float(level)
+
+
+def sweep_problems(levels: Sequence, ks: Sequence[int], method: str, length: Optional[float],
+                   rates: Optional[Sequence[float]]) -> list[tuple[str, str, str]]:
+    """(field, problem, fix) for sweep.forced_acceptance_lengths: one server per (k, level)."""
+    out: list[tuple[str, str, str]] = []
+    if not levels:
+        return out
+    if method == "none":
+        out.append((SWEEP_FIELD, "is set without speculation (draft.method=none)",
+                    "pick a draft (any method: the acceptance is forced) or set sweep.forced_acceptance_lengths=[]"))
+    if length is not None or rates is not None:
+        out.append((SWEEP_FIELD, "is set together with draft.forced_acceptance",
+                    "keep one: the sweep's lengths or draft.forced_acceptance (remove .length/.rates)"))
+    seen: list = []
+    for level in levels:
+        if isinstance(level, bool) or not (isinstance(level, (int, float)) or
+                                           (isinstance(level, str) and _number_or_all(level))):
+            out.append((SWEEP_FIELD, f"contains {level!r}, neither a number nor '{ALL_ACCEPTED}'",
+                        f"use mean acceptance lengths such as [1.5,2.5,{ALL_ACCEPTED}]"))
+            continue
+        key = level.replace(" ", "").lower() if isinstance(level, str) and not _is_number(level) else float(level)
+        if key in seen:
+            out.append((SWEEP_FIELD, f"lists {level} more than once", "list each value once"))
+        seen.append(key)
+        for k in ks:
+            v = resolve_length(level, k)
+            if not 1.0 <= v <= k + 1:
+                out.append((SWEEP_FIELD, f"contains {level}, outside [1, k+1] = [1, {k + 1}] for k={k}",
+                            f"use lengths between 1 and {k + 1} (or '{ALL_ACCEPTED}': every draft accepted)"))
+    return out
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _number_or_all(s: str) -> bool:
+    return _is_number(s) or s.replace(" ", "").lower() == ALL_ACCEPTED
+
+
 def forced_from_speculative_config(spec: Optional[Mapping]) -> Optional[dict]:
     """{"length": x} or {"rates": [...]} when a speculative config forces acceptance, else None."""
     if not spec or spec.get(METHOD_KEY) != SYNTHETIC:
@@ -77,9 +135,8 @@ def label(forced: Optional[Mapping]) -> str:
 # ---------------------------------------------------------------- the known answer
 
 # A forced run's server counters must give the forced AL up to the sampling noise of the
-# mechanism: Z standard errors of the mean accepted drafts per step, and at least FLOOR
-# (an integer length has no noise at all).
-Z = 4.0
+# mechanism: Z standard errors of the mean accepted drafts per step (launcher.golden.noise,
+# the one definition), and at least FLOOR (an integer length has no noise at all).
 FLOOR = 0.005
 
 
@@ -101,16 +158,15 @@ def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float) -> 
     """Measured (the server's counters: 1 + accepted / drafts, the mechanism's own
     definition) against forced. Per step the accepted count A has P(A >= i) = rate i, so
     E[A] = sum(rates) and E[A^2] = sum((2i - 1) * rate i); the tolerance is Z standard
-    errors of the mean over the drafts counted."""
+    errors of the mean over the drafts counted (launcher.golden.noise)."""
     rates = expected_rates(forced, k)
-    mean = sum(rates)
-    var = max(0.0, sum((2 * i - 1) * r for i, r in enumerate(rates, start=1)) - mean * mean)
-    expected = 1.0 + mean
+    var = accepted_variance(rates)
+    expected = 1.0 + sum(rates)
     if not num_drafts:
         return {"expected_al": round(expected, 4), "measured_al": None, "num_drafts": 0, "tolerance": None,
                 "passed": None}
     measured = 1.0 + float(num_accepted) / float(num_drafts)
-    tol = max(Z * (var / float(num_drafts)) ** 0.5, FLOOR)
+    tol = noise_tolerance(var, num_drafts, floor=FLOOR)
     return {"expected_al": round(expected, 4), "measured_al": round(measured, 4), "num_drafts": int(num_drafts),
             "tolerance": round(tol, 4), "passed": abs(measured - expected) <= tol}
 

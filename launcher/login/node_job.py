@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from launcher.golden import summary_line
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
@@ -64,8 +65,11 @@ def run_job(spec: dict) -> dict:
         err = read_error(job_dir)
         reason = f": {err}" if err else ""
         raise RuntimeError(f"job {spec['server_id']} failed (exit {rc}){reason}; logs in {job_dir / 'logs'}")
-    result["message"] = f"complete; results in {job_dir}"
     known = (summary or {}).get("known_answer")
-    if known:
-        result["message"] = f"complete ({known_answer_line(known)}); results in {job_dir}"
+    notes = [known_answer_line(known)] if known else []
+    golden = summary_line((summary or {}).get("golden"))  # pass, or too small to judge (a fail fails the job)
+    if golden:
+        notes.append(golden)
+    result["message"] = f"complete ({'; '.join(notes)}); results in {job_dir}" if notes else \
+        f"complete; results in {job_dir}"
     return result

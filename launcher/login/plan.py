@@ -15,6 +15,7 @@ from typing import Optional
 from launcher.login.config.schema import LauncherConfig
 from launcher.runtime.files import REPO_ROOT
 from launcher.engines.flags import kv_cache_cap_bytes
+from launcher.engines.forced_acceptance import resolve_length
 from launcher.login.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
 from launcher.engines import get_engine
 from launcher.engines.flags import drop_flags, pick_flags
@@ -60,6 +61,7 @@ def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
         model=cfg.model.served_name, tokenizer=cfg.model.tokenizer or cfg.model.path, save_dir=str(job_dir),
         datasets=tuple(DatasetInput(ds, sw.dataset_paths[ds]) for ds in sw.datasets),
         num_requests=sw.num_requests, max_turns=sw.max_turns, output_length=sw.output_length, num_gpus=num_gpus,
+        requests_per_concurrency={int(c): int(n) for c, n in sorted(sw.num_requests_per_concurrency.items())},
         aiperf=b.aiperf, aiperf_mode=b.aiperf_mode, point_timeout_s=b.point_timeout_s,
         request_timeout_s=b.request_timeout_s,
         gates=Gates(max_failed_fraction=b.gates.max_failed_fraction,
@@ -88,23 +90,27 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                         nodes=cl.nodes, gpus_per_node=cl.gpus_per_node, tp=par.tp, pp=par.pp, dp=par.dp,
                         container_image=cl.container_image if in_container else None,
                         container_mounts=list(cl.container_mounts) if in_container else [])
-    configs = [(k, build_server_flags(cfg, k), speculative_config(cfg, k)) for k in ks]
+    # One server per (k, forced length) with sweep.forced_acceptance_lengths, else one per k.
+    configs = [(k, c, build_server_flags(c, k), speculative_config(c, k))
+               for k in ks for c in forced_level_configs(cfg, k)]
     eng = get_engine(cfg.server.engine)
     speculative_names = eng.speculative_flag_names() | eng.acceptance_flag_names()
     baseline = None
-    if cfg.sweep.baseline and configs[0][2]:
-        baseline = baseline_job(cfg, drop_flags(configs[0][1], speculative_names), points, launch, results_dir,
+    if cfg.sweep.baseline and configs[0][3]:
+        baseline = baseline_job(cfg, drop_flags(configs[0][2], speculative_names), points, launch, results_dir,
                                 num_gpus)
     jobs = []
-    for i, (k, flags, spec) in enumerate(configs):
+    for i, (k, lcfg, flags, spec) in enumerate(configs):
         k_eff = spec["num_speculative_tokens"] if spec else None
+        forced_len = lcfg.draft.forced_acceptance.length
         identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                     "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
-        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}" if k_eff else "") + \
-                   f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
+        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}" if k_eff else "") \
+                   + (f"-fal{float(forced_len):g}" if forced_len is not None else "") \
+                   + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
                    + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "")
         aggregated_dir = results_dir / f"{readable}-{_digest(identity)}"  # the same server, aggregated
-        topology = topology_spec(cfg, aggregated_dir, bench_spec(cfg, aggregated_dir, num_gpus))
+        topology = topology_spec(lcfg, aggregated_dir, bench_spec(lcfg, aggregated_dir, num_gpus))
         if topology is not None:
             identity["topology"] = {k2: v for k2, v in json.loads(json.dumps(
                 topology.__dict__, default=lambda o: None)).items() if k2 != "parity"}
@@ -118,7 +124,7 @@ def make_plan(cfg: LauncherConfig) -> Plan:
             acceptance_flags=pick_flags(flags, eng.acceptance_flag_names()) if spec else [],
             bind_host=cfg.cluster.bind_host,
             port=cfg.server.port, ready_timeout_s=cfg.server.ready_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
-            bench=bench_spec(cfg, job_dir, num_gpus), tokenizer=cfg.model.tokenizer, points=list(points),
+            bench=bench_spec(lcfg, job_dir, num_gpus), tokenizer=cfg.model.tokenizer, points=list(points),
             num_gpus=num_gpus, speculative_config=spec, container_image=cfg.cluster.container_image,
             kv_cache_cap_bytes=kv_cache_cap_bytes(flags), launch=launch,
             engine=cfg.server.engine, engine_version=engine_version(cfg),
@@ -136,6 +142,23 @@ def make_plan(cfg: LauncherConfig) -> Plan:
             topology=topology,
         ))
     return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline)
+
+
+def forced_level_configs(cfg: LauncherConfig, k: Optional[int]) -> list[LauncherConfig]:
+    """The recipe once per value of sweep.forced_acceptance_lengths at k (draft.forced_acceptance
+    .length set to it; "k+1" is k + 1), or the recipe itself when the axis is empty."""
+    import copy
+
+    levels = list(cfg.sweep.forced_acceptance_lengths) if cfg.draft.method != "none" else []
+    if not levels:
+        return [cfg]
+    out = []
+    for level in levels:
+        c = copy.deepcopy(cfg)
+        c.draft.forced_acceptance.length = resolve_length(level, k if k is not None else cfg.draft.num_speculative_tokens)
+        c.draft.forced_acceptance.rates = None
+        out.append(c)
+    return out
 
 
 def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: BenchSpec) -> Optional[TopologySpec]:

@@ -262,10 +262,9 @@ class NodeJob(JobContext):
         """The server runs the engine's CPU build here (no GPUs asked, no container)."""
         return self.spec.launch.gpus_per_node == 0 and not self.spec.launch.container_image
 
-    def _cpu_kernel(self) -> Optional[dict]:
-        if not self._cpu_server():
-            return None
-        return get_engine(self.spec.engine).cpu_kernel(self.spec.server_flags, cpu_flags())
+    def _amx_permission_hook(self) -> bool:
+        """Whether the server's processes ask for the AMX state at start (docs/disagg.md)."""
+        return self._cpu_server() and bool(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), {}))
 
     def check(self) -> None:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
@@ -372,7 +371,8 @@ class NodeJob(JobContext):
         info = server.ready_info(self.spec.bind_host)
         info = replace(info, engine=self.spec.engine, acceptance_source=self.spec.acceptance_source,
                        speculative_config=self.spec.speculative_config,
-                       engine_version=info.engine_version or self.spec.engine_version, cpu_kernel=self._cpu_kernel())
+                       engine_version=info.engine_version or self.spec.engine_version,
+                       amx_permission_hook=self._amx_permission_hook())
         if self.members:
             info = replace(info, **disagg_node.ready_info(self, server))
         return write_server_ready(ready_path(self.job_dir), info)

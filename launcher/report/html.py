@@ -320,33 +320,57 @@ def known_answer_block(known: dict | None, points: list | None = None) -> str:
             f'<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{warn}')
 
 
+def _golden_figure(f: dict | None) -> str:
+    if not f:
+        return ""
+    if f.get("status") == "too_small_to_judge":
+        return f"too small to judge (noise ±{f['tolerance']:.4f})"
+    return f"±{f['tolerance']:.4f} {f.get('status', '')}".rstrip()
+
+
 def golden_block(golden: dict | None) -> str:
-    """summary.json's golden check (bench.golden): the verdict per judged point, measured
-    against expected, the tolerance, and the likely causes when it fails."""
+    """summary.json's golden check (bench.golden): the verdict per judged point, each figure
+    against expected with its tolerance (rtol or the sampling noise, the wider) or too small
+    to judge, the drafts counted, what differs from where the reference was recorded, and
+    the likely causes when it fails."""
     if not isinstance(golden, dict):
         return ('<div class="prov"><span class="sub">No golden check in summary.json '
                 '(bench.golden=&lt;id&gt; runs it).</span></div>')
     entry = golden.get("entry") or {}
-    head = (f'<p><b>{_e(golden.get("id"))}</b>: <span class="st-{"complete" if golden.get("verdict") == "pass" else "failed"}">'
-            f'{_e(str(golden.get("verdict")).upper())}</span> &middot; reference {_e(entry.get("model"))} + '
+    word = str(golden.get("verdict"))
+    cls = {"pass": "complete", "too_small_to_judge": "skipped"}.get(word, "failed")
+    where = entry.get("recorded_on") or {}
+    where_txt = ", ".join(f"{k} {where[k]}" for k in ("engine", "version", "build", "cpu_kernel", "gpu", "dtype")
+                          if where.get(k) is not None)
+    head = (f'<p><b>{_e(golden.get("id"))}</b>: <span class="st-{cls}">'
+            f'{_e(word.upper())}</span> &middot; reference {_e(entry.get("model"))} + '
             f'{_e(entry.get("draft"))}, k={_e(entry.get("k"))}, source {_e(entry.get("source"))} '
-            f'@ {_e(str(entry.get("commit"))[:12])}</p>')
+            f'@ {_e(str(entry.get("commit"))[:12])}; recorded on {_e(where_txt or "not recorded")}, '
+            f'{_e(entry.get("num_drafts") if entry.get("num_drafts") is not None else "unknown")} drafts</p>')
     rows = []
     for v in golden.get("points") or []:
         rates = v.get("measured_rates") or []
         exp = v.get("expected_rates") or []
-        causes = "" if v["verdict"] == "pass" else "<br>".join(_e(c) for c in (v.get("likely_causes") or []))
+        causes = "" if v["verdict"] != "fail" else "<br>".join(_e(c) for c in (v.get("likely_causes") or []))
         if v["verdict"] == "not_comparable":
             causes = _e("; ".join(v.get("workload_differences") or []))
+        tol = [f"AL {_golden_figure(v.get('al'))}"] + [f"position {p['position']} {_golden_figure(p)}"
+                                                        for p in v.get("positions") or []]
+        drafts = v.get("num_drafts")
+        z = "-" if v.get("z") is None else f"{v['z']:g}"
         rows.append(f'<tr><td class="l">{_e(v.get("point"))}</td><td class="l">{_e(v["verdict"])}</td>'
                     f'<td>{_num(v.get("measured_al"), 4)}</td><td>{_num(v.get("expected_al"), 4)}</td>'
                     f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in rates))}</td>'
                     f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in exp))}</td>'
-                    f'<td class="l">rtol {_e(v.get("rtol"))} ({_e(v.get("al_check"))})</td>'
+                    f'<td class="l">{"<br>".join(_e(t) for t in tol)}<br>rtol {_e(v.get("rtol"))} or '
+                    f'{_e(z)} standard errors, the wider</td>'
+                    f'<td>{_e("-" if drafts is None else int(drafts))}</td>'
+                    f'<td class="l">{_e("; ".join(v.get("platform_differences") or []) or "-")}</td>'
                     f'<td class="l">{causes}</td></tr>')
     problems = "" if golden.get("points") else f'<p class="warn">{_e("; ".join(golden.get("problems") or []))}</p>'
     table = ("<table><thead><tr><th class=l>point</th><th class=l>verdict</th><th>AL</th><th>expected AL</th>"
              "<th class=l>per-position rates</th><th class=l>expected</th><th class=l>tolerance</th>"
+             "<th>drafts</th><th class=l>recorded elsewhere</th>"
              f"<th class=l>likely causes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>") if rows else ""
     return head + problems + table
 

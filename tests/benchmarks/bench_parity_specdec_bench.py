@@ -19,6 +19,13 @@ so our acceptance is counted from stream chunks, as specdec_bench counts it),
 AIPerf as `python3 -m aiperf`, the models under $SPECDEC_HOME/models.
 Goal: |mean paired difference| <= 0.01 (timing figures on a shared 2-core
 machine are noisy; re-run on a quiet one).
+
+Another model and forced acceptance (tests/gpu/run_gpu_8b.sh, issue 32): --target/--draft/
+--served-name/--k, --forced-al L (vLLM's synthetic acceptance in both engines: ours through
+the speculative config, specdec_bench's through tests/benchmarks/specdec_bench_forced.py),
+--concurrency C1 C2 ... (specdec_bench builds one engine per concurrency, with max_num_seqs
+C x k; ours serves them all from one server with max_num_seqs max(C) x k), --ignore-eos
+(both decode --output-length tokens), --plan-only (print the commands, run nothing).
 """
 from __future__ import annotations
 
@@ -60,55 +67,80 @@ def mtbench_file(args, out: Path) -> Path:
     return p
 
 
-def run_specdec_bench(modelopt: Path, questions: Path, out: Path, args) -> float:
-    save = out / "specdec_bench"
+def forced_keys(args) -> dict:
+    if args.forced_al is None:
+        return {}
+    return {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": float(args.forced_al)}
+
+
+def theirs_dir(out: Path, args, c: int) -> Path:
+    return out / ("specdec_bench" if len(args.concurrency) == 1 else f"specdec_bench_c{c}")
+
+
+def run_specdec_bench(modelopt: Path, questions: Path, out: Path, args, c: int) -> float:
+    save = theirs_dir(out, args, c)
     rp = out / "runtime_params.yaml"
-    rp.write_text("sampling_kwargs: {temperature: 0, top_p: 1.0, top_k: 0}\nengine_args: {max_model_len: 1024}\n")
-    argv = [vllm_python(), "run.py", "--engine", "VLLM", "--speculative_algorithm", "DRAFT_TARGET",
-            "--model_dir", str(TARGET), "--draft_model_dir", str(DRAFT_NOISY), "--tokenizer", str(TARGET),
-            "--mtbench", str(questions), "--num_requests", str(args.questions), "--concurrency", str(args.concurrency),
-            "--output_length", str(args.output_length), "--draft_length", str(K), "--runtime_params", str(rp),
-            "--tp_size", "1", "--ep_size", "1", "--save_dir", str(save)]
+    rp.write_text("sampling_kwargs: {temperature: 0, top_p: 1.0, top_k: 0}\n"
+                  f"engine_args: {{max_model_len: {args.max_model_len}}}\n")
+    forced = forced_keys(args)
+    head = [vllm_python()] + ([str(ROOT / "tests" / "benchmarks" / "specdec_bench_forced.py"), json.dumps(forced)]
+                              if forced else [])
+    argv = head + ["run.py", "--engine", "VLLM", "--speculative_algorithm", "DRAFT_TARGET",
+                   "--model_dir", str(args.target), "--draft_model_dir", str(args.draft), "--tokenizer", str(args.target),
+                   "--mtbench", str(questions), "--num_requests", str(args.questions), "--concurrency", str(c),
+                   "--output_length", str(args.output_length), "--draft_length", str(args.k), "--runtime_params",
+                   str(rp), "--tp_size", "1", "--ep_size", "1", "--save_dir", str(save)] + \
+        (["--ignore_eos"] if args.ignore_eos else [])
+    if args.plan_only:
+        print("specdec_bench:", " ".join(argv))
+        return 0.0
     t = time.time()
-    with open(out / "specdec_bench.log", "w") as log:
+    with open(out / f"{save.name}.log", "w") as log:
         rc = subprocess.run(argv, cwd=modelopt / "examples" / "specdec_bench", stdout=log, stderr=subprocess.STDOUT,
                             env=engine_env()).returncode
     if rc != 0:
-        sys.exit(f"specdec_bench failed (exit {rc}); see {out / 'specdec_bench.log'}")
+        sys.exit(f"specdec_bench failed (exit {rc}); see {out / (save.name + '.log')}")
     return time.time() - t
 
 
 def run_ours(questions: Path, out: Path, args) -> float:
-    flags = ["--served-model-name", "tiny", "--dtype", "bfloat16", "--max-model-len", "1024",
-             "--speculative-config", json.dumps({"method": "draft_model", "model": str(DRAFT_NOISY),
-                                                 "num_speculative_tokens": K}),
-             *([] if GPU else ["--per-request-spec-decode-metrics", "detailed"]), "--max-num-seqs", str(args.concurrency * K),
+    spec = {"method": "draft_model", "model": str(args.draft), "num_speculative_tokens": args.k, **forced_keys(args)}
+    flags = ["--served-model-name", args.served_name, "--dtype", "bfloat16", "--max-model-len", str(args.max_model_len),
+             "--speculative-config", json.dumps(spec),
+             *([] if GPU else ["--per-request-spec-decode-metrics", "detailed"]),
+             "--max-num-seqs", str(max(args.concurrency) * args.k),
              "--no-enable-prefix-caching", "--async-scheduling"] + (["--enforce-eager"] if args.eager else [])
-    srv = start_gpu_server(flags, out / "server.log") if GPU else start_server(flags, out / "server.log")
     rt = out / "ours_runtime.yaml"
-    rt.write_text("sampling_kwargs: {top_p: 1.0, top_k: 0}\n")
+    rt.write_text("sampling_kwargs: {top_p: 1.0, top_k: 0" + (", ignore_eos: true" if args.ignore_eos else "") + "}\n")
+    bench = [sys.executable, "-m", "launcher.bench", "--mtbench", str(questions), "--num_requests",
+             str(args.questions), "--temperature", "0", "--concurrency", *map(str, args.concurrency),
+             "--output_length", str(args.output_length), "--runtime_params", str(rt),
+             "--save_dir", str(out / "ours"), "--url", "http://127.0.0.1:<port>", "--model", args.served_name,
+             "--tokenizer", str(args.target), "--aiperf", f"{sys.executable} -m aiperf" if GPU else str(AIPERF),
+             "--force", *(["--acceptance_source", "stream_chunks"] if GPU else [])]
+    if args.plan_only:
+        print("ours server flags:", " ".join(flags))
+        print("ours bench:", " ".join(bench))
+        return 0.0
+    srv = start_gpu_server(flags, out / "server.log", args) if GPU else start_server(flags, out / "server.log")
     try:
         t = time.time()
-        subprocess.run([sys.executable, "-m", "launcher.bench", "--mtbench", str(questions), "--num_requests",
-                        str(args.questions), "--temperature", "0", "--concurrency", str(args.concurrency),
-                        "--output_length", str(args.output_length), "--runtime_params", str(rt),
-                        "--save_dir", str(out / "ours"), "--url", f"http://127.0.0.1:{srv.port}", "--model", "tiny",
-                        "--tokenizer", str(TARGET), "--aiperf", f"{sys.executable} -m aiperf" if GPU else str(AIPERF),
-                        "--force", *(["--acceptance_source", "stream_chunks"] if GPU else [])], cwd=ROOT, check=True)
+        bench[bench.index("http://127.0.0.1:<port>")] = f"http://127.0.0.1:{srv.port}"
+        subprocess.run(bench, cwd=ROOT, check=True)
         return time.time() - t
     finally:
         srv.stop()
 
 
-def start_gpu_server(flags: list[str], log_path: Path):
+def start_gpu_server(flags: list[str], log_path: Path, args):
     """The same server on the carried CUDA build (compiled: CUDA graphs)."""
     from launcher.node.lifecycle import ServerProcess
     from tests.support.stack import free_port
 
     port = free_port()
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(TARGET), *flags,
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(args.target), *flags,
             "--gpu-memory-utilization", "0.3", "--host", "127.0.0.1", "--port", str(port)]
-    srv = ServerProcess(argv, probe_host="127.0.0.1", port=port, served_name="tiny", log_path=log_path,
+    srv = ServerProcess(argv, probe_host="127.0.0.1", port=port, served_name=args.served_name, log_path=log_path,
                         env=engine_env())
     srv.start()
     srv.wait_ready(timeout_s=600)
@@ -121,7 +153,15 @@ def main() -> int:
     ap.add_argument("--fastchat", default="/work/.mirror/lm-sys+FastChat/repo")
     ap.add_argument("--mtbench", default=None)
     ap.add_argument("--questions", type=int, default=80)
-    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[8])
+    ap.add_argument("--target", type=Path, default=TARGET)
+    ap.add_argument("--draft", type=Path, default=DRAFT_NOISY)
+    ap.add_argument("--served-name", default="tiny")
+    ap.add_argument("--k", type=int, default=K)
+    ap.add_argument("--forced-al", type=float, default=None, help="vLLM's forced acceptance length in both engines")
+    ap.add_argument("--ignore-eos", action="store_true")
+    ap.add_argument("--max-model-len", type=int, default=1024)
+    ap.add_argument("--plan-only", action="store_true", help="print the commands, run nothing")
     ap.add_argument("--output-length", type=int, default=32)
     ap.add_argument("--eager", action="store_true", help="start our server with --enforce-eager (not like for like)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/parity_specdec_bench"))
@@ -131,16 +171,32 @@ def main() -> int:
     if not (args.modelopt / "examples" / "specdec_bench" / "run.py").is_file():
         print(f"{args.modelopt}: not a Model-Optimizer checkout (no examples/specdec_bench/run.py)", file=sys.stderr)
         return 2
-    if not GPU:
+    if not GPU and not args.plan_only:
         require_stack()
     args.out.mkdir(parents=True, exist_ok=True)
     q = mtbench_file(args, args.out)
     if not args.skip_runs:
-        t_sdb = run_specdec_bench(args.modelopt, q, args.out, args)
+        t_sdb = {c: run_specdec_bench(args.modelopt, q, args.out, args, c) for c in args.concurrency}
         t_ours = run_ours(q, args.out, args)
-        print(f"wall: specdec_bench {t_sdb:.0f} s (engine start included), ours {t_ours:.0f} s (bench only)")
-    theirs = read_point(args.out / "specdec_bench")
-    ours = read_point(args.out / "ours" / "mtbench" / f"t0_c{args.concurrency}")
+        print(f"wall: specdec_bench {', '.join(f'C={c} {t:.0f} s' for c, t in t_sdb.items())} (engine start "
+              f"included), ours {t_ours:.0f} s (bench only, every C)")
+    if args.plan_only:
+        return 0
+    print("C   Output TPS specdec_bench   ours   ours/theirs   Average_AL specdec_bench   ours")
+    for c in args.concurrency:
+        a, b = read_point(theirs_dir(args.out, args, c)), read_point(args.out / "ours" / "mtbench" / f"t0_c{c}")
+        print(f"{c:<3} {a.output_tps:25.1f} {b.output_tps:7.1f} {b.output_tps / a.output_tps:12.3f} "
+              f"{a.average_al:25.4f} {b.average_al:7.4f}")
+    for c in args.concurrency:
+        compare(read_point(theirs_dir(args.out, args, c)), read_point(args.out / "ours" / "mtbench" / f"t0_c{c}"),
+                c, args.k)
+    return 0
+
+
+def compare(theirs, ours, c: int, k: int) -> None:
+    """The paired per-question comparison at one concurrency."""
+    K = k  # noqa: N806
+    print(f"\n== concurrency {c}")
     ra, rb = theirs.acceptance["Request_AL"], ours.acceptance["Request_AL"]
     common = [k for k in ra if k in rb]
     diffs = [rb[k] - ra[k] for k in common]
@@ -172,7 +228,6 @@ def main() -> int:
               "machine): its Average_AL is inflated by that, not by a definition; rerun on a quiet machine "
               "or at a lower --concurrency for the agreement figure")
     print(f"goal |mean| <= 0.01: {'MET' if abs(mean) <= 0.01 else 'NOT MET'}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -81,9 +81,11 @@ def test_disagg_sweep_through_the_router_with_kv_transfer_and_parity(disagg_run)
     assert c1["structural_step_cost"] < 0, c1  # reported, not judged
 
     # the decode server ran vLLM's AMX attention kernel in bf16 where the CPU has it (docs/disagg.md)
-    kernel = read_point(disagg / summary["points"][0]["dir"]).conf_ext["cpu_kernel"]
-    assert kernel["dtype"] == "bfloat16", kernel
-    assert kernel["attention_isa"] == ("amx" if "amx_tile" in cpu_flags() else "vec"), kernel
+    ext = read_point(disagg / summary["points"][0]["dir"]).conf_ext
+    where = ext["recorded_on"]
+    assert where["dtype"] == "bfloat16", where
+    amx = "amx_tile" in cpu_flags()
+    assert (where["cpu_kernel"] == "amx") == amx and ext["amx_permission_hook"] is amx, ext
 
     # nothing left running: each server and the router found by its port
     for port in [s["port"] for s in topo["servers"]] + [ready["port"]]:

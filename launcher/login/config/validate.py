@@ -83,9 +83,13 @@ def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
     d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
     from launcher.engines import forced_acceptance as fa_mod
     fa = d.forced_acceptance
-    if fa.length is not None or fa.rates is not None:
+    levels = list(sw.forced_acceptance_lengths)
+    for f, p, fix in fa_mod.sweep_problems(levels, list(sw.num_speculative_tokens) or [d.num_speculative_tokens],
+                                           d.method, fa.length, fa.rates):
+        add(f, p, fix)
+    if fa.length is not None or fa.rates is not None or levels:
         seen = set()
-        for k in (list(sw.num_speculative_tokens) or [d.num_speculative_tokens]):
+        for k in (list(sw.num_speculative_tokens) or [d.num_speculative_tokens]) if not levels else []:
             for f, p, fix in fa_mod.problems(fa.length, fa.rates, k, d.method):
                 if (f, p) not in seen:
                     seen.add((f, p))
@@ -93,8 +97,9 @@ def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
         from launcher.engines import get_engine
         why = get_engine(srv.engine).cpu_sampling_reason(cl.gpus_per_node, cl.name, {**cl.env, **srv.env})
         if why:
-            add(fa_mod.FIELD, f"cannot run here: {why}, and {get_engine(srv.engine).cpu_sampling_refusal}",
-                "run on a GPU cluster (e.g. cluster=h100) or remove draft.forced_acceptance")
+            add(fa_mod.SWEEP_FIELD if levels else fa_mod.FIELD,
+                f"cannot run here: {why}, and {get_engine(srv.engine).cpu_sampling_refusal}", "run on a GPU cluster "
+                "(e.g. cluster=h100) or remove " + ("sweep.forced_acceptance_lengths" if levels else "draft.forced_acceptance"))
         from launcher.login.server_args import engine_version
         version = engine_version(cfg)
         if version is not None:
@@ -195,6 +200,19 @@ def _check_sweep(cfg: LauncherConfig, add, errs: list) -> None:
         elif ds.startswith("speed_") and Path(sw.dataset_paths[ds]).stem != ds[len("speed_"):]:
             add(f"sweep.dataset_paths.{ds}", f"file '{Path(sw.dataset_paths[ds]).name}' does not match the split",
                 f"point it at the {ds[len('speed_'):]}.parquet split")
+    for c, n in sw.num_requests_per_concurrency.items():
+        f = "sweep.num_requests_per_concurrency"
+        if c not in sw.concurrencies:
+            add(f, f"names concurrency {c}, which is not in sweep.concurrencies {list(sw.concurrencies)}",
+                f"remove {c} or add it to sweep.concurrencies")
+        if n < 1:
+            add(f, f"gives C={c} {n} conversations", "use 1 or more")
+        elif sw.num_requests is not None and n > sw.num_requests:
+            add(f, f"gives C={c} {n} conversations, more than sweep.num_requests={sw.num_requests}",
+                f"use at most {sw.num_requests} (a point sends a slice of the dataset, never a question twice)")
+    if sw.num_requests_per_concurrency and cfg.bench.aiperf_mode != "phases":
+        add("sweep.num_requests_per_concurrency", f"needs bench.aiperf_mode=phases (it is {cfg.bench.aiperf_mode})",
+            "set bench.aiperf_mode=phases or remove sweep.num_requests_per_concurrency")
     if sw.repeats < 1:
         add("sweep.repeats", f"is {sw.repeats}", "use 1 (one measurement) or more, e.g. sweep.repeats=3")
     if not 0 < cfg.bench.gates.noisy_rel_mad < 10:

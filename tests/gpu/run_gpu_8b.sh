@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# recipe=gpu_8b on a lent GPU machine (the H200 of the device library), one stage list per call
+# (issue 32; docs/gpu.md). The machine is offline, keeps only /tmp between calls (while it
+# stays warm) and one call carries at most 64 MiB, so the vLLM bundle of
+# shared/gpu/build_bundle.sh travels in four parts, one per call, and the 8B-shaped models
+# are built on the machine (common/setup/make_shaped_models.py; ~18.5 GB, nothing travels).
+#
+#   bash tests/gpu/run_gpu_8b.sh 1 | 2 | 3                  # carry .vb/p01 (then p02, p03)
+#   bash tests/gpu/run_gpu_8b.sh unpack models base         # carry .vb/p04 .gpu_data [.gpu_prev]
+#   bash tests/gpu/run_gpu_8b.sh k3:2.5 k3:k+1 k3:1.5       # later calls (models: kept while warm)
+#   bash tests/gpu/run_gpu_8b.sh parity                     # carry .specdec_ref: specdec_bench side by side
+#
+# Stages, run in order:
+#   1 2 3     copy part N to /tmp/parts and check it
+#   unpack    copy part 4, join and unpack the bundle into /tmp/site (at once if already there),
+#             copy the MT-Bench questions (.gpu_data) and earlier results (.gpu_prev/*.results.tgz)
+#   models    build the 8B-shaped target and 1B-shaped draft into /tmp/sh/models/shaped-8b
+#             (seconds when they are there already); timings in $OUT/models.json
+#   kK:L[+base]  one server: python3 -m launcher recipe=gpu_8b with sweep.num_speculative_tokens=[K]
+#             sweep.forced_acceptance_lengths=[L] (L a number or k+1); +base adds the matched
+#             baseline (sweep.baseline=true: one restart of the same server without speculation;
+#             run it once, the later invocations land beside it in /tmp/res/gpu_8b)
+#   base      the matched baseline alone (draft=none: the same server without speculation, in
+#             the folder sweep.baseline=true would use), instead of a +base stage
+#   e3:L      (optional) the EAGLE3-shaped head (built on first use, seconds) at k=3 and forced AL L:
+#             draft=llama8b_shaped_eagle3, whether vLLM 0.26 serves a random EAGLE3 head
+#   parity    tests/benchmarks/bench_parity_specdec_bench.py on the same model, forced AL 2.5, k=3,
+#             C 1/8/32 (specdec_bench's in-process engine against ours)
+# After the stages: launcher.speedup and launcher.report over /tmp/res/gpu_8b, the results
+# tarred to $OUT/<call>.results.tgz, nvidia-smi before and after, the seconds of each stage
+# in $OUT/timings.txt.
+#
+# DRY=1 runs the same stage logic on a CPU machine: parts are checked but not unpacked, the
+# models are built at the small shape with $BUILD_PYTHON (a Python with torch: the vllm
+# venv), and the launcher plans (dry_run=true) instead of running.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-/tmp/out}
+DRY=${DRY:-0}
+RES=${RES:-/tmp/res}
+SH=${SPECDEC_HOME_DIR:-/tmp/sh}
+MODELS=$SH/models/shaped-8b
+PARTS=${PARTS:-/tmp/parts}
+DATA=${DATA:-/tmp/data}
+PARITY_DIR=${PARITY_DIR:-/tmp/parity}
+PY=${PY:-python3}
+BUILD_PYTHON=${BUILD_PYTHON:-$PY}
+mkdir -p "$OUT"
+CALL=$(echo "$*" | tr ' :+' '_-p' | tr -cd 'A-Za-z0-9_.-' | cut -c1-60)
+: > "$OUT/timings.txt"
+
+env_setup() {
+  if [ "$DRY" = 1 ]; then
+    export PYTHONPATH=$REPO
+  else
+    export PYTHONPATH=/tmp/site:$REPO
+  fi
+  export SPECDEC_HOME=$SH
+  export SPECDEC_MTBENCH=$DATA/mt_bench_question.jsonl
+  export VLLM_USE_FLASHINFER_SAMPLER=0
+  # HF_HUB_OFFLINE goes to the server only (recipe server.env): AIPerf rejects a local
+  # tokenizer path with it set.
+  unset HF_HUB_OFFLINE
+}
+
+gpu_snapshot() {  # gpu_snapshot NAME
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,temperature.gpu,clocks.sm \
+      --format=csv > "$OUT/nvidia-smi.$1.csv" 2>&1
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/nvidia-smi.$1.csv" 2>&1
+  else
+    echo "no nvidia-smi" > "$OUT/nvidia-smi.$1.csv"
+  fi
+}
+
+timed() {  # timed NAME CMD...: run, record its seconds
+  local name=$1; shift
+  local t0=$(date +%s)
+  "$@"
+  local rc=$?
+  echo "$name rc=$rc $(( $(date +%s) - t0 )) s" | tee -a "$OUT/timings.txt"
+  return $rc
+}
+
+part() {
+  if [ ! -d "$REPO/.vb/p0$1" ]; then echo "part $1: .vb/p0$1 not carried"; return 3; fi
+  mkdir -p "$PARTS" && cp "$REPO"/.vb/p0"$1"/* "$PARTS"/ && (cd "$PARTS" && sha256sum -c --ignore-missing SHA256SUMS)
+}
+
+unpack() {
+  part 4 || return $?
+  if [ "$DRY" = 1 ]; then
+    echo "DRY: not unpacking (bash $PARTS/unpack.sh)"
+  else
+    bash "$PARTS"/unpack.sh || return $?
+  fi
+  mkdir -p "$DATA"
+  cp "$REPO"/.gpu_data/mt_bench_question.jsonl "$DATA"/ || { echo "carry .gpu_data (MT-Bench questions)"; return 2; }
+  for t in "$REPO"/.gpu_prev/*.results.tgz; do  # results of a machine that went cold, carried back
+    [ -f "$t" ] && tar xzf "$t" -C "$(dirname "$RES")" && echo "restored $t"
+  done
+  env_setup
+  $PY - <<'PY' | tee "$OUT/versions.txt"
+import importlib, sys
+print("python", sys.version.split()[0])
+for m in ["vllm", "aiperf", "torch", "transformers", "tokenizers", "safetensors", "hydra", "omegaconf",
+          "submitit", "pynvml", "launcher"]:
+    try:
+        mod = importlib.import_module(m)
+        print(m, getattr(mod, "__version__", "ok"))
+    except Exception as e:  # noqa: BLE001 - a report of what is missing
+        print(m, "MISSING", type(e).__name__, e)
+PY
+  return 0
+}
+
+models() {
+  env_setup
+  local shape=full
+  [ "$DRY" = 1 ] && shape=small
+  $BUILD_PYTHON "$REPO"/common/setup/make_shaped_models.py "$MODELS" --shape $shape --report "$OUT/models.json"
+  local rc=$?
+  df -h /tmp | tail -1 | tee -a "$OUT/timings.txt"
+  du -sh "$MODELS"/* 2>/dev/null | tee -a "$OUT/timings.txt"
+  return $rc
+}
+
+launch() {  # launch kK:L[+base]
+  local spec=${1#k} base=false
+  case "$spec" in *+base) base=true; spec=${spec%+base} ;; esac
+  local k=${spec%%:*} level=${spec#*:}
+  env_setup
+  local dry=()
+  [ "$DRY" = 1 ] && dry=(dry_run=true)
+  local log="$OUT/k${k}_${level/+/p}.launcher.log"
+  $PY -m launcher recipe=gpu_8b output_dir="$RES" wait=true "sweep.num_speculative_tokens=[$k]" \
+    "sweep.forced_acceptance_lengths=[$level]" sweep.baseline=$base "${dry[@]}" > "$log" 2>&1
+  local rc=$?
+  echo "[k=$k L=$level baseline=$base] launcher rc=$rc"
+  tail -25 "$log"
+  return $rc
+}
+
+baseline() {
+  env_setup
+  local dry=()
+  [ "$DRY" = 1 ] && dry=(dry_run=true)
+  $PY -m launcher recipe=gpu_8b draft=none "sweep.forced_acceptance_lengths=[]" sweep.baseline=false \
+    output_dir="$RES" wait=true "${dry[@]}" > "$OUT/base.launcher.log" 2>&1
+  local rc=$?
+  echo "[baseline] launcher rc=$rc"
+  tail -25 "$OUT/base.launcher.log"
+  return $rc
+}
+
+eagle3() {  # eagle3 L
+  env_setup
+  local shape=full dry=()
+  [ "$DRY" = 1 ] && { shape=small; dry=(dry_run=true); }
+  $BUILD_PYTHON "$REPO"/common/setup/make_shaped_models.py "$MODELS" --shape $shape --only eagle3 || return $?
+  local log="$OUT/eagle3_${1/+/p}.launcher.log"
+  $PY -m launcher recipe=gpu_8b draft=llama8b_shaped_eagle3 output_dir="$RES" wait=true \
+    "sweep.num_speculative_tokens=[3]" "sweep.forced_acceptance_lengths=[$1]" sweep.baseline=false "${dry[@]}" > "$log" 2>&1
+  local rc=$?
+  echo "[eagle3 k=3 L=$1] launcher rc=$rc"
+  tail -25 "$log"
+  return $rc
+}
+
+parity() {
+  env_setup
+  if [ ! -f "$REPO/.specdec_ref/examples/specdec_bench/run.py" ]; then
+    echo "parity: carry .specdec_ref (a Model-Optimizer tree with examples/specdec_bench)"; return 2
+  fi
+  local dry=()
+  [ "$DRY" = 1 ] && dry=(--plan-only)
+  $PY -u "$REPO"/tests/benchmarks/bench_parity_specdec_bench.py "$REPO"/.specdec_ref --gpu "${dry[@]}" \
+    --target "$MODELS/target" --draft "$MODELS/draft" --served-name llama8b-shaped --k 3 --forced-al 2.5 \
+    --mtbench "$DATA"/mt_bench_question.jsonl --questions 32 --concurrency 1 8 32 --output-length 256 \
+    --ignore-eos --max-model-len 4096 --out "$PARITY_DIR" > "$OUT/parity.log" 2>&1
+  local rc=$?
+  echo "parity rc=$rc"; tail -30 "$OUT/parity.log"
+  tar czf "$OUT/parity.tgz" -C "$(dirname "$PARITY_DIR")" "$(basename "$PARITY_DIR")" 2>/dev/null
+  return $rc
+}
+
+snapshot() {  # the results so far, tarred (a call cut short still brings back what completed)
+  [ -d "$RES/gpu_8b" ] && tar czf "$OUT/$CALL.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"
+  return 0
+}
+
+save() {  # speedup and report over what ran so far, then the results
+  env_setup
+  if [ -d "$RES/gpu_8b" ]; then
+    $PY -m launcher.speedup "$RES/gpu_8b" > "$OUT/speedup.log" 2>&1; echo "speedup rc=$?"
+    tail -40 "$OUT/speedup.log"
+    $PY -m launcher.report "$RES/gpu_8b" > "$OUT/report.log" 2>&1; echo "report rc=$?"
+    tail -3 "$OUT/report.log"
+    tar czf "$OUT/$CALL.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"  # too deep to come back as folders
+    du -sh "$OUT/$CALL.results.tgz"
+  fi
+}
+
+gpu_snapshot "before"
+status=0
+ran_launcher=0
+for stage in "$@"; do
+  case "$stage" in
+    1|2|3) timed "part$stage" part "$stage" || exit $? ;;
+    unpack) timed unpack unpack || exit $? ;;
+    models) timed models models || exit $? ;;
+    k*:*) ran_launcher=1; timed "$stage" launch "$stage" || status=1; snapshot ;;
+    base) ran_launcher=1; timed base baseline || status=1; snapshot ;;
+    e3:*) ran_launcher=1; timed "$stage" eagle3 "${stage#e3:}" || status=1; snapshot ;;
+    parity) timed parity parity || status=1 ;;
+    *) echo "unknown stage $stage (stages: 1 2 3 unpack models base kK:L[+base] e3:L parity)"; exit 2 ;;
+  esac
+done
+[ "$ran_launcher" = 1 ] && timed save save
+gpu_snapshot "after"
+cat "$OUT/timings.txt"
+exit $status
