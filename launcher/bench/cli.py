@@ -14,14 +14,23 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
 import yaml
 
-from launcher.bench import aiperf_runner as ar
-from launcher.runtime.datasets import DatasetError, category_map, get_dataset, write_aiperf_multi_turn
+from launcher.bench import point as point_mod
+from launcher.bench.golden_check import golden_verdict
+from launcher.bench.lossless import run_lossless_from_args
+from launcher.bench.result_files import is_complete
+from launcher.contracts.job import BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec, RuntimeParams, SpecError
+from launcher.golden import summary_line
+from launcher.results import read_point
+from launcher.results.repeats import record
+from launcher.bench.summary import print_table
+from launcher.results.summary import write_summary
+from launcher.runtime.datasets import DatasetError, get_dataset
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
 from launcher.results.status import write_error, write_progress
 from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine, num_speculative_tokens
@@ -104,7 +113,6 @@ def per_concurrency(items: list[str]) -> dict[int, int]:
 def spec_from_argv(argv: list[str]):
     """(BenchSpec, points) of a benchmark argv (run.sh's arguments after `--`), read by
     this benchmark's own parser: the job spec run.sh writes holds the typed settings."""
-    from launcher.contracts.job import BenchSpec, DatasetInput, Gates, LosslessSpec, PointSpec, RuntimeParams
 
     args = parse_args(list(argv), require_url=False)
     runtime = (yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else None) or {}
@@ -151,7 +159,6 @@ class PointOutcome:
 def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
     """(args, runtime params, gates) of a job spec's benchmark: the same settings
     the flag form gives, taken from the typed sections, never from an argv."""
-    from dataclasses import asdict
 
     b = job.bench_for(role)
     temps = list(dict.fromkeys(p.temperature for p in job.points))
@@ -173,7 +180,6 @@ def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]
 
 
 def _spec_mode(argv: list[str]) -> tuple[argparse.Namespace, dict, dict]:
-    from launcher.contracts.job import JobSpec, SpecError
 
     p = argparse.ArgumentParser(prog="python -m launcher.bench --spec")
     p.add_argument("--spec", required=True, help="the job spec (JOB_DIR/job.json)")
@@ -244,7 +250,6 @@ class Progress:
 def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path) -> list[dict]:
     """The server-counter windows of the sweep: each multi-point run's, and each single
     point's own window (a point measured alone has no run-level check)."""
-    from launcher.results import read_point
 
     covered = {pt for r in prometheus_runs for pt in r.get("points") or []}
     out = list(prometheus_runs)
@@ -260,7 +265,6 @@ def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path)
 
 def _repeats_done(point_dir: Path) -> int:
     """How many repeats a complete point holds (1 without repeats.json)."""
-    from launcher.results.repeats import record
     return int((record.read(point_dir) or {}).get("repeats") or 1)
 
 
@@ -289,8 +293,6 @@ def preflight(base_url: str, model: str, source: AcceptanceSource, engine) -> No
 def resume(outcomes: list, save_dir: Path, args) -> list:
     """The points still to measure; complete ones (with every repeat) are marked skipped
     and keep their figures."""
-    from launcher.bench import point as point_mod
-    from launcher.bench.result_files import is_complete
 
     todo = []
     for o in outcomes:
@@ -318,7 +320,6 @@ def forced_check(summary: dict, job: dict, outcomes: list, save_dir: Path) -> No
 
 
 def golden_check(summary: dict, outcomes: list, save_dir: Path, args) -> None:
-    from launcher.bench.golden_check import golden_verdict
 
     summary["golden"] = golden_verdict(args.golden, save_dir, summary, args)
     verdicts = {v["point"]: v["verdict"] for v in summary["golden"].get("points") or []}
@@ -328,7 +329,6 @@ def golden_check(summary: dict, outcomes: list, save_dir: Path, args) -> None:
 
 
 def lossless_check(summary: dict, save_dir: Path, args) -> None:
-    from launcher.bench.lossless import run_lossless_from_args
 
     # the prompts come from the whole datasets, not only the sweep's num_requests
     full = {name: (get_dataset(name), get_dataset(name).reader(path, None)) for name, path in dataset_inputs(args)}
@@ -338,7 +338,6 @@ def lossless_check(summary: dict, save_dir: Path, args) -> None:
 def failure_line(summary: dict, outcomes: list) -> Optional[str]:
     """Why the benchmark fails, in one line: what failed (points, checks), each named only
     when it did; None when nothing did."""
-    from launcher.golden import summary_line
 
     failed = [o for o in outcomes if o.status == "failed"]
     parts = []
@@ -368,10 +367,6 @@ def read_args(argv: list[str]):
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from launcher.bench import point as point_mod
-    from launcher.results.summary import write_summary
-    from launcher.bench.summary import print_table
-
     args, runtime, gates = read_args(list(sys.argv[1:] if argv is None else argv))
     if args.repeats < 1:
         print(f"error: --repeats {args.repeats}: must be at least 1", file=sys.stderr)
@@ -393,15 +388,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     speculative = not args.no_preflight
     source = AcceptanceSource(args.acceptance_source or ready.acceptance_source or job.get("acceptance_source")
                               or AcceptanceSource.PER_REQUEST_STATS.value)
-
     outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature
                 for c in args.concurrency]
-    summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
-               "server_startup_s": ready.startup_s, "wall_time_s": None, "points": [], "lossless": None,
-               "prometheus_runs": []}
-    summary.update({k: job.get(k) for k in ("recipe", "server_id", "method")})
-    summary["num_speculative_tokens"] = num_speculative_tokens(job.get("speculative_config"))
-    summary["acceptance_source"] = source.value if speculative else None
+    summary = _new_summary(args, save_dir, ready, job, version, source.value if speculative else None)
 
     def flush():
         summary["points"] = [o.row() for o in outcomes]
@@ -412,13 +401,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             preflight(base_url, args.model, source, engine)
         except PreflightError as e:
-            for o in outcomes:
-                o.status, o.reason = "failed", f"preflight: {e}"
-            flush()
-            write_error(save_dir, f"preflight: {e}")
-            print(f"error: preflight: {e}", file=sys.stderr)
-            return 3
-
+            return _preflight_failed(e, outcomes, save_dir, flush)
     todo = resume(outcomes, save_dir, args)
     progress = Progress(save_dir, len(todo), on_point_done=flush)
     flush()
@@ -427,6 +410,41 @@ def main(argv: Optional[list[str]] = None) -> int:
                                  acceptance_source=source.value,
                                  stream_extra=engine.stream_options(source) if speculative else {},
                                  metric_names=engine.metrics, engine=engine)
+    _run_groups(ctx, datasets, todo, save_dir, progress, summary, flush)
+    if speculative:
+        _after_sweep_checks(summary, job, outcomes, save_dir, args, flush)
+    print_table(summary)
+    msg = failure_line(summary, outcomes)
+    if msg:
+        write_error(save_dir, msg)
+        print(f"error: {msg}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _new_summary(args, save_dir: Path, ready: ServerReady, job: dict, version: Optional[str],
+                 acceptance_source: Optional[str]) -> dict:
+    """summary.json as the benchmark starts it (its points are filled as they run)."""
+    summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
+               "server_startup_s": ready.startup_s, "wall_time_s": None, "points": [], "lossless": None,
+               "prometheus_runs": []}
+    summary.update({k: job.get(k) for k in ("recipe", "server_id", "method")})
+    summary["num_speculative_tokens"] = num_speculative_tokens(job.get("speculative_config"))
+    summary["acceptance_source"] = acceptance_source
+    return summary
+
+
+def _preflight_failed(e: Exception, outcomes: list, save_dir: Path, flush) -> int:
+    for o in outcomes:
+        o.status, o.reason = "failed", f"preflight: {e}"
+    flush()
+    write_error(save_dir, f"preflight: {e}")
+    print(f"error: preflight: {e}", file=sys.stderr)
+    return 3
+
+
+def _run_groups(ctx, datasets: dict, todo: list, save_dir: Path, progress, summary: dict, flush) -> None:
+    """Each dataset x temperature in one AIPerf process (launcher.bench.point.run_group)."""
     groups: dict[tuple[str, float], list[PointOutcome]] = {}
     for o in todo:
         groups.setdefault((o.dataset, o.temperature), []).append(o)
@@ -437,19 +455,14 @@ def main(argv: Optional[list[str]] = None) -> int:
             summary["prometheus_runs"].append(check)
         flush()
 
-    if speculative:  # each check's verdict is on disk before the next one runs
-        forced_check(summary, job, outcomes, save_dir)
+
+def _after_sweep_checks(summary: dict, job: dict, outcomes: list, save_dir: Path, args, flush) -> None:
+    """Forced acceptance, golden, lossless: each check's verdict is on disk before the next one runs."""
+    forced_check(summary, job, outcomes, save_dir)
+    flush()
+    if args.golden:
+        golden_check(summary, outcomes, save_dir, args)
         flush()
-        if args.golden:
-            golden_check(summary, outcomes, save_dir, args)
-            flush()
-        if args.lossless_prompts:
-            lossless_check(summary, save_dir, args)
-            flush()
-    print_table(summary)
-    msg = failure_line(summary, outcomes)
-    if msg:
-        write_error(save_dir, msg)
-        print(f"error: {msg}", file=sys.stderr)
-        return 1
-    return 0
+    if args.lossless_prompts:
+        lossless_check(summary, save_dir, args)
+        flush()

@@ -18,12 +18,16 @@ from launcher.contracts.server_ready import ServerReady
 from launcher.engines import Engine, MetricNames, default_engine, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
-from launcher.runtime.files import REPO_ROOT
+from launcher.runtime.apikey import client_key
+from launcher.runtime.files import REPO_ROOT, write_json_atomic
 from launcher.bench.metrics import (DEFAULT_METRICS, RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
                                     timing)
+from launcher.bench.kv_transfer import kv_transfer_window, topology_note
+from launcher.bench.metrics import profiling_records
 from launcher.bench.stream_chunks import read_raw_chunks
 from launcher.bench.result_files import (build_configuration, checkpoint_info, response_texts_from_raw,
                                          speculative_algorithm, write_point)
+from launcher.results.repeats import record as repeat_record
 from launcher.results import EXTENSION_KEY, PointResult, ValidityRule, point_problems, read_point
 
 
@@ -107,9 +111,8 @@ def load_point_values(point_dir: Path) -> dict:
     res = read_point(point_dir)
     if not res.timing:
         return {}
-    from launcher.results.repeats import record
     return point_values(res, ar.aiperf_benchmark_duration(point_dir / "aiperf")) | \
-        {"repeats": record.compact(record.read(point_dir))}
+        {"repeats": repeat_record.compact(repeat_record.read(point_dir))}
 
 
 def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], dataset: str, temperature: float,
@@ -151,9 +154,8 @@ def _finish_point(ctx, spec, questions, o, save_dir: Path, src: Optional[Path], 
     """Turn one point's AIPerf folder into its results, or record why there is none."""
     point_dir = save_dir / o.dir
     if n_repeats(ctx) == 1:  # an earlier run's repeats no longer describe this point
-        from launcher.results.repeats import record
-        (point_dir / record.REPEATS_FILE).unlink(missing_ok=True)
-        shutil.rmtree(point_dir / record.REPEATS_ARTIFACTS, ignore_errors=True)
+        (point_dir / repeat_record.REPEATS_FILE).unlink(missing_ok=True)
+        shutil.rmtree(point_dir / repeat_record.REPEATS_ARTIFACTS, ignore_errors=True)
     if src is None or not (src / "profile_export.jsonl").exists():
         o.status, o.reason = "failed", why_missing
     else:
@@ -179,104 +181,27 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     rebuilt from those, so `process_point` sees what a single-point run writes. A phase
     with no results (AIPerf killed or failed) fails only its own point(s). Returns the
     run's Prometheus cross-check (:func:`sweep_prometheus_check`) when every point ran."""
-    args = ctx.args
     ds_dir = save_dir / dataset
     tag = f"t{temperature:g}_phases"
     group_dir = ds_dir / f".aiperf_{tag}"
     shutil.rmtree(group_dir, ignore_errors=True)
     group_dir.mkdir(parents=True)
-    input_file = group_dir / "input.jsonl"
-    extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
-                                      ctx.runtime.get("chat_template_args") or {}) | ctx.stream_extra
-    write_aiperf_multi_turn(questions, input_file, args.output_length, extra=extra)
-    repeats = n_repeats(ctx)
-    # Repeats run in rounds (every point once, then every point again), so a slow drift of
-    # the machine reaches every point's repeats alike instead of one point's all at once.
-    per_c = getattr(args, "requests_per_concurrency", None)
-    phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency) + (f"_r{r + 1}" if repeats > 1 else ""),
-                           o.concurrency, ar.phase_sessions(per_c, o.concurrency, len(questions)))
-              for r in range(repeats) for i, o in enumerate(outcomes)]
-    owner = {ph.name: i % len(outcomes) for i, ph in enumerate(phases)}  # phase -> its point's index
-    # A warm-up phase first (--warmup): the dataset once at the group's highest concurrency, a
-    # profiling phase of its own whose records enter no figure (its verify steps do enter the
-    # run's /metrics cross-check). Without it the first phase after AIPerf's start-up ran
-    # slower than the later ones (docs/repeats.md), so the repeats were not alike.
-    warm = ar.PhasePlan(f"warmup_c{max(o.concurrency for o in outcomes)}", max(o.concurrency for o in outcomes),
-                        len(questions)) if getattr(args, "warmup", False) else None
-    cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
-                               artifact_dir=group_dir, phases=([warm] if warm else []) + phases,
-                               request_timeout_s=args.request_timeout_s,
-                               server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
-    cfg_path = ds_dir / f"aiperf_{tag}.yaml"
-    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    from launcher.runtime.apikey import client_key
-    argv = ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
-    n_turns = sum(len(q.turns) for q in questions)
-    total = len(outcomes) * n_turns
-    # a point's expected requests: its share of the dataset's turns (sweep.num_requests_per_concurrency)
-    turns_of = {o.concurrency: round(n_turns * ar.phase_sessions(per_c, o.concurrency, len(questions))
-                                     / max(1, len(questions))) for o in outcomes}
-    first = progress.done + 1
-    label = f"{dataset} T={temperature:g}"
-    current = {"i": 0, "name": phases[0].name}
-
-    def on_phase(name: str) -> None:  # AIPerf logs "Phase <name> (profiling) started"
-        current["i"] = owner.get(name, current["i"])
-        current["name"] = name
-        on_progress(0)
-
-    def on_progress(done_in_phase: int) -> None:
-        o = outcomes[current["i"]]
-        rep = f" repeat {current['name'].rsplit('_r', 1)[-1]}/{repeats}" if repeats > 1 else ""
-        if warm is not None and current["name"] == warm.name:
-            progress.update(f"{label}: warm-up at C={warm.concurrency}: {done_in_phase}/{n_turns} requests")
-            return
-        progress.update(f"point {first + current['i']}/{progress.total} {label} C={o.concurrency}{rep}: "
-                        f"{done_in_phase}/{turns_of[o.concurrency]} requests")
-
+    plan = _plan_group(ctx, outcomes, questions)
+    argv = _write_group_config(ctx, questions, temperature, plan, group_dir, ds_dir / f"aiperf_{tag}.yaml")
+    watch = _GroupProgress(ctx, progress, outcomes, questions, plan, f"{dataset} T={temperature:g}")
     progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
-    progress.update(f"point {first}/{progress.total} {label} C={outcomes[0].concurrency}: starting AIPerf "
-                    f"({len(outcomes)} points in one process)")
-    res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_{tag}.log",
-                        timeout_s=args.point_timeout_s * len(outcomes), on_progress=on_progress, on_phase=on_phase)
+    progress.update(f"point {watch.first}/{progress.total} {watch.label} C={outcomes[0].concurrency}: starting "
+                    f"AIPerf ({len(outcomes)} points in one process)")
+    res = ar.run_aiperf(argv, ar.aiperf_env(ctx.args.tokenizer), ds_dir / f"aiperf_{tag}.log",
+                        timeout_s=ctx.args.point_timeout_s * len(outcomes), on_progress=watch.on_progress,
+                        on_phase=watch.on_phase)
     failed_run = ("AIPerf timed out" if res.timed_out else f"AIPerf exited with code {res.returncode}") \
         if (res.timed_out or res.returncode != 0) else None
-    steps = accepted = 0
-    all_read = failed_run is None
-    if warm is not None and all_read:
-        counted = _phase_steps(group_dir, warm.name)
-        if counted is None:
-            all_read = False
-        else:
-            steps, accepted = counted
-    for i, o in enumerate(outcomes):
-        runs = []
-        for ph in phases[i::len(outcomes)]:  # this point's repeats, in run order
-            dst = group_dir / "points" / ph.name
-            why = ar.collect_phase(group_dir, ph.name, dst)
-            if why is not None:
-                why = f"{failed_run or why} before this point finished (log: {res.log_path})"
-            runs.append((ph.name, dst, why))
-        if repeats == 1:
-            _, dst, why = runs[0]
-            _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
-        else:
-            why = _finish_repeats(ctx, spec, questions, o, save_dir, runs, total, progress)
-        ext = read_point(save_dir / o.dir).acc_ext if why is None and o.status == "complete" else {}
-        if repeats > 1 and ext:  # the run's window holds every repeat's steps
-            from launcher.results.repeats import record
-            per = (record.read(save_dir / o.dir) or {}).get("per_repeat") or []
-            counts = [(r.get("num_spec_steps"), r.get("num_accepted_draft_tokens")) for r in per]
-            ext = ({"num_spec_steps": sum(c[0] for c in counts), "num_accepted_draft_tokens": sum(c[1] for c in counts)}
-                   if counts and all(c[0] is not None and c[1] is not None for c in counts) else {})
-        if ext.get("num_spec_steps") is None:
-            all_read = False
-        else:
-            steps += ext["num_spec_steps"]
-            accepted += ext["num_accepted_draft_tokens"]
+    counts = _collect_group(ctx, spec, questions, outcomes, plan, group_dir, save_dir, res.log_path, failed_run,
+                            watch.total, progress)
     check = None
-    if ctx.speculative and all_read:
-        check = sweep_prometheus_check(ar.prometheus_window(group_dir, ctx.metric_names), steps, accepted,
+    if ctx.speculative and counts is not None:
+        check = sweep_prometheus_check(ar.prometheus_window(group_dir, ctx.metric_names), *counts,
                                        stream_counted=ctx.stream_counted)
         if check is not None:
             check = {"dataset": dataset, "temperature": temperature, "points": [o.dir for o in outcomes]} | check
@@ -288,10 +213,129 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     return check
 
 
+@dataclass(frozen=True)
+class _GroupPlan:
+    """The AIPerf phases of one dataset x temperature: one per point and repeat, in rounds."""
+    phases: list
+    owner: dict  # phase name -> its point's index
+    warm: Optional[object]  # the warm-up phase (--warmup), or None
+    repeats: int
+    per_c: Optional[int]  # sweep.num_requests_per_concurrency
+
+
+def _plan_group(ctx: PointContext, outcomes: list, questions: list[Question]) -> _GroupPlan:
+    """Repeats run in rounds (every point once, then every point again), so a slow drift of
+    the machine reaches every point's repeats alike instead of one point's all at once. A
+    warm-up phase first (--warmup): the dataset once at the group's highest concurrency, a
+    profiling phase of its own whose records enter no figure (its verify steps do enter the
+    run's /metrics cross-check). Without it the first phase after AIPerf's start-up ran
+    slower than the later ones (docs/repeats.md), so the repeats were not alike."""
+    repeats = n_repeats(ctx)
+    per_c = getattr(ctx.args, "requests_per_concurrency", None)
+    phases = [ar.PhasePlan(ar.phase_name(i, o.concurrency) + (f"_r{r + 1}" if repeats > 1 else ""),
+                           o.concurrency, ar.phase_sessions(per_c, o.concurrency, len(questions)))
+              for r in range(repeats) for i, o in enumerate(outcomes)]
+    top = max(o.concurrency for o in outcomes)
+    warm = ar.PhasePlan(f"warmup_c{top}", top, len(questions)) if getattr(ctx.args, "warmup", False) else None
+    return _GroupPlan(phases, {ph.name: i % len(outcomes) for i, ph in enumerate(phases)}, warm, repeats, per_c)
+
+
+def _write_group_config(ctx: PointContext, questions: list[Question], temperature: float, plan: _GroupPlan,
+                        group_dir: Path, cfg_path: Path) -> list[str]:
+    """The group's conversations and AIPerf's multi-phase YAML; returns AIPerf's argv."""
+    args = ctx.args
+    input_file = group_dir / "input.jsonl"
+    extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
+                                      ctx.runtime.get("chat_template_args") or {}) | ctx.stream_extra
+    write_aiperf_multi_turn(questions, input_file, args.output_length, extra=extra)
+    cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
+                               artifact_dir=group_dir, phases=([plan.warm] if plan.warm else []) + plan.phases,
+                               request_timeout_s=args.request_timeout_s,
+                               server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
+
+
+class _GroupProgress:
+    """progress.json while AIPerf runs the group: which point (and repeat) and its requests."""
+
+    def __init__(self, ctx: PointContext, progress, outcomes: list, questions: list[Question], plan: _GroupPlan,
+                 label: str):
+        self.progress, self.outcomes, self.plan, self.label = progress, outcomes, plan, label
+        self.n_turns = sum(len(q.turns) for q in questions)
+        self.total = len(outcomes) * self.n_turns
+        # a point's expected requests: its share of the dataset's turns (sweep.num_requests_per_concurrency)
+        self.turns_of = {o.concurrency: round(self.n_turns * ar.phase_sessions(plan.per_c, o.concurrency,
+                                                                               len(questions))
+                                              / max(1, len(questions))) for o in outcomes}
+        self.first = progress.done + 1
+        self.i, self.name = 0, plan.phases[0].name
+
+    def on_phase(self, name: str) -> None:  # AIPerf logs "Phase <name> (profiling) started"
+        self.i = self.plan.owner.get(name, self.i)
+        self.name = name
+        self.on_progress(0)
+
+    def on_progress(self, done_in_phase: int) -> None:
+        o, warm, repeats = self.outcomes[self.i], self.plan.warm, self.plan.repeats
+        rep = f" repeat {self.name.rsplit('_r', 1)[-1]}/{repeats}" if repeats > 1 else ""
+        if warm is not None and self.name == warm.name:
+            self.progress.update(f"{self.label}: warm-up at C={warm.concurrency}: {done_in_phase}/{self.n_turns} "
+                                 "requests")
+            return
+        self.progress.update(f"point {self.first + self.i}/{self.progress.total} {self.label} C={o.concurrency}"
+                             f"{rep}: {done_in_phase}/{self.turns_of[o.concurrency]} requests")
+
+
+def _collect_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], outcomes: list,
+                   plan: _GroupPlan, group_dir: Path, save_dir: Path, log_path, failed_run: Optional[str],
+                   total: int, progress) -> Optional[tuple[int, int]]:
+    """Each point's folder rebuilt from its phase(s); returns the run's verify steps and
+    accepted drafts (the warm-up's included), None when some point's counts are unknown."""
+    steps = accepted = 0
+    all_read = failed_run is None
+    if plan.warm is not None and all_read:
+        counted = _phase_steps(group_dir, plan.warm.name)
+        if counted is None:
+            all_read = False
+        else:
+            steps, accepted = counted
+    for i, o in enumerate(outcomes):
+        runs = []
+        for ph in plan.phases[i::len(outcomes)]:  # this point's repeats, in run order
+            dst = group_dir / "points" / ph.name
+            why = ar.collect_phase(group_dir, ph.name, dst)
+            if why is not None:
+                why = f"{failed_run or why} before this point finished (log: {log_path})"
+            runs.append((ph.name, dst, why))
+        if plan.repeats == 1:
+            _, dst, why = runs[0]
+            _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
+        else:
+            why = _finish_repeats(ctx, spec, questions, o, save_dir, runs, total, progress)
+        ext = _point_counts(save_dir, o, why, plan.repeats)
+        if ext.get("num_spec_steps") is None:
+            all_read = False
+        else:
+            steps += ext["num_spec_steps"]
+            accepted += ext["num_accepted_draft_tokens"]
+    return (steps, accepted) if all_read else None
+
+
+def _point_counts(save_dir: Path, o, why: Optional[str], repeats: int) -> dict:
+    """A complete point's verify steps and accepted drafts (over all its repeats)."""
+    ext = read_point(save_dir / o.dir).acc_ext if why is None and o.status == "complete" else {}
+    if repeats > 1 and ext:  # the run's window holds every repeat's steps
+        per = (repeat_record.read(save_dir / o.dir) or {}).get("per_repeat") or []
+        counts = [(r.get("num_spec_steps"), r.get("num_accepted_draft_tokens")) for r in per]
+        ext = ({"num_spec_steps": sum(c[0] for c in counts), "num_accepted_draft_tokens": sum(c[1] for c in counts)}
+               if counts and all(c[0] is not None and c[1] is not None for c in counts) else {})
+    return ext
+
+
 def _phase_steps(group_dir: Path, name: str) -> Optional[tuple[int, int]]:
     """(verify steps, accepted drafts) of one phase's successful requests, from its
     records; None when they cannot be read (or carry no stats)."""
-    from launcher.bench.metrics import profiling_records
 
     dst = group_dir / "points" / name
     if ar.collect_phase(group_dir, name, dst) is not None:
@@ -311,8 +355,6 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
     one repeat (launcher.results.repeats.record.HOLD_RULE), whose AIPerf folder becomes the
     point's ``aiperf/``; the others are kept in ``aiperf_repeats/r<i>/``. A missing or
     unreadable repeat fails the point. Returns why it failed, or None."""
-    from launcher.bench.result_files import write_json_atomic
-    from launcher.results.repeats import record
 
     missing = next((why for _, _, why in runs if why is not None), None)
     per, srcs = [], []
@@ -325,7 +367,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
                 missing = f"repeat {r} ({name}): results unreadable: {str(e).splitlines()[0]}"
                 break
             ext = acc.get(EXTENSION_KEY) or {}
-            per.append({"repeat": r, "phase": name, **record.repeat_figures(acc, tim, ok),
+            per.append({"repeat": r, "phase": name, **repeat_record.repeat_figures(acc, tim, ok),
                         # the repeat's own verify steps, for the run's /metrics cross-check
                         "num_spec_steps": ext.get("num_spec_steps"),
                         "num_accepted_draft_tokens": ext.get("num_accepted_draft_tokens")})
@@ -334,18 +376,18 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
         o.status, o.reason = "failed", missing
         progress.point_done(o.dir, o.status, o.reason)
         return missing
-    held = record.held_repeat(per)
+    held = repeat_record.held_repeat(per)
     point_dir = save_dir / o.dir
     point_dir.mkdir(parents=True, exist_ok=True)
-    others = point_dir / record.REPEATS_ARTIFACTS
+    others = point_dir / repeat_record.REPEATS_ARTIFACTS
     shutil.rmtree(others, ignore_errors=True)
     for i, src in enumerate(srcs):
         if i != held:
             ar.move_artifacts(src, others / f"r{i + 1}")
-    doc = record.build(per, held, float(getattr(ctx.args, "noisy_rel_mad", record.NOISY_REL_MAD)))
-    write_json_atomic(point_dir / record.REPEATS_FILE, doc)
+    doc = repeat_record.build(per, held, float(getattr(ctx.args, "noisy_rel_mad", repeat_record.NOISY_REL_MAD)))
+    write_json_atomic(point_dir / repeat_record.REPEATS_FILE, doc)
     _finish_point(ctx, spec, questions, o, save_dir, srcs[held], None, total, progress)
-    o.values["repeats"] = record.compact(doc)
+    o.values["repeats"] = repeat_record.compact(doc)
     return None if o.status == "complete" else o.reason
 
 
@@ -386,7 +428,6 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     shutil.rmtree(group_dir, ignore_errors=True)
     run = _group_run(ctx, dataset, temperature, outcomes, group_dir, input_file, len(questions))
     concurrencies = run.concurrencies
-    from launcher.runtime.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key(),
                           server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
@@ -420,7 +461,6 @@ def _spec_cfg(ctx: PointContext) -> Optional[dict]:
 def _measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], export: Path, aip: Path,
              spec_cfg: Optional[dict], prometheus: bool = False) -> tuple[dict, dict, list]:
     """acceptance_rate and timing objects of one AIPerf export, and its successful records."""
-    from launcher.bench.metrics import profiling_records
 
     args = ctx.args
     qids = [q.question_id for q in questions]
@@ -453,7 +493,6 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     topology = ctx.server_ready.topology  # topology=disagg: the decode servers' KV-transfer counts
     disagg = {}
     if topology:
-        from launcher.bench.kv_transfer import kv_transfer_window, topology_note
         disagg = {"topology": topology_note(topology),
                   "kv_transfer": kv_transfer_window(ar.server_metrics(aip) or {},
                                                     endpoints=ctx.server_ready.metrics_urls or None,
