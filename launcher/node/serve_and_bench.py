@@ -47,18 +47,17 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from launcher.runtime import apikey
 from launcher.node import disagg as disagg_node
 from launcher.node import phases
-from launcher.node.context import JobContext
-from launcher.node import outcome, slurm_steps
+from launcher.node.servers import ServerGroup
+from launcher.node import outcome
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
@@ -66,21 +65,18 @@ from launcher.node.lifecycle import (
     ServerDiedError,
     ServerError,
     ServerProcess,
-    ServerStartError,
     describe_returncode,
-    log_tail,
     signal_name,
     spawn,
     terminate_trees,
 )
-from launcher.runtime.cpuinfo import cpu_flags
 from launcher.runtime.files import REPO_ROOT
 from launcher.runtime.processes import ProcessTag
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary
-from launcher.contracts.server_ready import ready_path, write_server_ready
-from launcher.engines import ServerKey, default_engine, get_engine, key_envs
+from launcher.contracts.server_ready import ready_path
+from launcher.engines import default_engine, key_envs
 from launcher.engines.flags import split_at_separator
 from launcher.contracts.job import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
 
@@ -90,7 +86,6 @@ DEFAULT_SERVER_CMD = default_engine().default_command
 DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
 WATCH_INTERVAL_S = 0.2
-PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
 
 USAGE = """usage: run.sh [SERVER ARGS...] -- [BENCH ARGS...]
 
@@ -227,129 +222,15 @@ def usage() -> str:
 # ---------------------------------------------------------------- the job
 
 
-class NodeJob(JobContext):
+class NodeJob(ServerGroup):
     """Server + benchmark for one job; ``run()`` returns the exit status."""
 
     def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
         super().__init__(spec, python, spec_path)
-        self.stop_grace_s = spec.stop_grace_s
-        self.server: Optional[ServerProcess] = None
-        self.members: list[ServerProcess] = []  # topology=disagg: the prefill and decode servers (self.server: the router)
-        self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
         self.bench = None
         self.bench_tag: Optional[ProcessTag] = None
-        self.api_key: Optional[str] = None  # never logged, never written
-        self._key_dir: Optional[str] = None  # a private folder for an engine that reads its key from a file
 
     # -- steps
-
-    def server_env(self) -> dict:
-        env = dict(os.environ)
-        env.update({k: str(v) for k, v in self.spec.env.items()})
-        if self._cpu_server():
-            env.update(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), env))
-        return env
-
-    def server_launch(self, extra_env: Optional[dict] = None) -> tuple[dict, ServerKey]:
-        """A server's environment and how it receives the job's key (the engine's way: a
-        variable, or a private file outside the run that the server process removes once ready)."""
-        if self.api_key and self._key_dir is None:
-            self._key_dir = tempfile.mkdtemp(prefix="specdec-key-")  # 0700: the job's user alone
-        return apikey.server_launch(self.api_key, {**self.server_env(), **(extra_env or {})}, self.engine,
-                                    Path(self._key_dir or tempfile.gettempdir()))
-
-    def _cpu_server(self) -> bool:
-        """The server runs the engine's CPU build here (no GPUs asked, no container)."""
-        return self.spec.launch.gpus_per_node == 0 and not self.spec.launch.container_image
-
-    def _amx_permission_hook(self) -> bool:
-        """Whether the server's processes ask for the AMX state at start (docs/disagg.md)."""
-        return self._cpu_server() and bool(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), {}))
-
-    def check(self) -> None:
-        """Called while waiting and watching: a signal, or a worker node's server gone."""
-        self.check_signal()
-        for m in self.members:
-            rc = m.poll()
-            if rc is not None:
-                raise ServerDiedError(f"the {m.role} server exited with code {describe_returncode(rc)}", m.tail())
-        for i, w in enumerate(self.workers, start=1):
-            rc = w.poll()
-            if rc is not None:
-                raise ServerDiedError(f"the server on node {i} (its srun step) exited with code "
-                                      f"{describe_returncode(rc)}", log_tail(self.logs / f"server.node{i}.log"))
-
-    def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess:
-        """Start the server (speculating with ``speculative_config``, default the spec's;
-        None: without speculation) and wait until it is ready: one server phase.
-        Multi-node: one srun step per node, the head's API on this node. Stop it with
-        ``stop_server()``."""
-        sp, L = self.spec, self.spec.launch
-        host = sp.bind_host
-        probe = client_host(host)
-        name = sp.served_name
-        if L.server == "srun" and not slurm_steps.in_allocation():
-            raise ServerStartError("the spec's launch.server is srun but this is not a Slurm allocation "
-                                   "(SLURM_JOB_ID is unset); run it under sbatch/salloc or set launch.server=process")
-        if L.nodes > 1 and L.server == "srun":
-            nodes = slurm_steps.allocation_nodes()
-            if len(nodes) < L.nodes:
-                raise ServerStartError(f"the spec asks for {L.nodes} nodes but the allocation has {nodes}")
-        else:  # child processes of this job: every rank on this host (one-host rehearsal of a multi-node launch)
-            nodes = [None] * L.nodes
-        if sp.port is not None and not port_is_free(host, sp.port):
-            raise ServerStartError(f"port {sp.port} (SPECDEC_PORT or the spec's port) is already in use on {host}")
-        attempts = 1 if sp.port is not None else 1 + PORT_RETRIES
-        for attempt in range(attempts):
-            port = sp.port if sp.port is not None else pick_free_port(host)
-            rpc_port = pick_free_port(host) if L.nodes > 1 else None
-            head = nodes[0] or probe  # process launch: the ranks meet on this host
-            self.workers = []
-            for rank in range(1, L.nodes):
-                wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port,
-                                                                           speculative_config)
-                self.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
-                with open(self.logs / f"server.node{rank}.log", "ab") as f:
-                    self.workers.append(spawn(wargv, stdout=f, env=self.server_env()))
-            argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, speculative_config)
-            self.log(f"starting {phase} on {host}:{port}"
-                     f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
-            env, key = self.server_launch()
-            server = ServerProcess(argv + key.argv, probe_host=probe, port=port, served_name=name,
-                                   log_path=self.logs / "server.log", log=self.log, env=env, api_key=self.api_key,
-                                   engine=self.engine, key=key)
-            self.server = server
-            server.start()
-            try:
-                server.wait_ready(sp.ready_timeout_s, check=self.check)
-                return server
-            except ServerStartError as e:
-                if attempt + 1 < attempts and "address already in use" in e.tail.lower():
-                    self.log(f"port {port} was taken before the server bound it; trying another port")
-                    self.stop_server()
-                    continue
-                raise
-        raise AssertionError("unreachable")
-
-    def stop_server(self, what: str = "server") -> None:
-        """Stop the server phase: its processes (srun clients forward SIGTERM to their
-        steps), then any server step still listed (scancel)."""
-        for m in self.members + ([self.server] if self.server is not None else []):
-            m.key.remove_files()
-        procs = [w for w in self.workers] + [m.proc for m in self.members if m.proc is not None]
-        if self.server is not None and self.server.proc is not None:
-            procs.append(self.server.proc)
-        left = terminate_trees(procs, self.stop_grace_s, self.log, what) if procs else set()
-        if self.server is not None and self.server.proc is not None:
-            self.log(f"{what} process ended (exit {describe_returncode(self.server.proc.returncode)})")
-        if self.spec.launch.server == "srun" and slurm_steps.in_allocation():
-            steps = slurm_steps.cancel_steps(os.environ["SLURM_JOB_ID"], slurm_steps.SERVER_STEP_NAME, self.log)
-            if steps:
-                self.log(f"WARNING: server step(s) still listed after scancel: {steps}", logging.ERROR)
-        if left:
-            self.log(f"WARNING: processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
-        self.workers = []
-        self.members = []
 
     def _resolve_engine(self) -> Optional[str]:
         """The engine version and acceptance source this node runs (launcher.node.engine_check);
@@ -366,16 +247,6 @@ class NodeJob(JobContext):
         if res.note:
             self.log(res.note)
         return None
-
-    def _write_ready(self, server: ServerProcess) -> Path:
-        info = server.ready_info(self.spec.bind_host)
-        info = replace(info, engine=self.spec.engine, acceptance_source=self.spec.acceptance_source,
-                       speculative_config=self.spec.speculative_config,
-                       engine_version=info.engine_version or self.spec.engine_version,
-                       amx_permission_hook=self._amx_permission_hook())
-        if self.members:
-            info = replace(info, **disagg_node.ready_info(self, server))
-        return write_server_ready(ready_path(self.job_dir), info)
 
     def bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
         env = apikey.client_env(self.api_key, self.server_env())
