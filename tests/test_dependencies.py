@@ -242,3 +242,18 @@ def test_no_import_cycle_between_files():
 def test_launcher_top_level_holds_packages_only():
     loose = sorted(p.name for p in (ROOT / "launcher").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     assert loose == [], f"modules at the top of launcher/ (put each in its part's package): {loose}"
+
+
+MAX_CLASS_LINES, MAX_FUNCTION_LINES = 250, 80
+
+
+def test_sizes_fit_in_a_head():
+    """No class over 250 lines and no function over 80 in launcher/ and upload/."""
+    big = []
+    for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text())):
+            size = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
+            if isinstance(node, ast.ClassDef) and size > MAX_CLASS_LINES or \
+                    isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and size > MAX_FUNCTION_LINES:
+                big.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.name} {size} lines")
+    assert not big, "too long to hold in a head:\n" + "\n".join(big)

@@ -62,12 +62,13 @@ can be seen.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
+
+from launcher.runtime.files import write_json_atomic
 
 GIB = 1 << 30
 NO_GPU_LABEL = "cpu"
@@ -272,22 +273,7 @@ class GpuMemorySampler:
             return
 
         selection, self._visible_note = _parse_visible_devices(self._visible_devices)
-        handles: list[tuple[int, Any]] = []
-        if selection is None:
-            handles = [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
-        elif selection and isinstance(selection[0], str):
-            for uuid in selection:
-                try:
-                    h = nvml.nvmlDeviceGetHandleByUUID(uuid)
-                    handles.append((int(nvml.nvmlDeviceGetIndex(h)), h))
-                except (AttributeError, *errors):
-                    continue
-        else:
-            for idx in selection:
-                if 0 <= idx < count:
-                    handles.append((idx, nvml.nvmlDeviceGetHandleByIndex(idx)))
-                else:
-                    break  # CUDA ignores the rest of the list after an invalid index
+        handles = _visible_handles(nvml, errors, count, selection)
         if not handles:
             self._reason = (
                 f"CUDA_VISIBLE_DEVICES={self._visible_devices!r} leaves no NVIDIA GPU "
@@ -374,24 +360,7 @@ class GpuMemorySampler:
         reason = self._reason
         if self._available and samples == 0:
             reason = "NVML opened but every memory query failed"
-        gpus = []
-        if self._available:
-            for i, g in enumerate(self._gpus):
-                base_b = baseline[i] if baseline else None
-                peak_b = peak[i] if samples else None
-                gpus.append(
-                    {
-                        "index": g["index"],
-                        "name": g["name"],
-                        "uuid": g["uuid"],
-                        "total_gib": _gib(g["total"]),
-                        "baseline_used_gib": None if base_b is None else _gib(base_b),
-                        "peak_used_gib": None if peak_b is None else _gib(peak_b),
-                        "peak_increase_gib": (
-                            None if base_b is None or peak_b is None else _gib(peak_b - base_b)
-                        ),
-                    }
-                )
+        gpus = _gpu_rows(self._gpus, baseline, peak, samples) if self._available else []
         end = self._t_stop if self._t_stop is not None else time.monotonic()
         duration = round(end - self._t_start, 3) if self._t_start is not None else 0.0
         cap = self.kv_cache_cap_bytes
@@ -420,9 +389,41 @@ class GpuMemorySampler:
 
     def write_report(self, path: str | os.PathLike[str]) -> Path:
         """Write report() as JSON to ``path`` (atomically; parent folders made). Returns the path."""
-        from launcher.runtime.files import write_json_atomic
-        path = write_json_atomic(path, self.report(), indent=2)
-        return path
+        return write_json_atomic(path, self.report(), indent=2)
+
+
+def _visible_handles(nvml: Any, errors: tuple, count: int, selection) -> list[tuple[int, Any]]:
+    """(index, handle) of each GPU the process sees: all (``selection`` None), the UUIDs
+    listed, or the indices listed (CUDA ignores the rest of the list after an invalid one)."""
+    if selection is None:
+        return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
+    handles: list[tuple[int, Any]] = []
+    if selection and isinstance(selection[0], str):
+        for uuid in selection:
+            try:
+                h = nvml.nvmlDeviceGetHandleByUUID(uuid)
+                handles.append((int(nvml.nvmlDeviceGetIndex(h)), h))
+            except (AttributeError, *errors):
+                continue
+        return handles
+    for idx in selection:
+        if not 0 <= idx < count:
+            break
+        handles.append((idx, nvml.nvmlDeviceGetHandleByIndex(idx)))
+    return handles
+
+
+def _gpu_rows(gpus: list[dict], baseline: Optional[list], peak: list, samples: int) -> list[dict]:
+    """The report's row of each GPU: total, baseline, peak and its increase, in GiB."""
+    rows = []
+    for i, g in enumerate(gpus):
+        base_b = baseline[i] if baseline else None
+        peak_b = peak[i] if samples else None
+        rows.append({"index": g["index"], "name": g["name"], "uuid": g["uuid"], "total_gib": _gib(g["total"]),
+                     "baseline_used_gib": None if base_b is None else _gib(base_b),
+                     "peak_used_gib": None if peak_b is None else _gib(peak_b),
+                     "peak_increase_gib": None if base_b is None or peak_b is None else _gib(peak_b - base_b)})
+    return rows
 
 
 def gpu_name_list(*, nvml: Any = None, visible_devices: str | None = ...) -> list[str]:  # type: ignore[assignment]
