@@ -26,11 +26,14 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Optional
 
+from launcher.bench.metrics import counter_deltas, DEFAULT_METRICS, parse_prometheus_text, prometheus_al
 from launcher.bench.preflight import chat
-from launcher.engines import DEFAULT_ENGINE
-from launcher.runtime.files import write_json_atomic
-from launcher.results.summary import change_summary
+from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
+from launcher.engines import DEFAULT_ENGINE, get_engine
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
+from launcher.results.summary import change_summary
+from launcher.runtime.apikey import auth_headers
+from launcher.runtime.files import write_json_atomic
 
 # Short, varied prompts (our own): the answer is known whatever the text.
 PROMPTS = (
@@ -172,7 +175,6 @@ def free_bytes_per_device() -> Optional[int]:
 
 def self_draft_config(model: str, k: int, engine: str = DEFAULT_ENGINE, version: Optional[str] = None) -> dict:
     """The probe's speculative config: the engine's own (probabilistic drafting where it has it)."""
-    from launcher.engines import get_engine
 
     return get_engine(engine).self_draft_config(model, k, version)
 
@@ -185,9 +187,6 @@ def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: 
           engine: str = DEFAULT_ENGINE) -> list[dict]:
     """Send the prompts at each temperature; the verdict per temperature. One request at
     a time, so counted from stream chunks no two steps can be merged into one chunk."""
-    from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
-    from launcher.runtime.apikey import auth_headers
-    from launcher.engines import get_engine
 
     eng = get_engine(engine)
 
@@ -240,8 +239,6 @@ def within_numeric_tolerance(entry: dict, k: int, tolerance: float = NUMERIC_TOL
 def server_counters(url: str) -> Optional[dict[str, float]]:
     """The server's /metrics, parsed; None where it cannot be read (the verdict stands
     on the per-request figures alone then)."""
-    from launcher.bench.metrics import parse_prometheus_text
-    from launcher.runtime.apikey import auth_headers
 
     try:
         req = urllib.request.Request(f"{url}/metrics", headers=auth_headers())
@@ -255,7 +252,6 @@ def server_cross_check(before: Optional[dict], after: Optional[dict], names=None
     """What the server's own counters say over one temperature's requests: its AL
     (1 + accepted / drafts) beside the per-request one, so a verdict counted from
     stream chunks can be told from a chunking artefact."""
-    from launcher.bench.metrics import DEFAULT_METRICS, counter_deltas, prometheus_al
 
     names = names or DEFAULT_METRICS
     if before is None or after is None:

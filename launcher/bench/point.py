@@ -7,28 +7,29 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Optional
 
 import yaml
 
 from launcher.bench import aiperf_runner as ar
-from launcher.bench.recorded_on import this_point
-from launcher.contracts.server_ready import ServerReady
-from launcher.engines import Engine, MetricNames, default_engine, num_speculative_tokens
-from launcher.engines.forced_acceptance import forced_from_speculative_config
-from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
-from launcher.runtime.apikey import client_key
-from launcher.runtime.files import REPO_ROOT, write_json_atomic
-from launcher.bench.metrics import (DEFAULT_METRICS, RecordError, acceptance_rate, attach_stream_stats, read_profile_export,
-                                    timing)
 from launcher.bench.kv_transfer import kv_transfer_window, topology_note
-from launcher.bench.metrics import profiling_records
-from launcher.bench.stream_chunks import read_raw_chunks
+from launcher.bench.metrics import (acceptance_rate, attach_stream_stats, DEFAULT_METRICS, profiling_records,
+                                    read_profile_export, RecordError, timing)
+from launcher.bench.recorded_on import this_point
 from launcher.bench.result_files import (build_configuration, checkpoint_info, response_texts_from_raw,
                                          speculative_algorithm, write_point)
+from launcher.bench.stream_chunks import read_raw_chunks
+from launcher.contracts.server_ready import ServerReady
+from launcher.engines import default_engine, Engine, MetricNames, num_speculative_tokens
+from launcher.engines.forced_acceptance import forced_from_speculative_config
+from launcher.results import EXTENSION_KEY, point_problems, PointResult, read_point, ValidityRule
 from launcher.results.repeats import record as repeat_record
-from launcher.results import EXTENSION_KEY, PointResult, ValidityRule, point_problems, read_point
+from launcher.runtime.apikey import client_key
+from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
+from launcher.runtime.files import REPO_ROOT, write_json_atomic
+from launcher.runtime.telemetry import gpu_names
 
 
 
@@ -62,14 +63,12 @@ def _git_sha() -> Optional[str]:
 
 def _tool_version() -> str:
     try:
-        from importlib.metadata import version
         return version("specdec-launcher")
     except Exception:  # noqa: BLE001 - not installed as a distribution
         return "0+unknown"
 
 
 def _gpu_name(save_dir: Path) -> str:
-    from launcher.runtime.telemetry import gpu_names
     return gpu_names()
 
 

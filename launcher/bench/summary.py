@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from launcher.engines.forced_acceptance import label
+from launcher.golden import verdict_line
 from launcher.results.validity import thin_sample
 
 
@@ -65,7 +67,6 @@ def print_table(summary: dict, file=None) -> None:
     if "suspect" in marks:
         print("! SUSPECT T: the known-answer probe failed at this temperature (engine defect suspected); "
               "its acceptance figures reflect the engine, not the draft", file=out)
-    from launcher.engines.forced_acceptance import label
     for p in summary.get("points", []):
         if p.get("forced_acceptance"):
             print(f"FORCED {p['dir']}: {label(p['forced_acceptance'])} (vLLM synthetic acceptance: "
@@ -75,7 +76,6 @@ def print_table(summary: dict, file=None) -> None:
                   + " (accepted at position i / drafts)", file=out)
     golden = summary.get("golden")
     if golden:
-        from launcher.golden import verdict_line
         for v in golden.get("points") or []:
             print(verdict_line(v), file=out)
         if not golden.get("points"):

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from launcher.results.repeats import record
-from launcher.results.repeats.stats import Difference, Summary, difference, summarize
+from launcher.compare.match import label, match_points
 from launcher.results.job_dir import Job, Point
+from launcher.results.repeats import record
+from launcher.results.repeats.stats import Difference, difference, summarize, Summary
+from launcher.speedup.collect import read_speedup
 from launcher.speedup.stats import Paired, paired_interval
 
 REGRESSION, IMPROVEMENT, NOISE, MISSING, SUSPECT = "regression", "improvement", "ok", "missing", "suspect"
@@ -165,7 +167,6 @@ def judge_figure(a: Summary | None, b: Summary | None, th: Thresholds):
 def _judge_speedup(d: PointDiff, a: Point, b: Point, th: Thresholds) -> None:
     """Speedup over each run's matched baseline (speedup.json): the delta is
     flagged beyond the TPS threshold; B below bench.gates.min_speedup fails."""
-    from launcher.speedup.collect import read_speedup
 
     docs = [read_speedup(p) or {} for p in (a, b)]
     sa, sb = (doc.get("speedup", {}).get("throughput") for doc in docs)
@@ -198,7 +199,6 @@ def _state(p: Point | None) -> str:
 
 def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: Thresholds) -> list[PointDiff]:
     """Every matched pair judged; points on one side only (or not complete on both) missing."""
-    from launcher.compare.match import label, match_points
 
     pairs, only_a, only_b = match_points(jobs_a, jobs_b)
     out: list[PointDiff] = []

@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from launcher.login.config.compose import compose_recipe
+from launcher.login.config.validate import validate
 from launcher.login.errors import UserError
+from launcher.login.plan import make_plan
+from launcher.login.sbatch import describe_commands, render_sbatch, render_standalone
+from launcher.login import submit as submitting
+from launcher.login.submit import STANDALONE_SCRIPT, submitit_folder, write_job_files
 
 USAGE = """usage: python -m launcher [recipe=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [--cfg]
 
@@ -26,8 +34,6 @@ def _err(line: str) -> None:
 
 
 def print_plan(cfg, plan) -> None:
-    from launcher.login.sbatch import describe_commands, render_sbatch, render_standalone
-    from launcher.login.submit import submitit_folder
 
     out = sys.stdout
     out.write(f"recipe {plan.recipe}: {len(plan.jobs)} job(s), {plan.num_points} client point(s); "
@@ -76,8 +82,6 @@ def _parser() -> argparse.ArgumentParser:
 def render_only(cfg, plan) -> int:
     """Write every job's folder (the spec and, on Slurm, the standalone script) for
     users who submit by hand; nothing is submitted."""
-    from launcher.login.submit import STANDALONE_SCRIPT, write_job_files
-    from launcher.login.sbatch import describe_commands
 
     for job in plan.jobs + ([plan.baseline] if plan.baseline else []):
         write_job_files(cfg, job)
@@ -102,10 +106,7 @@ def one_at_a_time(cfg, plan, wait: bool) -> bool:
 def run_one_at_a_time(cfg, plan) -> int:
     """Each job of the plan submitted and followed alone, in plan order (the first hosts
     the matched baseline), then the speedups over all of them."""
-    import subprocess
-    from dataclasses import replace
 
-    from launcher.login.submit import follow, submit
 
     print(f"{len(plan.jobs)} jobs on the local executor with GPUs: one at a time, so that no two servers "
           f"share the GPU(s); results: {plan.results_dir}")
@@ -113,14 +114,14 @@ def run_one_at_a_time(cfg, plan) -> int:
     for i, job in enumerate(plan.jobs):
         one = replace(plan, jobs=[job], baseline=plan.baseline if i == 0 else None)
         try:
-            subs = submit(cfg, one)
+            subs = submitting.submit(cfg, one)
         except Exception as e:  # noqa: BLE001 - executor errors: one line, not a traceback
             _err(f"submission failed: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
             return 1
         for s in subs:
             print(f"  job {i + 1}/{len(plan.jobs)} {s.job_id}  {s.job.server_id}\n    log: {s.log_path()}\n"
                   f"    results: {s.job.job_dir}")
-        ok = follow(subs) and ok
+        ok = submitting.follow(subs) and ok
     if plan.baseline:
         subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)
     print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
@@ -139,9 +140,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     show_cfg, overrides = args.cfg, args.overrides
     try:
-        from launcher.login.config.compose import compose_recipe
-        from launcher.login.config.validate import validate
-        from launcher.login.plan import make_plan
 
         cfg = compose_recipe(overrides)
         if show_cfg:
@@ -167,13 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.render_only:
         return render_only(cfg, plan)
 
-    from launcher.login.submit import follow, submit
 
     wait = cfg.wait if cfg.wait is not None else cfg.cluster.executor == "local"
     if one_at_a_time(cfg, plan, wait):
         return run_one_at_a_time(cfg, plan)
     try:
-        subs = submit(cfg, plan)
+        subs = submitting.submit(cfg, plan)
     except Exception as e:  # noqa: BLE001 - sbatch/executor errors: one line, not a traceback
         _err(f"submission failed: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
         return 1
@@ -184,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         print("follow with: squeue --me; results appear as each point completes" if cfg.cluster.executor == "slurm"
               else "jobs run in the background")
         return 0
-    ok = follow(subs)
+    ok = submitting.follow(subs)
     if plan.baseline:  # every job has ended: the speedups with every k, in every summary.json
         import subprocess  # its own process: the login side imports no reader of results
         subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)

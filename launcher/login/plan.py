@@ -6,21 +6,21 @@ the same folders: that is what makes resume work.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from launcher.login.config.schema import LauncherConfig
-from launcher.runtime.files import REPO_ROOT
-from launcher.engines.flags import kv_cache_cap_bytes
-from launcher.engines.forced_acceptance import resolve_length
-from launcher.login.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
-from launcher.engines import get_engine
-from launcher.engines.flags import drop_flags, pick_flags
 from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
-                           LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
+                                    LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
+from launcher.engines import get_engine
+from launcher.engines.flags import drop_flags, kv_cache_cap_bytes, pick_flags
+from launcher.engines.forced_acceptance import resolve_length
+from launcher.login.config.schema import LauncherConfig
+from launcher.login.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
+from launcher.runtime.files import REPO_ROOT
 
 RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
 
@@ -147,7 +147,6 @@ def make_plan(cfg: LauncherConfig) -> Plan:
 def forced_level_configs(cfg: LauncherConfig, k: Optional[int]) -> list[LauncherConfig]:
     """The recipe once per value of sweep.forced_acceptance_lengths at k (draft.forced_acceptance
     .length set to it; "k+1" is k + 1), or the recipe itself when the axis is empty."""
-    import copy
 
     levels = list(cfg.sweep.forced_acceptance_lengths) if cfg.draft.method != "none" else []
     if not levels:
@@ -184,7 +183,6 @@ def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint
     """The matched baseline of the first speculative job: its server flags without the
     speculative ones (``flags``, as the lossless reference restarts it), the same client
     points, no acceptance gates, no preflight and no lossless check."""
-    import copy
 
     identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                 "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from launcher.login.config.schema import LauncherConfig
+from launcher.login.node_job import run_job
 from launcher.login.plan import JobPlan, Plan
+from launcher.login.sbatch import render_standalone, sbatch_setup, slurm_parameters
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import read_error, read_progress
 from launcher.results.summary import read_summary
-from launcher.login.sbatch import render_standalone, sbatch_setup, slurm_parameters
 
 STANDALONE_SCRIPT = "job.sbatch"
 
@@ -67,7 +68,6 @@ def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
 
 
 def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
-    from launcher.login.node_job import run_job
 
     folder = submitit_folder(plan)
     folder.mkdir(parents=True, exist_ok=True)
@@ -153,7 +153,6 @@ def left_queue_without_result(s: Submitted, grace_s: float = 30.0) -> bool:
     """A Slurm job that is no longer queued or running but wrote no result (killed,
     timed out, setup failed). Without accounting submitit cannot see this and
     would wait forever, so ask squeue directly."""
-    import subprocess
 
     if type(s.handle).__name__ != "SlurmJob" or Path(s.handle.paths.result_pickle).exists():
         return False

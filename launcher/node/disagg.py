@@ -9,15 +9,18 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.error
+import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
+from launcher.contracts.job import BENCH_MODULE, cpu_core_sets
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
 from launcher.node.context import NodeContext
-from launcher.node.lifecycle import ServerProcess, ServerStartError, describe_returncode
+from launcher.node.lifecycle import describe_returncode, ServerProcess, ServerStartError
 from launcher.node.net import client_host, pick_free_port, subprocess_line
-from launcher.contracts.job import BENCH_MODULE, cpu_core_sets
+from launcher.results.disagg_parity import one_line, read_parity
 
 
 class _NoServer:
@@ -92,8 +95,6 @@ def first_transfer(job: NodeContext, router: ServerProcess) -> None:
     """The KV path's readiness: one request through the router, prefill -> NIXL -> decode.
     The first transfer between two servers pays the NIXL handshake (36 s measured on a
     2-core machine, minutes under load), which no benchmark point should carry."""
-    import urllib.error
-    import urllib.request
 
     body = json.dumps({"model": job.spec.served_name, "max_tokens": 2, "temperature": 0,
                        "messages": [{"role": "user", "content": "first transfer"}]}).encode()
@@ -161,7 +162,6 @@ def parity(job: NodeContext, rc: int) -> int:
         job.fail(f"aggregated benchmark failed (exit {describe_returncode(brc)}; see {agg_dir / 'logs'})")
         return brc
     if rc == 0 and prc != 0:
-        from launcher.results.disagg_parity import one_line, read_parity
 
         verdict = read_parity(job.job_dir)
         job.fail((one_line(verdict) if verdict else "disagg parity: no verdict written")

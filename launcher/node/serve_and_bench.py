@@ -43,9 +43,12 @@ whole process tree and the benchmark's are stopped first.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import time
 import traceback
@@ -53,27 +56,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.runtime import apikey
-from launcher.node import disagg as disagg_node
-from launcher.node import phases
-from launcher.node.client import ClientRun
-from launcher.node import outcome
-from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
-from launcher.node.lifecycle import (
-    DEFAULT_STOP_GRACE_S,
-    Interrupted,
-    ServerError,
-    describe_returncode,
-    signal_name,
-    terminate_trees,
-)
-from launcher.results.job_end import finalize_job_dir
-from launcher.results.status import clear_error, read_error, write_error
-from launcher.results.summary import has_summary
+from launcher.bench.cli import spec_from_argv
+from launcher.bench.known_answer import defect_message
+from launcher.contracts.job import BENCH_MODULE, JobSpec, KnownAnswerSpec, LaunchSpec, SPEC_FILE, SpecError
 from launcher.contracts.server_ready import ready_path
 from launcher.engines import default_engine, key_envs
 from launcher.engines.flags import split_at_separator
-from launcher.contracts.job import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
+from launcher.node import disagg as disagg_node, engine_check, outcome, phases
+from launcher.node.client import ClientRun
+from launcher.node.lifecycle import (DEFAULT_STOP_GRACE_S, describe_returncode, Interrupted, ServerError, signal_name,
+                                     terminate_trees)
+from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
+from launcher.results.job_end import finalize_job_dir
+from launcher.results.status import clear_error, read_error, write_error
+from launcher.results.summary import has_summary
+from launcher.runtime import apikey
+from launcher.runtime.inputs import check_job_inputs
+from launcher.runtime.telemetry import GpuMemorySampler
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -179,10 +178,7 @@ class NodeConfig:
         by its own parser into the spec's bench section; another module's pass verbatim."""
         bench, points = None, []
         if self.bench_module == DEFAULT_BENCH_MODULE:
-            import contextlib
-            import io
 
-            from launcher.bench.cli import spec_from_argv
 
             try:  # arguments that do not parse: the benchmark itself says so (exit 2), after the checks
                 with contextlib.redirect_stderr(io.StringIO()):
@@ -220,7 +216,6 @@ class NodeJob(ClientRun):
     def _resolve_engine(self) -> Optional[str]:
         """The engine version and acceptance source this node runs (launcher.node.engine_check);
         a one-line problem when the version lacks what the job explicitly asks."""
-        from launcher.node import engine_check
 
         try:
             res = engine_check.resolve(self.spec, self.server_env())
@@ -235,7 +230,6 @@ class NodeJob(ClientRun):
 
     def _check_inputs(self) -> list[str]:
         """The inputs the server and the benchmark need, checked before the server starts."""
-        from launcher.runtime.inputs import check_job_inputs
 
         sp, b = self.spec, self.spec.bench
         return check_job_inputs(model=sp.model, draft=(sp.speculative_config or {}).get("model"),
@@ -284,7 +278,6 @@ class NodeJob(ClientRun):
 
     def _start_telemetry(self):
         try:
-            from launcher.runtime.telemetry import GpuMemorySampler
             sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
             sampler.start()
             return sampler
@@ -355,7 +348,6 @@ class NodeJob(ClientRun):
             if lossless:
                 rc = self._lossless_verdict(rc, phases.lossless_reference(self, server, spec_outputs))
         if known is not None and known.get("passed") is False and rc == 0 and not self.spec.known_answer.allow_fail:
-            from launcher.bench.known_answer import defect_message
 
             bad = next(e for e in known["temperatures"] if not e["passed"])
             rc = 1
@@ -449,7 +441,6 @@ def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[s
         f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}" or env.get("SLURM_JOB_ID")
     if not job_id:
         return None
-    import subprocess
     try:
         r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):

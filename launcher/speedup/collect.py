@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.engines import num_speculative_tokens
+from launcher.engines.forced_acceptance import forced_from_speculative_config, label
+from launcher.results.job_dir import Job, load_results, Point, read_json, ResultsError
+from launcher.results.records import RecordError
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
-from launcher.results.job_dir import Job, Point, ResultsError, load_results, read_json
-from launcher.results.records import RecordError
+from launcher.results.store import write_json_atomic
+from launcher.results.summary import change_summary
 from launcher.speedup import best_k, paired, predict
 
 SPEEDUP_FILE = "speedup.json"
@@ -74,7 +77,6 @@ def job_draft(job: Job) -> Optional[str]:
 
 def job_forced(job: Job) -> Optional[dict]:
     """The forced (synthetic) acceptance of the job's server, None for a real draft."""
-    from launcher.engines.forced_acceptance import forced_from_speculative_config
 
     return forced_from_speculative_config((job.plan or {}).get("speculative_config"))
 
@@ -232,8 +234,6 @@ def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
     """Analyse the jobs under ``root`` and write speedup.json per point,
     speedup_summary.json in ``root`` and the summary.json blocks (only
     ``only_job``'s when given). Returns the analysis (None without a baseline)."""
-    from launcher.results.store import write_json_atomic
-    from launcher.results.summary import change_summary
 
     jobs = load_results(root)
     res = analyse(jobs)
@@ -282,7 +282,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"  {c['dataset']} T={c['temperature']:g} C={c['concurrency']}{who}: best k={c['k']} "
               f"({c['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x, "
               f"beats baseline: {c['beats_baseline']})")
-    from launcher.engines.forced_acceptance import label
 
     for f in res.get("forced") or []:
         sp, al, srv = f["speedup"], f["measured_al"], f["server_al"]

@@ -6,12 +6,18 @@ whose line names the field and the fix.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
-from launcher.login.config.schema import (KV_BUFFER_DEVICES, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS, SPEC_METHODS, TOPOLOGIES,
-                                    LauncherConfig)
-from launcher.engines import ENGINES, default_engine
+from launcher import golden
+from launcher.engines import (AcceptanceSource, default_engine, EngineError, ENGINES, forced_acceptance as fa_mod,
+                              get_engine, parse_version, RecipeFacts)
+from launcher.login.config.schema import (KV_BUFFER_DEVICES, LauncherConfig, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS,
+                                          SPEC_METHODS, TOPOLOGIES)
 from launcher.login.errors import ConfigError
+from launcher.login.server_args import acceptance_source, build_server_flags, engine_version
+from launcher.runtime.apikey import api_key_in_args, fix
+from launcher.runtime.inputs import check_dataset, check_model, check_tokenizer, HF_ID
 
 KNOWN_DATASETS = ("mtbench", "specbench")
 SPEED_SPLITS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k",
@@ -25,7 +31,6 @@ def known_dataset(name: str) -> bool:
 def _writable(path: Path) -> bool:
     """Try it: create (and remove) a file in the folder, or in its nearest existing
     parent. os.access alone says yes to root even where nothing can be created."""
-    import tempfile
 
     p = path.resolve()
     while not p.exists():
@@ -81,7 +86,6 @@ def _check_speculation(cfg: LauncherConfig, add, errs: list) -> None:
 def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
     """Forced (synthetic) acceptance: vLLM's mechanism, GPU sampling only."""
     d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
-    from launcher.engines import forced_acceptance as fa_mod
     fa = d.forced_acceptance
     levels = list(sw.forced_acceptance_lengths)
     for f, p, fix in fa_mod.sweep_problems(levels, list(sw.num_speculative_tokens) or [d.num_speculative_tokens],
@@ -94,16 +98,13 @@ def _check_forced_acceptance(cfg: LauncherConfig, add, errs: list) -> None:
                 if (f, p) not in seen:
                     seen.add((f, p))
                     add(f, p, fix)
-        from launcher.engines import get_engine
         why = get_engine(srv.engine).cpu_sampling_reason(cl.gpus_per_node, cl.name, {**cl.env, **srv.env})
         if why:
             add(fa_mod.SWEEP_FIELD if levels else fa_mod.FIELD,
                 f"cannot run here: {why}, and {get_engine(srv.engine).cpu_sampling_refusal}", "run on a GPU cluster "
                 "(e.g. cluster=h100) or remove " + ("sweep.forced_acceptance_lengths" if levels else "draft.forced_acceptance"))
-        from launcher.login.server_args import engine_version
         version = engine_version(cfg)
         if version is not None:
-            from launcher.engines import EngineError, get_engine
             try:
                 get_engine(srv.engine).forced_acceptance_check(version, cpu=False)
             except EngineError as e:
@@ -261,7 +262,6 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
             add("bench.disagg_parity", "is set without a disaggregated topology",
                 "add topology=disagg, or drop bench.disagg_parity")
         return
-    from launcher.engines import ENGINES
 
     engine = ENGINES.get(cfg.server.engine)
     if engine is not None and not engine.disaggregated_serving:
@@ -322,8 +322,6 @@ def _check_gates(cfg: LauncherConfig, add, errs: list) -> None:
 def _check_api_key(cfg: LauncherConfig, add, errs: list) -> None:
     """The server's API key: through the environment only."""
     d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
-    from launcher.runtime.apikey import api_key_in_args, fix
-    from launcher.engines import get_engine
     eng = get_engine(srv.engine)
     if api_key_in_args(srv.extra_args, eng):
         add("server.extra_args", f"passes {eng.key_flag} on the command line, where it would be written to "
@@ -345,8 +343,6 @@ def _check_output(cfg: LauncherConfig, add, errs: list) -> None:
 
 def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
     """The engine exists and, at the recipe's version, has what the recipe asks of it."""
-    from launcher.engines import ENGINES, AcceptanceSource, parse_version
-    from launcher.login.server_args import acceptance_source
 
     srv = cfg.server
     if srv.engine not in ENGINES:
@@ -366,8 +362,6 @@ def check_engine(cfg: LauncherConfig) -> list[ConfigError]:
 
 def _check_engine_fit(cfg: LauncherConfig) -> list[ConfigError]:
     """What the engine cannot take from the recipe (its own checks, then its flags for it)."""
-    from launcher.engines import EngineError, RecipeFacts, get_engine
-    from launcher.login.server_args import build_server_flags
 
     srv, b = cfg.server, cfg.bench
     facts = RecipeFacts(container_image=cfg.cluster.container_image, draft_method=cfg.draft.method,
@@ -405,7 +399,6 @@ def _strip(line: str, prefix: str) -> str:
 def check_input_paths(cfg: LauncherConfig) -> list[ConfigError]:
     """Model, draft, tokenizer and dataset files, where this machine can see them:
     the same checks the node runs (launcher.runtime.inputs), one line each."""
-    from launcher.runtime.inputs import HF_ID, check_dataset, check_model, check_tokenizer
 
     out: list[ConfigError] = []
     ex = cfg.cluster.executor
@@ -442,7 +435,6 @@ def _name(ref: str) -> str:
 
 def check_golden(cfg: LauncherConfig) -> list[ConfigError]:
     """bench.golden names a known reference made with this recipe's target, draft, method and k."""
-    from launcher import golden
 
     gid = cfg.bench.golden
     entry = golden.lookup(gid)
