@@ -79,7 +79,8 @@ from launcher.results.summary import has_summary
 from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
                                     speculative_config, split_at_separator)
-from launcher.spec import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
+from launcher.spec import (BENCH_MODULE, SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, KnownAnswerSpec,
+                           LaunchSpec, SpecError)
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
@@ -249,6 +250,8 @@ class NodeJob:
         self.bench = None
         self.bench_tag: Optional[ProcessTag] = None
         self._signal: Optional[int] = None
+        self._signal_unix: Optional[float] = None  # when the first stop signal arrived (time.time())
+        self.slurm_at_start: Optional[outcome.SlurmJobView] = None  # scontrol's view when the job began
         self._cleaning = False
         self._old_handlers: dict = {}
         self.api_key: Optional[str] = None  # never logged, never written
@@ -277,6 +280,7 @@ class NodeJob:
     def _on_signal(self, signum, _frame) -> None:
         if self._signal is None:
             self._signal = signum
+            self._signal_unix = time.time()
         # Logging from a handler can deadlock on the handler's lock: write directly.
         try:
             os.write(2, f"[specdec-node] received {signal_name(signum)}"
@@ -714,6 +718,33 @@ class NodeJob:
         else:
             self.log("benchmark succeeded")
 
+    def _note_slurm_deadline(self) -> None:
+        """Under Slurm: read the job's start and time limit now, while scontrol surely
+        answers, so a stop signal is judged against the deadline later (_slurm_stop_state)."""
+        self.slurm_at_start = read_slurm_job(os.environ)
+        v = self.slurm_at_start
+        if v is not None and v.deadline_unix is not None:
+            self.log(f"Slurm time limit {v.time_limit_s / 60:g} min: the job ends by "
+                     f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(v.deadline_unix))} "
+                     f"({TIME_LIMIT_SIGNAL} {TIME_LIMIT_WARNING_S} s ahead)")
+
+    def _slurm_stop_state(self, signum: int) -> Optional[str]:
+        """Slurm's reason for the stop signal ``signum`` (None outside Slurm): the signal's
+        arrival against the job's deadline, whatever scontrol's state by now."""
+        view = read_slurm_job(os.environ)
+        if view is None:
+            return None
+        view = view.filled_from(self.slurm_at_start)
+        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=self._signal_unix,
+                                         warning_signum=getattr(signal, TIME_LIMIT_SIGNAL, None),
+                                         warning_s=TIME_LIMIT_WARNING_S)
+        deadline = view.deadline_unix
+        self.log(f"{signal_name(signum)} arrived " + (
+            f"{deadline - self._signal_unix:.0f} s before the Slurm deadline"
+            if deadline is not None and self._signal_unix is not None else "(Slurm deadline unknown)")
+            + f"; scontrol says {view.state or 'nothing'}: judged {state or 'unknown'}")
+        return state
+
     def run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
         clear_error(self.job_dir)  # from an earlier attempt (resume): no longer applies
@@ -728,6 +759,7 @@ class NodeJob:
         try:
             self.log(f"job dir {self.job_dir}; model {self.spec.model}; host {os.uname().nodename}; "
                      f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')}")
+            self._note_slurm_deadline()
             sampler = self._start_telemetry()
             failed = self._startup_checks()
             if failed is not None:
@@ -738,9 +770,7 @@ class NodeJob:
             self._conclude(rc)
         except Interrupted as e:
             rc = 128 + e.signum
-            # submitit asks Slurm for SIGUSR2 ahead of the time limit (--signal=USR2@90): judge it with that slack
-            slack = 180.0 if e.signum == getattr(signal, "SIGUSR2", -1) else 15.0
-            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=slurm_job_state(os.environ, slack))
+            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=self._slurm_stop_state(e.signum))
             self.fail(f"interrupted by {signal_name(e.signum)}: {self.end_cause}")
             self._finalize_summary(rc)  # now too: Slurm's SIGKILL may follow within KillWait (default 30 s)
         except ServerError as e:
@@ -775,19 +805,25 @@ class NodeJob:
         return rc
 
 
-def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[str]:
-    """Slurm's state of this job (CANCELLED, TIMEOUT, ...) when running under Slurm,
-    "" when Slurm does not say, None outside Slurm."""
-    job_id = env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID") and \
-        f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}" or env.get("SLURM_JOB_ID")
+def slurm_job_id(env: Mapping[str, str]) -> Optional[str]:
+    """This job's id as scontrol takes it (an array task's JOBID_TASK), None outside Slurm."""
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    return env.get("SLURM_JOB_ID") or None
+
+
+def read_slurm_job(env: Mapping[str, str]) -> Optional[outcome.SlurmJobView]:
+    """What `scontrol -o show job` says of this job now; an empty view when it does not
+    answer, None outside Slurm."""
+    job_id = slurm_job_id(env)
     if not job_id:
         return None
     import subprocess
     try:
         r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
-        return ""
-    return outcome.slurm_state_from_scontrol(r.stdout.strip(), slack_s)
+        return outcome.SlurmJobView()
+    return outcome.parse_scontrol_job(r.stdout.strip())
 
 
 def _usage_error(msg: str, job_dir: str) -> int:

@@ -80,16 +80,11 @@ def test_finalize_without_summary_uses_the_plan(tmp_path):
     assert s["points"][0]["reason"] == "the server failed to start before this point started"
 
 
-def test_slurm_state_while_stopping():
-    from launcher.node.outcome import slurm_seconds, slurm_state_from_scontrol
+def test_slurm_durations():
+    from launcher.node.outcome import slurm_seconds
 
     assert slurm_seconds("1-00:00:10") == 86410 and slurm_seconds("05:03") == 303
-    assert slurm_seconds("UNLIMITED") is None
-    base = "JobId=5 JobName=x JobState=COMPLETING Reason=None RunTime=00:{} TimeLimit=00:01:00 Partition=debug"
-    assert slurm_state_from_scontrol(base.format("00:42")) == "CANCELLED"
-    assert slurm_state_from_scontrol(base.format("01:01")) == "TIMEOUT"
-    assert slurm_state_from_scontrol("JobId=5 JobState=PREEMPTED RunTime=00:00:10") == "PREEMPTED"
-    assert slurm_state_from_scontrol("") == ""
+    assert slurm_seconds("UNLIMITED") is None  # the stop's states: tests/node/test_slurm_stop_cause.py
 
 
 def test_a_benchmark_that_said_why_keeps_its_words(tmp_path):
