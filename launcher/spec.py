@@ -246,6 +246,7 @@ class JobSpec:
     port: Optional[int] = None
     ready_timeout_s: float = 1800
     stop_grace_s: float = 10
+    unanswered_timeout_s: float = 300  # a ready server silent this long (GET /health) has failed
     env: dict[str, str] = field(default_factory=dict)
     bench: Optional[BenchSpec] = None  # launcher.bench's settings (None: another benchmark module)
     bench_args: list[str] = field(default_factory=list)  # another benchmark module's argv, passed verbatim

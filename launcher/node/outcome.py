@@ -37,11 +37,12 @@ def returncode_words(rc: int) -> str:
     return signal_words(-rc) if rc < 0 else f"code {rc}"
 
 
-def end_cause(*, server_rc: Optional[int] = None, bench_rc: Optional[int] = None,
+def end_cause(*, bench_rc: Optional[int] = None,
               signum: Optional[int] = None, slurm_state: Optional[str] = None,
               phase: str = "benchmark") -> str:
     """The job's end in words. First match wins: a stop signal (with Slurm's view of
-    the job when known), the server exiting, the benchmark exiting."""
+    the job when known), the benchmark exiting. (A server's failure is put in words by
+    launcher.node.server_fault, which names the server, its signal and its log.)"""
     if signum is not None:
         st = (slurm_state or "").upper()
         if st.startswith("TIMEOUT"):
@@ -53,8 +54,6 @@ def end_cause(*, server_rc: Optional[int] = None, bench_rc: Optional[int] = None
         if slurm_state is not None:
             return f"stopped by Slurm with {signal_words(signum)} (job state {slurm_state or 'unknown'})"
         return f"stopped by {signal_words(signum)}"
-    if server_rc is not None:
-        return f"server exited with {returncode_words(server_rc)}"
     if bench_rc is not None:
         return f"the {phase} exited with {returncode_words(bench_rc)}"
     return "the job ended"

@@ -25,6 +25,9 @@ writes it to the job folder as job.json, and runs it:
                            it runs as PYTHON -m launcher.bench --spec JOB.json --url URL;
                            another module runs as PYTHON -m MODULE [BENCH ARGS...] --url URL)
     SPECDEC_STOP_GRACE     seconds between SIGTERM and SIGKILL when stopping (default 10)
+    SPECDEC_UNANSWERED_TIMEOUT  seconds a ready server may leave its readiness probe
+                           (GET /health, every 2 s) unanswered before the job stops as
+                           its failure (default 300)
     SPECDEC_KNOWN_ANSWER   1: after the sweep, restart the target as its own draft and
                            check that it accepts every draft at each sweep temperature
                            (launcher.bench.known_answer); the job fails when it does not,
@@ -56,7 +59,8 @@ from typing import Mapping, Optional, Sequence
 
 from launcher.common import apikey
 from launcher.node import disagg as disagg_node
-from launcher.node import outcome, slurm_steps
+from launcher.node import outcome, server_fault, slurm_steps
+from launcher.node.watchdog import Watchdog
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
@@ -87,7 +91,10 @@ EXIT_SERVER_FAILED = 3
 DEFAULT_SERVER_CMD = "vllm serve"
 DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
+DEFAULT_UNANSWERED_TIMEOUT_S = 300.0
 WATCH_INTERVAL_S = 0.2
+UNANSWERED_BLAME_S = 4.0  # a client that fails while a server has given no answer this long failed because of it
+_NEVER = server_fault.Unanswered(0.0, 0.0)
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
 
@@ -142,6 +149,7 @@ class NodeConfig:
     python: str
     bench_module: str
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    unanswered_timeout_s: float = DEFAULT_UNANSWERED_TIMEOUT_S
     known_answer: bool = False
     known_answer_allow_fail: bool = False
 
@@ -171,6 +179,13 @@ class NodeConfig:
                 raise ValueError
         except ValueError:
             raise UsageError(f"SPECDEC_STOP_GRACE={g_s!r} is not a number of seconds >= 0") from None
+        u_s = env.get("SPECDEC_UNANSWERED_TIMEOUT", "").strip()
+        try:
+            unanswered = float(u_s) if u_s else DEFAULT_UNANSWERED_TIMEOUT_S
+            if unanswered <= 0:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"SPECDEC_UNANSWERED_TIMEOUT={u_s!r} is not a positive number of seconds") from None
         job_dir = env.get("SPECDEC_JOB_DIR", "").strip()
         return cls(
             model=model,
@@ -182,6 +197,7 @@ class NodeConfig:
             python=env.get("SPECDEC_PYTHON", "").strip() or sys.executable,
             bench_module=env.get("SPECDEC_BENCH_MODULE", "").strip() or DEFAULT_BENCH_MODULE,
             stop_grace_s=grace,
+            unanswered_timeout_s=unanswered,
             known_answer=env.get("SPECDEC_KNOWN_ANSWER", "").strip() == "1",
             known_answer_allow_fail=env.get("SPECDEC_KNOWN_ANSWER_ALLOW_FAIL", "").strip() == "1",
         )
@@ -217,6 +233,7 @@ class NodeConfig:
                        server_flags=drop_flags(server_args, eng.speculative_flag_names() | eng.acceptance_flag_names()),
                        acceptance_flags=acceptance if spec_cfg else [], bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
+                       unanswered_timeout_s=self.unanswered_timeout_s,
                        bench=bench, bench_args=[] if bench else list(bench_args), points=points,
                        tokenizer=flag_value(server_args, "--tokenizer"),
                        kv_cache_cap_bytes=kv_cache_cap_bytes(server_args), speculative_config=spec_cfg,
@@ -322,14 +339,18 @@ class NodeJob:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
         self.check_signal()
         for m in self.members:
-            rc = m.poll()
-            if rc is not None:
-                raise ServerDiedError(f"the {m.role} server exited with code {describe_returncode(rc)}", m.tail())
+            if m.poll() is not None:
+                raise self.server_failure(m, self.phase if self.phase != "start-up" or m.t_ready is None
+                                          else "servers' start-up")
         for i, w in enumerate(self.workers, start=1):
             rc = w.poll()
             if rc is not None:
-                raise ServerDiedError(f"the server on node {i} (its srun step) exited with code "
-                                      f"{describe_returncode(rc)}", log_tail(self.logs / f"server.node{i}.log"))
+                f = server_fault.ServerFault(label=f"server on node {i} (its srun step)", log=f"logs/server.node{i}.log",
+                                             rc=rc, log_fatal=server_fault.fatal_signal_in_log(
+                                                 log_tail(self.logs / f"server.node{i}.log", 2000)))
+                self.end_cause = server_fault.fault_cause(f)
+                raise ServerDiedError(server_fault.fault_message(f, self.phase), log_tail(self.logs / f"server.node{i}.log"),
+                                      cause=self.end_cause, log=f.log)
 
     def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess:
         """Start the server (speculating with ``speculative_config``, default the spec's;
@@ -369,6 +390,7 @@ class NodeJob:
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
                                    log_path=self.logs / "server.log", log=self.log,
                                    env=apikey.server_env(self.api_key, self._server_env()), api_key=self.api_key)
+            server.label = "main server" if phase == "server" else phase
             self.server = server
             server.start()
             try:
@@ -446,45 +468,73 @@ class NodeJob:
         return self.run_client(self.bench_argv(server.url), server, ready_path, "benchmark")
 
     def run_client(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
-        """Run a client process while a watchdog checks that the server stays alive
-        (every node's, multi-node); returns its exit status."""
+        """Run a client process while the watchdog checks that every server stays alive
+        and answering (every node's, multi-node; the router's and each disagg server's);
+        returns its exit status."""
         self.phase = what
         self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
         self.bench_tag = ProcessTag()  # a SIGKILLed benchmark's AIPerf is re-parented, not ended: found by it
         self.bench = spawn(argv, env=self.bench_tag.apply(self._bench_env(server, ready_path)), cwd=str(Path.cwd()))
-        while True:
-            rc = self.bench.poll()
-            if rc is not None:
-                self.log(f"{what} finished with exit code {describe_returncode(rc)} "
-                         f"after {time.monotonic() - t0:.1f} s")
-                if rc != 0:
-                    self.check_signal()  # the job's own stop signal is the cause, not the benchmark's end
-                    src = server.poll()
-                    if src is not None:  # the server died first; the client only noticed
-                        self.end_cause = outcome.end_cause(server_rc=src)
-                        raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the "
-                                              f"{what}", server.tail())
-                if rc < 0 or rc >= 128:  # killed: the benchmark could not record its own end
-                    self.end_cause = f"the {what} was killed by " + (
-                        signal_name(-rc) if rc < 0 else signal_name(rc - 128))
-                return rc
-            self._check()
-            src = server.poll()
-            if src is not None:
-                self.log(f"server exited (code {describe_returncode(src)}) during the {what}; "
+        watched = [m for m in [server, *self.members] if isinstance(m, ServerProcess)]
+        with Watchdog(watched):
+            while True:
+                rc = self.bench.poll()
+                if rc is not None:
+                    self.log(f"{what} finished with exit code {describe_returncode(rc)} "
+                             f"after {time.monotonic() - t0:.1f} s")
+                    if rc != 0:
+                        self.check_signal()  # the job's own stop signal is the cause, not the benchmark's end
+                        self._check_servers(watched, what, settle_s=3.0)  # a server failed first; the client noticed
+                        silent = [m for m in watched if (m.unanswered() or _NEVER).for_s >= UNANSWERED_BLAME_S]
+                        if silent:  # it failed while a server gave no answer: that is why
+                            raise self.server_failure(silent[0], what)
+                    if rc < 0 or rc >= 128:  # killed: the benchmark could not record its own end
+                        self.end_cause = f"the {what} was killed by " + (
+                            signal_name(-rc) if rc < 0 else signal_name(rc - 128))
+                    return rc
+                self._check()
+                self._check_servers(watched, what)
+                for m in watched:
+                    u = m.unanswered()
+                    if u is not None and u.for_s >= self.spec.unanswered_timeout_s:
+                        self.log(f"the {m.label} has not answered since {server_fault.clock(u.since_unix)} ({u.for_s:.0f} s, "
+                                 f"server.unanswered_timeout_s={self.spec.unanswered_timeout_s:g}); "
+                                 f"stopping the {what}")
+                        raise self.server_failure(m, what)
+                time.sleep(WATCH_INTERVAL_S)
+
+    def _check_servers(self, watched: list[ServerProcess], what: str, settle_s: float = 0.0) -> None:
+        """Raise for a server whose API server exited or whose engine process ended. An
+        engine's death is followed by its API server's own end: wait up to ``settle_s``
+        (3 s after an engine's death) for it, so the error says both."""
+        for m in watched:
+            m.check_engine_pids()
+            if m.poll() is None and not m.engine_gone:
+                continue
+            deadline = time.monotonic() + max(settle_s, 3.0 if m.engine_gone else 0.0)
+            while m.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if m.poll() is not None:
+                self.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}; "
                          f"stopping the {what}")
-                self.end_cause = outcome.end_cause(server_rc=src)
-                raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the {what}",
-                                      server.tail())
-            time.sleep(WATCH_INTERVAL_S)
+            raise self.server_failure(m, what)
+
+    def server_failure(self, server: ServerProcess, during: str) -> ServerDiedError:
+        """The error for a server that failed after it was ready: which server, what ended
+        (its API server, its engine, its answers), the signal, since when, and its log."""
+        f = server.fault()
+        self.end_cause = server_fault.fault_cause(f)
+        return ServerDiedError(server_fault.fault_message(f, during), server.tail(), cause=self.end_cause,
+                               log=server.log_name)
 
     def _restart_without_speculation(self, why: str) -> ServerProcess:
         """Stop the speculative server and start the same one without speculation:
         the lossless reference and the matched baseline share this one start."""
         self.log(f"restarting the server without speculation ({why})")
         self.stop_server("speculative server")
-        return self.serve(speculative_config=None, phase="reference server")
+        return self.serve(speculative_config=None,
+                          phase="baseline server" if "baseline" in why else "reference server")
 
     def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
         """The lossless check's second half: the server without speculation
@@ -776,8 +826,8 @@ class NodeJob:
         except ServerError as e:
             rc = EXIT_SERVER_FAILED
             if self.end_cause is None:
-                self.end_cause = f"the server failed to start ({e.reason})"
-            self.fail(f"{e.reason} (see logs/server.log)")
+                self.end_cause = e.cause or f"the server failed to start ({e.reason})"
+            self.fail(e.reason if e.log is None or e.log in e.reason else f"{e.reason} (see {e.log})")
             if e.tail:
                 self.log(f"last server log lines:\n{e.tail}", logging.ERROR)
         except Exception as e:

@@ -83,11 +83,11 @@ def test_server_sigkill_during_point_2_of_4(tmp_path):
     got = [(x["dir"], x["status"], x["reason"]) for x in s["points"]]
     assert got == [
         ("mtbench/t0_c1", "complete", None),
-        ("mtbench/t0_c2", "failed", "server exited with SIGKILL during this point"),
-        ("mtbench/t0_c3", "not_run", "server exited with SIGKILL before this point started"),
-        ("mtbench/t0_c4", "not_run", "server exited with SIGKILL before this point started"),
+        ("mtbench/t0_c2", "failed", "the main server exited with SIGKILL during this point"),
+        ("mtbench/t0_c3", "not_run", "the main server exited with SIGKILL before this point started"),
+        ("mtbench/t0_c4", "not_run", "the main server exited with SIGKILL before this point started"),
     ], json.dumps(s["points"], indent=1) + read(job / "run_sh.stderr")[-4000:]
-    assert s["job_end"]["reason"] == ("server exited with SIGKILL during point mtbench/t0_c2; "
+    assert s["job_end"]["reason"] == ("the main server exited with SIGKILL during point mtbench/t0_c2; "
                                       "1 of 4 points complete, 1 failed, 2 not run")
     assert (job / "mtbench" / "t0_c1" / "COMPLETE").exists()  # point 1 ran with the key: AIPerf sent it
     assert read_point(job / "mtbench" / "t0_c1").average_al > 1

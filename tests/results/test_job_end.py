@@ -5,20 +5,21 @@ import json
 import signal
 
 from launcher.node.outcome import end_cause
+from launcher.node.server_fault import ServerFault, fault_cause
 from launcher.results.job_end import end_reason, finalize_job_dir, finalize_points, planned_rows
 
 PTS = [{"dir": f"mtbench/t0_c{c}", "status": "pending", "reason": None} for c in (1, 2, 3, 4)]
 
 
 def test_server_sigkill_during_point_2_of_4():
-    cause = end_cause(server_rc=-9)
-    assert cause == "server exited with SIGKILL"
+    cause = fault_cause(ServerFault(label="main server", log="logs/server.log", rc=-9))
+    assert cause == "the main server exited with SIGKILL"
     rows = finalize_points(PTS, complete_dirs=["mtbench/t0_c1"], running=["mtbench/t0_c2"], cause=cause)
     assert [r["status"] for r in rows] == ["complete", "failed", "not_run", "not_run"]
-    assert rows[1]["reason"] == "server exited with SIGKILL during this point"
-    assert rows[2]["reason"] == "server exited with SIGKILL before this point started"
+    assert rows[1]["reason"] == "the main server exited with SIGKILL during this point"
+    assert rows[2]["reason"] == "the main server exited with SIGKILL before this point started"
     assert end_reason(cause, rows, ["mtbench/t0_c2"]) == (
-        "server exited with SIGKILL during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run")
+        "the main server exited with SIGKILL during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run")
 
 
 def test_slurm_states_in_words():
