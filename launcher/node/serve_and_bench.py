@@ -78,7 +78,7 @@ from launcher.node.lifecycle import (
 from launcher.common.processes import ProcessTag
 from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
-from launcher.results.status import clear_error, read_error, write_error
+from launcher.results.status import clear_error, read_error, read_progress, write_error
 from launcher.results.summary import has_summary
 from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
@@ -274,6 +274,7 @@ class NodeJob:
         self.api_key: Optional[str] = None  # never logged, never written
         self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
         self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
+        self.blamed_points: set[str] = set()  # points running while a server was failing (silent, engine gone)
         self.logger = logging.getLogger(f"specdec.node.{id(self)}")
 
     # -- logging and signals
@@ -340,6 +341,7 @@ class NodeJob:
         self.check_signal()
         for m in self.members:
             if m.poll() is not None:
+                self._blame_running_points()
                 raise self.server_failure(m, self.phase if self.phase != "start-up" or m.t_ready is None
                                           else "servers' start-up")
         for i, w in enumerate(self.workers, start=1):
@@ -495,6 +497,8 @@ class NodeJob:
                     return rc
                 self._check()
                 self._check_servers(watched, what)
+                if any(m.unanswered() for m in watched):  # the points this silence hits
+                    self._blame_running_points()
                 for m in watched:
                     u = m.unanswered()
                     if u is not None and u.for_s >= self.spec.unanswered_timeout_s:
@@ -512,6 +516,7 @@ class NodeJob:
             m.check_engine_pids()
             if m.poll() is None and not m.engine_gone:
                 continue
+            self._blame_running_points()
             deadline = time.monotonic() + max(settle_s, 3.0 if m.engine_gone else 0.0)
             while m.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
@@ -519,6 +524,10 @@ class NodeJob:
                 self.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}; "
                          f"stopping the {what}")
             raise self.server_failure(m, what)
+
+    def _blame_running_points(self) -> None:
+        """Note the points the benchmark is running now (progress.json): a server is failing."""
+        self.blamed_points.update(read_progress(self.job_dir).get("running") or [])
 
     def server_failure(self, server: ServerProcess, during: str) -> ServerDiedError:
         """The error for a server that failed after it was ready: which server, what ended
@@ -586,7 +595,7 @@ class NodeJob:
         try:
             s = finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
                                  points=[(p.dataset, p.temperature, p.concurrency) for p in self.spec.points],
-                                 identity=self.spec.identity())
+                                 identity=self.spec.identity(), blamed=self.blamed_points)
             counts: dict[str, int] = {}
             for p in s["points"]:
                 counts[p["status"]] = counts.get(p["status"], 0) + 1

@@ -97,3 +97,20 @@ def test_a_benchmark_that_said_why_keeps_its_words(tmp_path):
     s = finalize_job_dir(tmp_path, rc=1, cause=None, reason="1 of 2 points failed: m/t0_c2: Average_AL 0.9 is below 1")
     assert s["points"] == pts
     assert s["job_end"]["reason"] == "1 of 2 points failed: m/t0_c2: Average_AL 0.9 is below 1"
+
+
+def test_a_failure_the_benchmark_recorded_while_a_server_failed_is_put_on_the_server():
+    """Point 2 failed in the benchmark's words ("results unreadable") while the server gave no
+    answer: its reason says why first, the benchmark's words after (issue 27)."""
+    cause = "the main server stopped answering (no answer since 01:02:03Z)"
+    pts = [dict(p) for p in PTS]
+    pts[1].update(status="failed", reason="results unreadable: no successful profiling request")
+    pts[2].update(status="failed", reason="AIPerf exited with code 1")
+    rows = finalize_points(pts, complete_dirs=["mtbench/t0_c1"], running=[], cause=cause, blamed=["mtbench/t0_c2"])
+    assert rows[1]["reason"] == (f"{cause} during this point (the benchmark: results unreadable: no successful "
+                                 "profiling request)")
+    assert rows[2]["reason"] == "AIPerf exited with code 1"  # not running while the server failed: its own words
+    assert rows[3]["status"] == "not_run"
+    # without a cause (a normal end) nothing is blamed
+    assert finalize_points(pts, ["mtbench/t0_c1"], [], None, blamed=["mtbench/t0_c2"])[1]["reason"].startswith(
+        "results unreadable")
