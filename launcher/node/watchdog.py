@@ -33,9 +33,9 @@ class Watchdog:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
+        self._stop.set()  # a thread inside a probe of a silent server ends with it (daemon, at most timeout_s)
         for t in self._threads:
-            t.join(timeout=self.timeout_s + 1.0)
+            t.join(timeout=0.2)
 
     def _watch(self, server: ServerProcess) -> None:
         while not self._stop.wait(self.interval_s):

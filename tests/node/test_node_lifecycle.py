@@ -297,7 +297,7 @@ def test_a_stopped_server_is_named_as_not_answering(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
-    assert rc == 3 and 6 <= took < 25, took
+    assert rc == 3 and 3.5 <= took < 25, took  # 6 s from its last answer, up to one probe interval (2 s) before
     err = error_line(job)
     assert re.fullmatch(r"the main server stopped answering during the benchmark: no answer to its readiness probe "
                         r"since \d\d:\d\d:\d\dZ \(\d+ s; last probe: GET /health no answer within 5 s\); its API "
