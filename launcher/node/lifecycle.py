@@ -15,7 +15,11 @@ Processes are started through a tiny exec shim that asks Linux to send the
 child SIGTERM when its parent dies (PR_SET_PDEATHSIG), so even a SIGKILLed job
 does not leave a server running; on other systems the shim just execs.
 
-Only the standard library is used here.
+While a client runs, the node's watchdog (launcher.node.watchdog) keeps asking
+``GET /health`` and looks at the engine processes under the API server; a failed
+server is put in words by ``fault()`` and launcher.node.server_fault. Only the
+standard library is used here, and psutil (as in launcher.common.processes) to read
+the process tree.
 """
 from __future__ import annotations
 
