@@ -339,11 +339,13 @@ class NodeJob:
     def _check(self) -> None:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
         self.check_signal()
+        # topology=disagg: a ready server's engine or API server ended (while the others start,
+        # the first transfer runs, or a client runs), or one not ready yet exited
+        self._check_servers([m for m in self.members if m.t_ready is not None],
+                            "servers' start-up" if self.phase == "start-up" else self.phase)
         for m in self.members:
-            if m.poll() is not None:
-                self._blame_running_points()
-                raise self.server_failure(m, self.phase if self.phase != "start-up" or m.t_ready is None
-                                          else "servers' start-up")
+            if m.t_ready is None and m.poll() is not None:
+                raise self.server_failure(m, "start-up")
         for i, w in enumerate(self.workers, start=1):
             rc = w.poll()
             if rc is not None:
@@ -521,8 +523,7 @@ class NodeJob:
             while m.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
             if m.poll() is not None:
-                self.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}; "
-                         f"stopping the {what}")
+                self.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}")
             raise self.server_failure(m, what)
 
     def _blame_running_points(self) -> None:
