@@ -305,3 +305,26 @@ def test_a_stopped_server_is_named_as_not_answering(tmp_path):
     since = re.search(r"since (\d\d:\d\d:\d\d)Z", err).group(1)
     assert time.strftime("%H:%M:%S", time.gmtime(t_stop - 3)) <= since <= time.strftime("%H:%M:%S", time.gmtime(t_stop))
     assert leftovers(pid) == []  # the stopped server was ended (SIGCONT with the SIGTERM)
+
+
+def test_a_benchmark_that_fails_while_its_server_is_silent_failed_because_of_it(tmp_path):
+    """The benchmark fails on its own (a request timed out) long before
+    SPECDEC_UNANSWERED_TIMEOUT: the server gave no answer meanwhile, so that is the job's
+    error, not the benchmark's exit code."""
+    job = tmp_path / "job"
+    p = start_job(job, ["--served-model-name", "fk"],
+                  bench(job, "--then_wait_s", "2", "--then_request", "--timeout_s", "8"), SPECDEC_STOP_GRACE="2")
+    try:
+        wait_for(lambda: bench_running(job) or p.poll() is not None, 60, what="the benchmark")
+        pid = server_pid_from_log(job)
+        os.kill(pid, signal.SIGSTOP)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 3, read(job / "logs" / "job.log")[-3000:]
+    err = error_line(job)
+    assert err.startswith("the main server stopped answering during the benchmark: no answer to its readiness "
+                          "probe since "), err
+    assert "mini_client: the last request failed" in read(job / "run_sh.stdout") + read(job / "run_sh.stderr")
+    assert leftovers(pid) == []
