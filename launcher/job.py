@@ -17,7 +17,7 @@ from launcher.golden import summary_line
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
-from launcher.spec import SPEC_FILE
+from launcher.spec import SPEC_FILE, TIME_LIMIT_SIGNAL
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,13 +45,29 @@ def run_job(spec: dict) -> dict:
           f"(SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')})", flush=True)
     proc = subprocess.Popen(node_command(spec_path), env=node_environment())
 
-    def forward(signum, _frame):  # Slurm's SIGTERM/SIGUSR2 reach us: pass them on
+    def forward(signum, _frame):  # Slurm's SIGTERM reaches us: pass it on
         try:
             proc.send_signal(signal.SIGTERM)
         except ProcessLookupError:
             pass
 
+    held: list[int] = []
+
+    def hold(signum, _frame):
+        """Slurm's time-limit warning (--signal=USR2@N). submitit's own handler would end
+        this process at once (UncompletedJobError), the job would end FAILED while the node
+        still stops its servers and records why, and Slurm would then end the node too.
+        The node gets it (from Slurm, and from here where only this process got it) and
+        ends the job; submitit's handler runs after that (its requeue or its error)."""
+        held.append(signum)
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    warning = getattr(signal, TIME_LIMIT_SIGNAL)
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    old[warning] = signal.signal(warning, hold)
     try:
         rc = proc.wait()
     finally:
@@ -61,6 +77,8 @@ def run_job(spec: dict) -> dict:
     result = {"server_id": spec["server_id"], "exit_code": rc, "job_dir": str(job_dir),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "summary": summary}
     write_job_result(job_dir, result)
+    if held and callable(old[warning]):  # submitit's handling of its signal, now that the node has ended
+        old[warning](held[0], None)
     if rc != 0:
         err = read_error(job_dir)
         reason = f": {err}" if err else ""

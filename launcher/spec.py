@@ -27,6 +27,10 @@ from launcher.engines import AcceptanceSource, get_engine, num_speculative_token
 BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
+# Slurm warns a job of its time limit: SIGUSR2 this many seconds ahead (submitit's --signal=USR2@N and
+# job.sbatch's); the node judges a SIGUSR2 against the job's deadline with this lead (launcher.node.outcome).
+TIME_LIMIT_SIGNAL = "SIGUSR2"
+TIME_LIMIT_WARNING_S = 120
 SERVER_LAUNCHES = ("process", "srun")  # a child process of the job, or its own Slurm step
 
 
@@ -244,6 +248,7 @@ class JobSpec:
     port: Optional[int] = None
     ready_timeout_s: float = 1800
     stop_grace_s: float = 10
+    unanswered_timeout_s: float = 300  # a ready server silent this long (GET /health) has failed
     env: dict[str, str] = field(default_factory=dict)
     bench: Optional[BenchSpec] = None  # launcher.bench's settings (None: another benchmark module)
     bench_args: list[str] = field(default_factory=list)  # another benchmark module's argv, passed verbatim

@@ -37,6 +37,13 @@ class GroupRun:
     extra_inputs: dict = field(default_factory=dict)
 
 
+def api_key_arg(key: str) -> str:
+    """``--api-key=KEY`` in one word: AIPerf's parser (cyclopts) reads a separate value that
+    starts with "-" as the next flag ("--api-key requires an argument"), and a generated key
+    starts with "-" once in 64 jobs. AIPerf redacts both forms in the files it writes."""
+    return f"--api-key={key}"
+
+
 def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: GroupRun,
                 request_timeout_s: int, api_key: Optional[str] = None, server_metrics: tuple = ()) -> list[str]:
     """The `aiperf profile` command for a group. Pure. With ``api_key`` AIPerf sends
@@ -44,7 +51,7 @@ def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: Group
     (run_config.json, cli_command), so the argv itself must never be logged.
     ``server_metrics``: more /metrics endpoints AIPerf scrapes besides ``url``'s (the decode
     servers behind a router, topology=disagg)."""
-    auth = ["--api-key", api_key] if api_key else []
+    auth = [api_key_arg(api_key)] if api_key else []
     auth += ["--server-metrics", *server_metrics] if server_metrics else []
     return [
         *aiperf.split(), "profile",
@@ -274,7 +281,7 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
 def multiphase_argv(aiperf: str, config_path: Path, api_key: Optional[str] = None) -> list[str]:
     """`aiperf profile --config FILE`; the key (never in the file) as the CLI flag,
     which AIPerf applies on top of the config."""
-    return [*aiperf.split(), "profile", "--config", str(config_path), *(["--api-key", api_key] if api_key else [])]
+    return [*aiperf.split(), "profile", "--config", str(config_path), *([api_key_arg(api_key)] if api_key else [])]
 
 
 def split_phase_records(src: Path, dst_by_phase: dict[str, Path]) -> dict[str, int]:

@@ -130,6 +130,9 @@ class ServerConfig:
     command: str = "vllm serve"  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
     port: Optional[int] = None  # None: a free port on the node
     ready_timeout_s: int = 1800
+    # a ready server that leaves its readiness probe (GET /health, every 2 s) unanswered this
+    # long has failed: the job stops and names it (stopped, hung) with the time of its last answer
+    unanswered_timeout_s: int = 300
     max_num_batched_tokens: Optional[int] = None
     kv_cache_memory_bytes: Optional[str] = None  # KV-cache cap per GPU, e.g. "20G"
     gpu_memory_utilization: Optional[float] = None

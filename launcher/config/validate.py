@@ -240,6 +240,8 @@ def _check_server(cfg: LauncherConfig, add, errs: list) -> None:
         add("server.port", f"is {srv.port}", "use a port in 1024-65535, or null for a free one")
     if srv.ready_timeout_s < 1:
         add("server.ready_timeout_s", f"is {srv.ready_timeout_s}", "use a positive number of seconds")
+    if srv.unanswered_timeout_s < 1:
+        add("server.unanswered_timeout_s", f"is {srv.unanswered_timeout_s}", "use a positive number of seconds")
     if srv.spec_decode_metrics not in ("none", "summary", "detailed"):
         add("server.spec_decode_metrics", f"is '{srv.spec_decode_metrics}'", "use summary or detailed")
     if not srv.command.strip():

@@ -68,6 +68,7 @@ def serve(job: "NodeJob") -> ServerProcess:
         m = ServerProcess(argv, probe_host=probe, port=p, served_name=sp.served_name,
                           log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key)
         m.role, m.side_channel_port = f"{role}{i}", side
+        m.label = f"{role}{i} server"
         m.cpu_cores = cores[n] if cores else None
         job.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
                  f"{subprocess_line(argv)}")
@@ -83,6 +84,7 @@ def serve(job: "NodeJob") -> ServerProcess:
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
                            log_path=job.logs / "router.log", log=job.log, env=job._server_env(),
                            api_key=job.api_key)
+    router.label = "router"
     job.server = router
     router.start()
     router.wait_ready(sp.ready_timeout_s, check=job._check)
@@ -114,7 +116,7 @@ def first_transfer(job: "NodeJob", router: ServerProcess) -> None:
             if time.monotonic() >= deadline:
                 raise ServerStartError(f"no request went through the router (prefill -> KV transfer -> "
                                        f"decode) within {job.spec.ready_timeout_s:g} s: {e}",
-                                       router.tail()) from None
+                                       router.tail(), log="logs/router.log") from None
             time.sleep(1.0)
     job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
              f"{time.monotonic() - t0:.1f} s")

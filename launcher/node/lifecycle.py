@@ -15,7 +15,11 @@ Processes are started through a tiny exec shim that asks Linux to send the
 child SIGTERM when its parent dies (PR_SET_PDEATHSIG), so even a SIGKILLed job
 does not leave a server running; on other systems the shim just execs.
 
-Only the standard library is used here.
+While a client runs, the node's watchdog (launcher.node.watchdog) keeps asking
+``GET /health`` and looks at the engine processes under the API server; a failed
+server is put in words by ``fault()`` and launcher.node.server_fault. Only the
+standard library is used here, and psutil (as in launcher.common.processes) to read
+the process tree.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from launcher.node import server_fault
 from launcher.common.processes import (  # noqa: F401 (re-exported for the node driver)
     DEFAULT_STOP_GRACE_S,
     TAIL_LINES,
@@ -42,14 +47,18 @@ from launcher.common.processes import (  # noqa: F401 (re-exported for the node 
 )
 
 DEFAULT_POLL_INTERVAL_S = 0.1
+FATAL_SCAN_BYTES = 4 << 20  # the part of a server's log searched for a fatal signal (its end)
 
 
 class ServerError(RuntimeError):
-    """The server failed; ``reason`` is the one-line summary, ``tail`` its log's end."""
+    """The server failed; ``reason`` is the one-line summary (it names the server and its
+    log), ``tail`` its log's end, ``cause`` the end in a few words (summary.json) when known."""
 
-    def __init__(self, reason: str, tail: str = ""):
+    def __init__(self, reason: str, tail: str = "", cause: Optional[str] = None, log: Optional[str] = None):
         self.reason = reason
         self.tail = tail
+        self.cause = cause
+        self.log = log
         super().__init__(reason + (f"; last log lines:\n{tail}" if tail else ""))
 
 
@@ -117,6 +126,13 @@ class ServerProcess:
         self.ready_unix: Optional[float] = None
         self.engine_version: Optional[str] = None
         self.role = "server"  # topology=disagg: prefill0, decode0, ... (its log and error messages)
+        self.label = "main server"  # how errors name it: "decode0 server", "router", "baseline server"
+        # the watchdog's view (launcher.node.watchdog): answers, and the engine processes under it
+        self.last_answer_unix: Optional[float] = None
+        self.unanswered_since_unix: Optional[float] = None  # first probe without an answer since the last one
+        self.last_probe_note = ""
+        self.engines: dict[int, str] = {}  # pid -> title of the engine processes seen under it
+        self.engine_gone: list[server_fault.ProcessGone] = []
         self.side_channel_port: Optional[int] = None  # topology=disagg: the NIXL side channel
         self.cpu_cores: Optional[list] = None  # topology=disagg on CPU: its cores, one list per rank
 
@@ -143,7 +159,9 @@ class ServerProcess:
             f.flush()
             self.t_spawn = time.monotonic()
             self.spawn_unix = time.time()
-            self.proc = spawn(self.argv, stdout=f, env=self.env)
+            env = dict(os.environ if self.env is None else self.env)
+            env.setdefault("PYTHONFAULTHANDLER", "1")  # a fatal signal in any of its processes is named in its log
+            self.proc = spawn(self.argv, stdout=f, env=env)
         self._log(f"server started (pid {self.proc.pid}), log: {self.log_path}")
         return self
 
@@ -155,6 +173,105 @@ class ServerProcess:
 
     def tail(self, n: int = TAIL_LINES) -> str:
         return log_tail(self.log_path, n, self._log_offset)
+
+    @property
+    def log_name(self) -> str:
+        """The log as the user finds it in the job folder: logs/decode0.log."""
+        return f"{self.log_path.parent.name}/{self.log_path.name}"
+
+    # -- the watchdog's checks (launcher.node.watchdog calls them from its thread)
+
+    def probe_answer(self, timeout_s: float) -> bool:
+        """One readiness probe (GET /health) for the watchdog; records the answer or its absence."""
+        t = time.time()
+        status, _ = http_get(self.probe_host, self.port, "/health", timeout_s)
+        if status == 200:
+            self.last_answer_unix, self.unanswered_since_unix, self.last_probe_note = time.time(), None, ""
+            return True
+        if self.unanswered_since_unix is None:
+            self.unanswered_since_unix = t
+        self.last_probe_note = "GET /health " + (f"no answer within {timeout_s:g} s" if status is None
+                                                 else f"-> {status}")
+        return False
+
+    def unanswered(self, now: Optional[float] = None) -> Optional[server_fault.Unanswered]:
+        """Since when the server has given no answer (None while it answers)."""
+        if self.unanswered_since_unix is None:
+            return None
+        now = time.time() if now is None else now
+        since = self.last_answer_unix or self.ready_unix or self.unanswered_since_unix
+        return server_fault.Unanswered(since, now - since, self.last_probe_note, self.process_state())
+
+    def process_state(self) -> str:
+        """The API server process's state as Linux has it ("stopped", "sleeping", ...)."""
+        if not self.alive():
+            return "exited"
+        try:
+            import psutil
+            return psutil.Process(self.proc.pid).status()
+        except Exception:  # noqa: BLE001 - a description, never a failure
+            return ""
+
+    def check_engines(self) -> None:
+        """Note the engine processes under the API server, and those that ended while it ran."""
+        if not self.alive():
+            return
+        try:
+            import psutil
+            kids = psutil.Process(self.proc.pid).children(recursive=True)
+        except Exception:  # noqa: BLE001
+            return
+        now, seen = time.time(), {}
+        for k in kids:
+            try:
+                if k.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                name, cmd = k.name(), " ".join(k.cmdline())
+            except psutil.Error:
+                continue
+            if server_fault.is_engine_process(name, cmd):
+                seen[k.pid] = next((w for w in cmd.split() if server_fault.ENGINE_PROCESS.search(w)), name)
+        if not self.alive():  # the API server ended meanwhile: its children go with it
+            return
+        for pid, name in self.engines.items():
+            if pid not in seen and all(g.pid != pid for g in self.engine_gone):
+                self.engine_gone.append(server_fault.ProcessGone(name, pid, now))
+        self.engines.update(seen)
+
+    def check_engine_pids(self) -> None:
+        """The cheap check, every round of the node's watch loop: has an engine process seen
+        before ended while the API server runs? (One /proc read per engine process.)"""
+        if not self.engines or not self.alive():
+            return
+        import psutil
+        now = time.time()
+        for pid, name in self.engines.items():
+            if any(g.pid == pid for g in self.engine_gone):
+                continue
+            try:
+                ended = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                ended = True
+            except psutil.Error:
+                continue
+            if ended and self.alive():
+                self.engine_gone.append(server_fault.ProcessGone(name, pid, now))
+
+    def fault(self) -> server_fault.ServerFault:
+        """What is known of this server's failure now: its exit, its engines, its log's
+        fatal signal, its silence."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(self._log_offset, f.tell() - FATAL_SCAN_BYTES))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+        rc = self.poll()
+        return server_fault.ServerFault(label=self.label, log=self.log_name, rc=rc,
+                                        engine_gone=tuple(self.engine_gone),
+                                        log_fatal=server_fault.fatal_signal_in_log(text),
+                                        unanswered=self.unanswered() if rc is None else None)
 
     def probe(self, health_timeout_s: float = 1.0, models_timeout_s: float = 2.0) -> tuple[bool, str]:
         """One readiness check: (ready, what is missing)."""
@@ -194,19 +311,22 @@ class ServerProcess:
             check()
             rc = self.proc.poll()
             if rc is not None:
+                f = self.fault()
                 raise ServerStartError(
-                    f"server exited with code {describe_returncode(rc)} before it was ready "
-                    f"({time.monotonic() - self.t_spawn:.1f} s after start)", self.tail())
+                    server_fault.fault_message(f, "start-up", f"{time.monotonic() - self.t_spawn:.1f} s after start"),
+                    self.tail(), log=self.log_name)
             ready, note = self.probe()
             if ready:
                 self.t_ready = time.monotonic()
                 self.ready_unix = time.time()
+                self.last_answer_unix = self.ready_unix
+                self.check_engines()
                 break
             now = time.monotonic()
             if now >= deadline:
                 raise ServerStartError(
-                    f"server not ready after {timeout_s:g} s (SPECDEC_READY_TIMEOUT); last check: {note}",
-                    self.tail())
+                    f"the {self.label} was not ready after {timeout_s:g} s (SPECDEC_READY_TIMEOUT); last check: "
+                    f"{note} (see {self.log_name})", self.tail(), log=self.log_name)
             if note != last_note or now - t_note >= 60:
                 if last_note:  # a change, or a minute without one
                     self._log(f"waiting for the server ({now - self.t_spawn:.0f} s): {note}")
@@ -218,7 +338,7 @@ class ServerProcess:
                 self.engine_version = json.loads(body).get("version")
             except (ValueError, AttributeError):
                 pass
-        self._log(f"server ready after {self.startup_s:.2f} s at {self.url} "
+        self._log(f"{self.label} ready after {self.startup_s:.2f} s at {self.url} "
                   f"(engine version {self.engine_version or 'unknown'})")
         return self.startup_s
 

@@ -25,6 +25,9 @@ writes it to the job folder as job.json, and runs it:
                            it runs as PYTHON -m launcher.bench --spec JOB.json --url URL;
                            another module runs as PYTHON -m MODULE [BENCH ARGS...] --url URL)
     SPECDEC_STOP_GRACE     seconds between SIGTERM and SIGKILL when stopping (default 10)
+    SPECDEC_UNANSWERED_TIMEOUT  seconds a ready server may leave its readiness probe
+                           (GET /health, every 2 s) unanswered before the job stops as
+                           its failure (default 300)
     SPECDEC_KNOWN_ANSWER   1: after the sweep, restart the target as its own draft and
                            check that it accepts every draft at each sweep temperature
                            (launcher.bench.known_answer); the job fails when it does not,
@@ -56,7 +59,8 @@ from typing import Mapping, Optional, Sequence
 
 from launcher.common import apikey
 from launcher.node import disagg as disagg_node
-from launcher.node import outcome, slurm_steps
+from launcher.node import outcome, server_fault, slurm_steps
+from launcher.node.watchdog import Watchdog
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
 from launcher.node.lifecycle import (
     DEFAULT_STOP_GRACE_S,
@@ -75,19 +79,23 @@ from launcher.common.cpuinfo import cpu_flags
 from launcher.common.processes import ProcessTag
 from launcher.common.files import write_json_atomic
 from launcher.results.job_end import finalize_job_dir
-from launcher.results.status import clear_error, read_error, write_error
+from launcher.results.status import clear_error, read_error, read_progress, write_error
 from launcher.results.summary import has_summary
 from launcher.engines import AcceptanceSource, get_engine, num_speculative_tokens
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
                                     speculative_config, split_at_separator)
-from launcher.spec import BENCH_MODULE, SPEC_FILE, JobSpec, KnownAnswerSpec, LaunchSpec, SpecError
+from launcher.spec import (BENCH_MODULE, SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, KnownAnswerSpec,
+                           LaunchSpec, SpecError)
 
 EXIT_USAGE = 2
 EXIT_SERVER_FAILED = 3
 DEFAULT_SERVER_CMD = "vllm serve"
 DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
+DEFAULT_UNANSWERED_TIMEOUT_S = 300.0
 WATCH_INTERVAL_S = 0.2
+UNANSWERED_BLAME_S = 4.0  # a client that fails while a server has given no answer this long failed because of it
+_NEVER = server_fault.Unanswered(0.0, 0.0)
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
 
@@ -142,6 +150,7 @@ class NodeConfig:
     python: str
     bench_module: str
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    unanswered_timeout_s: float = DEFAULT_UNANSWERED_TIMEOUT_S
     known_answer: bool = False
     known_answer_allow_fail: bool = False
 
@@ -171,6 +180,13 @@ class NodeConfig:
                 raise ValueError
         except ValueError:
             raise UsageError(f"SPECDEC_STOP_GRACE={g_s!r} is not a number of seconds >= 0") from None
+        u_s = env.get("SPECDEC_UNANSWERED_TIMEOUT", "").strip()
+        try:
+            unanswered = float(u_s) if u_s else DEFAULT_UNANSWERED_TIMEOUT_S
+            if unanswered <= 0:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"SPECDEC_UNANSWERED_TIMEOUT={u_s!r} is not a positive number of seconds") from None
         job_dir = env.get("SPECDEC_JOB_DIR", "").strip()
         return cls(
             model=model,
@@ -182,6 +198,7 @@ class NodeConfig:
             python=env.get("SPECDEC_PYTHON", "").strip() or sys.executable,
             bench_module=env.get("SPECDEC_BENCH_MODULE", "").strip() or DEFAULT_BENCH_MODULE,
             stop_grace_s=grace,
+            unanswered_timeout_s=unanswered,
             known_answer=env.get("SPECDEC_KNOWN_ANSWER", "").strip() == "1",
             known_answer_allow_fail=env.get("SPECDEC_KNOWN_ANSWER_ALLOW_FAIL", "").strip() == "1",
         )
@@ -217,6 +234,7 @@ class NodeConfig:
                        server_flags=drop_flags(server_args, eng.speculative_flag_names() | eng.acceptance_flag_names()),
                        acceptance_flags=acceptance if spec_cfg else [], bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
+                       unanswered_timeout_s=self.unanswered_timeout_s,
                        bench=bench, bench_args=[] if bench else list(bench_args), points=points,
                        tokenizer=flag_value(server_args, "--tokenizer"),
                        kv_cache_cap_bytes=kv_cache_cap_bytes(server_args), speculative_config=spec_cfg,
@@ -250,11 +268,14 @@ class NodeJob:
         self.bench = None
         self.bench_tag: Optional[ProcessTag] = None
         self._signal: Optional[int] = None
+        self._signal_unix: Optional[float] = None  # when the first stop signal arrived (time.time())
+        self.slurm_at_start: Optional[outcome.SlurmJobView] = None  # scontrol's view when the job began
         self._cleaning = False
         self._old_handlers: dict = {}
         self.api_key: Optional[str] = None  # never logged, never written
         self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
         self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
+        self.blamed_points: set[str] = set()  # points running while a server was failing (silent, engine gone)
         self.logger = logging.getLogger(f"specdec.node.{id(self)}")
 
     # -- logging and signals
@@ -278,6 +299,7 @@ class NodeJob:
     def _on_signal(self, signum, _frame) -> None:
         if self._signal is None:
             self._signal = signum
+            self._signal_unix = time.time()
         # Logging from a handler can deadlock on the handler's lock: write directly.
         try:
             os.write(2, f"[specdec-node] received {signal_name(signum)}"
@@ -328,15 +350,22 @@ class NodeJob:
     def _check(self) -> None:
         """Called while waiting and watching: a signal, or a worker node's server gone."""
         self.check_signal()
+        # topology=disagg: a ready server's engine or API server ended (while the others start,
+        # the first transfer runs, or a client runs), or one not ready yet exited
+        self._check_servers([m for m in self.members if m.t_ready is not None],
+                            "servers' start-up" if self.phase == "start-up" else self.phase)
         for m in self.members:
-            rc = m.poll()
-            if rc is not None:
-                raise ServerDiedError(f"the {m.role} server exited with code {describe_returncode(rc)}", m.tail())
+            if m.t_ready is None and m.poll() is not None:
+                raise self.server_failure(m, "start-up")
         for i, w in enumerate(self.workers, start=1):
             rc = w.poll()
             if rc is not None:
-                raise ServerDiedError(f"the server on node {i} (its srun step) exited with code "
-                                      f"{describe_returncode(rc)}", log_tail(self.logs / f"server.node{i}.log"))
+                f = server_fault.ServerFault(label=f"server on node {i} (its srun step)", log=f"logs/server.node{i}.log",
+                                             rc=rc, log_fatal=server_fault.fatal_signal_in_log(
+                                                 log_tail(self.logs / f"server.node{i}.log", 2000)))
+                self.end_cause = server_fault.fault_cause(f)
+                raise ServerDiedError(server_fault.fault_message(f, self.phase), log_tail(self.logs / f"server.node{i}.log"),
+                                      cause=self.end_cause, log=f.log)
 
     def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess:
         """Start the server (speculating with ``speculative_config``, default the spec's;
@@ -376,6 +405,7 @@ class NodeJob:
             server = ServerProcess(argv, probe_host=probe, port=port, served_name=name,
                                    log_path=self.logs / "server.log", log=self.log,
                                    env=apikey.server_env(self.api_key, self._server_env()), api_key=self.api_key)
+            server.label = "main server" if phase == "server" else phase
             self.server = server
             server.start()
             try:
@@ -454,45 +484,79 @@ class NodeJob:
         return self.run_client(self.bench_argv(server.url), server, ready_path, "benchmark")
 
     def run_client(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int:
-        """Run a client process while a watchdog checks that the server stays alive
-        (every node's, multi-node); returns its exit status."""
+        """Run a client process while the watchdog checks that every server stays alive
+        and answering (every node's, multi-node; the router's and each disagg server's);
+        returns its exit status."""
         self.phase = what
         self.log(f"starting {what}: {subprocess_line(argv)}")
         t0 = time.monotonic()
         self.bench_tag = ProcessTag()  # a SIGKILLed benchmark's AIPerf is re-parented, not ended: found by it
         self.bench = spawn(argv, env=self.bench_tag.apply(self._bench_env(server, ready_path)), cwd=str(Path.cwd()))
-        while True:
-            rc = self.bench.poll()
-            if rc is not None:
-                self.log(f"{what} finished with exit code {describe_returncode(rc)} "
-                         f"after {time.monotonic() - t0:.1f} s")
-                if rc != 0:
-                    self.check_signal()  # the job's own stop signal is the cause, not the benchmark's end
-                    src = server.poll()
-                    if src is not None:  # the server died first; the client only noticed
-                        self.end_cause = outcome.end_cause(server_rc=src)
-                        raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the "
-                                              f"{what}", server.tail())
-                if rc < 0 or rc >= 128:  # killed: the benchmark could not record its own end
-                    self.end_cause = f"the {what} was killed by " + (
-                        signal_name(-rc) if rc < 0 else signal_name(rc - 128))
-                return rc
-            self._check()
-            src = server.poll()
-            if src is not None:
-                self.log(f"server exited (code {describe_returncode(src)}) during the {what}; "
-                         f"stopping the {what}")
-                self.end_cause = outcome.end_cause(server_rc=src)
-                raise ServerDiedError(f"server exited with code {describe_returncode(src)} during the {what}",
-                                      server.tail())
-            time.sleep(WATCH_INTERVAL_S)
+        watched = [m for m in [server, *self.members] if isinstance(m, ServerProcess)]
+        with Watchdog(watched):
+            while True:
+                rc = self.bench.poll()
+                if rc is not None:
+                    self.log(f"{what} finished with exit code {describe_returncode(rc)} "
+                             f"after {time.monotonic() - t0:.1f} s")
+                    if rc != 0:
+                        self.check_signal()  # the job's own stop signal is the cause, not the benchmark's end
+                        self._check_servers(watched, what, settle_s=3.0)  # a server failed first; the client noticed
+                        silent = [m for m in watched if (m.unanswered() or _NEVER).for_s >= UNANSWERED_BLAME_S]
+                        if silent:  # it failed while a server gave no answer: that is why
+                            raise self.server_failure(silent[0], what)
+                    if rc < 0 or rc >= 128:  # killed: the benchmark could not record its own end
+                        self.end_cause = f"the {what} was killed by " + (
+                            signal_name(-rc) if rc < 0 else signal_name(rc - 128))
+                    return rc
+                self._check()
+                self._check_servers(watched, what)
+                if any(m.unanswered() for m in watched):  # the points this silence hits
+                    self._blame_running_points()
+                for m in watched:
+                    u = m.unanswered()
+                    if u is not None and u.for_s >= self.spec.unanswered_timeout_s:
+                        self.log(f"the {m.label} has not answered since {server_fault.clock(u.since_unix)} ({u.for_s:.0f} s, "
+                                 f"server.unanswered_timeout_s={self.spec.unanswered_timeout_s:g}); "
+                                 f"stopping the {what}")
+                        raise self.server_failure(m, what)
+                time.sleep(WATCH_INTERVAL_S)
+
+    def _check_servers(self, watched: list[ServerProcess], what: str, settle_s: float = 0.0) -> None:
+        """Raise for a server whose API server exited or whose engine process ended. An
+        engine's death is followed by its API server's own end: wait up to ``settle_s``
+        (3 s after an engine's death) for it, so the error says both."""
+        for m in watched:
+            m.check_engine_pids()
+            if m.poll() is None and not m.engine_gone:
+                continue
+            self._blame_running_points()
+            deadline = time.monotonic() + max(settle_s, 3.0 if m.engine_gone else 0.0)
+            while m.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if m.poll() is not None:
+                self.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}")
+            raise self.server_failure(m, what)
+
+    def _blame_running_points(self) -> None:
+        """Note the points the benchmark is running now (progress.json): a server is failing."""
+        self.blamed_points.update(read_progress(self.job_dir).get("running") or [])
+
+    def server_failure(self, server: ServerProcess, during: str) -> ServerDiedError:
+        """The error for a server that failed after it was ready: which server, what ended
+        (its API server, its engine, its answers), the signal, since when, and its log."""
+        f = server.fault()
+        self.end_cause = server_fault.fault_cause(f)
+        return ServerDiedError(server_fault.fault_message(f, during), server.tail(), cause=self.end_cause,
+                               log=server.log_name)
 
     def _restart_without_speculation(self, why: str) -> ServerProcess:
         """Stop the speculative server and start the same one without speculation:
         the lossless reference and the matched baseline share this one start."""
         self.log(f"restarting the server without speculation ({why})")
         self.stop_server("speculative server")
-        return self.serve(speculative_config=None, phase="reference server")
+        return self.serve(speculative_config=None,
+                          phase="baseline server" if "baseline" in why else "reference server")
 
     def _lossless_reference(self, server: ServerProcess, spec_outputs: Path) -> int:
         """The lossless check's second half: the server without speculation
@@ -544,7 +608,7 @@ class NodeJob:
         try:
             s = finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
                                  points=[(p.dataset, p.temperature, p.concurrency) for p in self.spec.points],
-                                 identity=self.spec.identity())
+                                 identity=self.spec.identity(), blamed=self.blamed_points)
             counts: dict[str, int] = {}
             for p in s["points"]:
                 counts[p["status"]] = counts.get(p["status"], 0) + 1
@@ -726,6 +790,33 @@ class NodeJob:
         else:
             self.log("benchmark succeeded")
 
+    def _note_slurm_deadline(self) -> None:
+        """Under Slurm: read the job's start and time limit now, while scontrol surely
+        answers, so a stop signal is judged against the deadline later (_slurm_stop_state)."""
+        self.slurm_at_start = read_slurm_job(os.environ)
+        v = self.slurm_at_start
+        if v is not None and v.deadline_unix is not None:
+            self.log(f"Slurm time limit {v.time_limit_s / 60:g} min: the job ends by "
+                     f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(v.deadline_unix))} "
+                     f"({TIME_LIMIT_SIGNAL} {TIME_LIMIT_WARNING_S} s ahead)")
+
+    def _slurm_stop_state(self, signum: int) -> Optional[str]:
+        """Slurm's reason for the stop signal ``signum`` (None outside Slurm): the signal's
+        arrival against the job's deadline, whatever scontrol's state by now."""
+        view = read_slurm_job(os.environ)
+        if view is None:
+            return None
+        view = view.filled_from(self.slurm_at_start)
+        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=self._signal_unix,
+                                         warning_signum=getattr(signal, TIME_LIMIT_SIGNAL, None),
+                                         warning_s=TIME_LIMIT_WARNING_S)
+        deadline = view.deadline_unix
+        self.log(f"{signal_name(signum)} arrived " + (
+            f"{deadline - self._signal_unix:.0f} s before the Slurm deadline"
+            if deadline is not None and self._signal_unix is not None else "(Slurm deadline unknown)")
+            + f"; scontrol says {view.state or 'nothing'}: judged {state or 'unknown'}")
+        return state
+
     def run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
         clear_error(self.job_dir)  # from an earlier attempt (resume): no longer applies
@@ -740,6 +831,7 @@ class NodeJob:
         try:
             self.log(f"job dir {self.job_dir}; model {self.spec.model}; host {os.uname().nodename}; "
                      f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')}")
+            self._note_slurm_deadline()
             sampler = self._start_telemetry()
             failed = self._startup_checks()
             if failed is not None:
@@ -750,16 +842,14 @@ class NodeJob:
             self._conclude(rc)
         except Interrupted as e:
             rc = 128 + e.signum
-            # submitit asks Slurm for SIGUSR2 ahead of the time limit (--signal=USR2@90): judge it with that slack
-            slack = 180.0 if e.signum == getattr(signal, "SIGUSR2", -1) else 15.0
-            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=slurm_job_state(os.environ, slack))
+            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=self._slurm_stop_state(e.signum))
             self.fail(f"interrupted by {signal_name(e.signum)}: {self.end_cause}")
             self._finalize_summary(rc)  # now too: Slurm's SIGKILL may follow within KillWait (default 30 s)
         except ServerError as e:
             rc = EXIT_SERVER_FAILED
             if self.end_cause is None:
-                self.end_cause = f"the server failed to start ({e.reason})"
-            self.fail(f"{e.reason} (see logs/server.log)")
+                self.end_cause = e.cause or f"the server failed to start ({e.reason})"
+            self.fail(e.reason if e.log is None or e.log in e.reason else f"{e.reason} (see {e.log})")
             if e.tail:
                 self.log(f"last server log lines:\n{e.tail}", logging.ERROR)
         except Exception as e:
@@ -787,19 +877,25 @@ class NodeJob:
         return rc
 
 
-def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[str]:
-    """Slurm's state of this job (CANCELLED, TIMEOUT, ...) when running under Slurm,
-    "" when Slurm does not say, None outside Slurm."""
-    job_id = env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID") and \
-        f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}" or env.get("SLURM_JOB_ID")
+def slurm_job_id(env: Mapping[str, str]) -> Optional[str]:
+    """This job's id as scontrol takes it (an array task's JOBID_TASK), None outside Slurm."""
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    return env.get("SLURM_JOB_ID") or None
+
+
+def read_slurm_job(env: Mapping[str, str]) -> Optional[outcome.SlurmJobView]:
+    """What `scontrol -o show job` says of this job now; an empty view when it does not
+    answer, None outside Slurm."""
+    job_id = slurm_job_id(env)
     if not job_id:
         return None
     import subprocess
     try:
         r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
-        return ""
-    return outcome.slurm_state_from_scontrol(r.stdout.strip(), slack_s)
+        return outcome.SlurmJobView()
+    return outcome.parse_scontrol_job(r.stdout.strip())
 
 
 def _usage_error(msg: str, job_dir: str) -> int:
