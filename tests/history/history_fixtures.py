@@ -75,5 +75,6 @@ def specdec_bench_folder(dest: Path, day: str) -> Path:
 def recorded_uploads(root: Path) -> list[Path]:
     """The folders to upload, one upload_to_s3 each (LOCAL_DIR's name keys the upload)."""
     out = [our_upload(root / f"{day}_smoke", day, eng, day >= DROP_DAY) for day, eng in zip(DAYS, ENGINES)]
-    out += [specdec_bench_folder(root / f"{day}_specdec_bench" / "qwen3_eagle3_mtbench", day) for day in SDB_DAYS]
+    out += [specdec_bench_folder(root / f"{day}_specdec_bench" / "qwen3_eagle3_mtbench", day).parent
+            for day in SDB_DAYS]
     return out
