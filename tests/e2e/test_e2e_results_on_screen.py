@@ -30,6 +30,7 @@ def test_the_main_command_ends_with_the_answer_and_the_report(smoke_run):
     assert proc.returncode == 0, proc.stderr[-3000:]
     job = smoke_run["job_dir"]
     out = proc.stdout
+    print(out)   # the run's end as a user sees it (pytest -s)
     summary = json.loads((job / "summary.json").read_text())
     lines = out.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith(f"job {summary['server_id']}:"))
@@ -88,6 +89,7 @@ def test_history_over_s3_marks_the_planted_regression(smoke_run, moto_server, tm
     p = subprocess.run([sys.executable, "-m", "launcher.history", dest, "--out", str(page)], cwd=stack.REPO_ROOT,
                        env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
+    print(p.stdout)   # how many runs, how long (pytest -s)
     m = re.search(r"history: (\d+) run\(s\) from s3://\S+ in ([\d.]+)s \(listed (\d+) object\(s\) in [\d.]+s, "
                   r"read (\d+) file\(s\)", p.stdout)
     assert m, p.stdout
