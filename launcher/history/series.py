@@ -106,6 +106,9 @@ def read_run(where: str, folder: Path) -> Optional[Run]:
     method = spec.get("method") or str(cfg.get("speculative_algorithm") or "none").lower()
     draft = spec.get("model") or cfg.get("draft_model_dir") or ("none" if method == "none" else "-")
     k = point_k(job, p)
+    # ours: the dataset the benchmark recorded (its run arguments leave a dataset's path null when
+    # the job spec named it); specdec_bench's: inferred from its arguments by launcher.results
+    dataset = str(ext.get("dataset") or p.dataset)
     tool = ext.get("tool_version") and f"specdec-launcher {ext['tool_version']}" + (
         f" ({str(ext.get('git_sha'))[:8]})" if ext.get("git_sha") else "")
     if not tool:
@@ -115,7 +118,7 @@ def read_run(where: str, folder: Path) -> Optional[Run]:
     al_ci, n = _ci(doc, "Average_AL")
     tps_ci, n2 = _ci(doc, "Output TPS")
     return Run(where=where, job=job, point=p, time=_time(cfg.get("timestamp")),
-               key=(str(model), str(draft), str(method), k, p.dataset, float(p.temperature), int(p.concurrency)),
+               key=(str(model), str(draft), str(method), k, dataset, float(p.temperature), int(p.concurrency)),
                engine_version=str(cfg.get("engine_version") or "?"), image=str(cfg.get("container_image") or "none"),
                tool=tool, origin=origin, al=p.average_al, tps=p.output_tps, al_ci=al_ci, tps_ci=tps_ci,
                n=max(n, n2))

@@ -93,7 +93,7 @@ def test_history_over_s3_marks_the_planted_regression(smoke_run, moto_server, tm
     m = re.search(r"history: (\d+) run\(s\) from s3://\S+ in ([\d.]+)s \(listed (\d+) object\(s\) in [\d.]+s, "
                   r"read (\d+) file\(s\)", p.stdout)
     assert m, p.stdout
-    assert int(m[1]) >= 34 + 8 and int(m[3]) > int(m[4])      # read only what it needs, not every object
+    assert int(m[1]) == 34 + 8 and int(m[3]) > int(m[4])      # read only what it needs, not every object
     facts = page_facts(page, tmp_path / "history.png")
     assert facts["overlaps"] == [], facts["overlaps"]
     assert len(facts["series"]) >= 9
@@ -111,6 +111,9 @@ def test_history_over_s3_marks_the_planted_regression(smoke_run, moto_server, tm
             assert recorded_marks == [], (s["key"], al["regressions"])
     assert planted == 4
     # the real run is in the series, labelled with its engine version and tool version
-    tips = [pt["tip"] for s in facts["series"] for pt in s["charts"]["Average_AL"]["points"] if real in pt["tip"]]
-    assert len(tips) >= 8 and all("engine 0.32" in t and "specdec-launcher" in t for t in tips), tips
+    mine = [(s["key"], pt["tip"]) for s in facts["series"] for pt in s["charts"]["Average_AL"]["points"]
+            if real in pt["tip"]]
+    assert len(mine) == 8 and all("engine 0.32" in t and "specdec-launcher" in t for _, t in mine), mine
+    # each point in the series of its own dataset, T and C (its folder says which)
+    assert all(f"{real}/{k[4]}/t{k[5]:g}_c{k[6]}" in t for k, t in mine), mine
     assert any("specdec_bench" in pt["tip"] for s in facts["series"] for pt in s["charts"]["Average_AL"]["points"])

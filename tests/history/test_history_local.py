@@ -114,3 +114,17 @@ def test_bad_sources_are_one_line(args, says, capsys):
 def test_an_empty_folder_has_no_runs(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert "no runs" in capsys.readouterr().err
+
+
+def test_our_runs_keep_their_dataset_when_the_run_arguments_leave_its_path_null(tmp_path):
+    """The benchmark run from a job spec writes configuration.json's mtbench/specbench path as null
+    (measured on the smoke run, 2026-12-05): the dataset comes from our extension."""
+    from tests.history.history_fixtures import our_upload
+
+    job = our_upload(tmp_path / "runs" / "a", DAYS[0], "0.32.0", False)
+    for conf in job.glob("*/*/configuration.json"):
+        c = json.loads(conf.read_text())
+        c["mtbench"] = c["specbench"] = None
+        conf.write_text(json.dumps(c))
+    h = build_history(local_runs(tmp_path / "runs").runs)
+    assert sorted({s.key[4] for s in h.series}) == ["mtbench", "specbench"] and len(h.series) == 8
