@@ -34,6 +34,23 @@ def node_environment(base: dict | None = None) -> dict[str, str]:
     return env
 
 
+def build_job_report(job_dir: Path, timeout_s: float = 900) -> str | None:
+    """JOB_DIR/report/index.html (python -m launcher.report, in its own process: the
+    report draws with matplotlib); its path, or None with the reason in the job log."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "launcher.report", str(job_dir)], env=node_environment(),
+                           capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"[specdec] report not built: {e}", flush=True)
+        return None
+    lines = (p.stdout if p.returncode == 0 else p.stderr).strip().splitlines()
+    if p.returncode != 0 or not lines:
+        print(f"[specdec] report not built: {lines[-1] if lines else f'exit {p.returncode}'}", flush=True)
+        return None
+    print(f"[specdec] report: {lines[-1]}", flush=True)
+    return lines[-1]
+
+
 def run_job(spec: dict) -> dict:
     job_dir = Path(spec["job_dir"])
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -76,6 +93,8 @@ def run_job(spec: dict) -> dict:
     summary = read_summary(job_dir)
     result = {"server_id": spec["server_id"], "exit_code": rc, "job_dir": str(job_dir),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "summary": summary}
+    if spec.get("report", True):  # the job's own report, so a cluster user opens it from the results folder
+        result["report"] = build_job_report(job_dir)
     write_job_result(job_dir, result)
     if held and callable(old[warning]):  # submitit's handling of its signal, now that the node has ended
         old[warning](held[0], None)

@@ -140,7 +140,7 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                                 "single_run_tps": cfg.bench.gates.compare_single_run_tps_threshold,
                                 "noisy_rel_mad": cfg.bench.gates.noisy_rel_mad,
                                 "run_floor": cfg.bench.gates.compare_run_floor},
-            topology=topology,
+            topology=topology, report=cfg.report,
         ))
     return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline)
 

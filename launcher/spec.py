@@ -268,6 +268,7 @@ class JobSpec:
     known_answer: Optional[KnownAnswerSpec] = None
     baseline: Optional[BaselineSpec] = None
     api_key_env: Optional[str] = None  # the name of the env var holding the server's key
+    report: bool = True  # the job builds JOB_DIR/report/index.html when it ends (launcher.job)
     engine: str = "vllm"  # launcher.engines
     engine_version: Optional[str] = None  # None: probed on the node before the server starts
     # Where per-request acceptance comes from (launcher.engines.AcceptanceSource), resolved

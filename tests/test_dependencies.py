@@ -2,6 +2,7 @@
 
     login side (config, plan, render, submit) -> spec <- node -> bench -> results
                                                    results <- report / compare / speedup / upload
+                                 history -> compare, upload (its S3 settings)
 
 plus a base every part may use (launcher.common, engines, errors, telemetry,
 forced_acceptance, golden), which imports nothing above it. Every import in
@@ -28,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "compare": BASE | {"results", "speedup"},
     "report": BASE | {"results", "speedup"},
     "upload": BASE | {"results"},
+    "history": BASE | {"results", "compare", "speedup", "upload"},  # reads what upload wrote, judges with compare
 }
 
 

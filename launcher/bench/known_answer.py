@@ -26,7 +26,9 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Optional
 
-from launcher.bench.preflight import chat
+from launcher.bench.preflight import chat, engine_version
+from launcher.engines import known_defects
+from launcher.telemetry import gpu_names
 from launcher.common.files import write_json_atomic
 from launcher.results.summary import read_summary, write_summary
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
@@ -81,9 +83,14 @@ def verdict(per_request: list[dict], k: int, temperature: float) -> dict:
 
 
 def defect_message(entry: dict) -> str:
+    """A point's warning for a failed temperature: the known defect's words when a
+    documented one explains it (launcher.engines.known_defects), else a suspicion."""
+    from launcher.engines.known_defects import defect_line
+
     al = "n/a" if entry.get("al") is None else f"{entry['al']:.2f}"
-    return (f"engine defect suspected: known-answer AL {al} at T={entry['temperature']:g}, "
-            f"expected k+1 = {entry['expected_al']}")
+    measured = f"known-answer AL {al} at T={entry['temperature']:g}, expected k+1 = {entry['expected_al']}"
+    known = defect_line(entry)
+    return f"{known} ({measured})" if known else f"engine defect suspected: {measured}"
 
 
 def summarize(entries: list[dict], k: int, draft_sample_method: str = "probabilistic",
@@ -301,6 +308,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(one_line(result), file=sys.stderr)
         return 2
     result = summarize(entries, a.k, a.draft_sample_method, a.acceptance_source)
+    result = known_defects.annotate(result, a.engine, engine_version(a.url.rstrip("/")),
+                                    known_defects.build_of(gpu_names()))
     record(save_dir, result)
     for e in entries:
         hist = e["histogram"]

@@ -248,3 +248,6 @@ class LauncherConfig:
     dry_run: bool = False
     render_only: bool = False  # write the job folders (job.json, job.sbatch) and submit nothing
     wait: Optional[bool] = None  # None: wait on the local executor, not on Slurm
+    # Build the HTML report when the run ends: each job's node writes JOB_DIR/report/, and a run the
+    # launcher waits for ends with the results table and RESULTS_DIR/report/index.html. false: neither.
+    report: bool = True
