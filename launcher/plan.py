@@ -71,7 +71,20 @@ def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
                   if b.lossless.enabled else None),
         runtime_params=RuntimeParams(dict(rp.sampling_kwargs), dict(rp.chat_template_args), dict(rp.dataset_kwargs)),
         repeats=sw.repeats, warmup=bool(sw.warmup or (sw.warmup is None and sw.repeats > 1)),
-        noisy_rel_mad=b.gates.noisy_rel_mad)
+        noisy_rel_mad=b.gates.noisy_rel_mad, slo=slo_spec(cfg))
+
+
+def slo_spec(cfg: LauncherConfig) -> Optional[dict]:
+    """The job spec's copy of sweep.slo (None without a limit)."""
+    from omegaconf import OmegaConf
+
+    from launcher.results.goodput import slo_from_dict
+    raw = cfg.sweep.slo
+    d = OmegaConf.to_container(raw) if OmegaConf.is_config(raw) else dict(raw.__dict__)
+    slo = slo_from_dict(d)
+    if slo is None:
+        return None
+    return slo.to_dict() | {"search": bool(d.get("search", True)), "max_search_probes": int(d.get("max_search_probes", 3))}
 
 
 def make_plan(cfg: LauncherConfig) -> Plan:

@@ -149,7 +149,7 @@ def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]
         force=b.force, aiperf_mode=b.aiperf_mode, acceptance_source=b.acceptance_source, golden=b.golden,
         lossless_prompts=ll.num_prompts if ll else 0, lossless_output_length=ll.output_length if ll else 64,
         lossless_min_match_fraction=ll.min_match_fraction if ll else 0.6,
-        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad)
+        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad, slo=b.slo)
     return args, asdict(b.runtime_params), {k: float(v) for k, v in b.gates.min_acceptance_length.items()}
 
 

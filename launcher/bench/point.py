@@ -89,7 +89,14 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
         "num_requests": res.num_requests, "num_turns": res.num_turns,
         "failed_requests": res.failed_requests, "benchmark_duration_s": duration,
         "per_position_rates": res.per_position_rates, "forced_acceptance": res.forced_acceptance,
+        **({"goodput": compact_goodput(g)} if (g := (res.timing.get(EXTENSION_KEY) or {}).get("goodput")) else {}),
     }
+
+
+def compact_goodput(g: dict) -> dict:
+    """summary.json's goodput of a point (the whole record is in timing.json's extension)."""
+    return {k: g.get(k) for k in ("goodput_rps", "good_output_tps", "good_fraction", "good_requests", "requests",
+                                  "meets_slo", "agrees_with_aiperf")} | {"aiperf_goodput_rps": (g.get("aiperf") or {}).get("goodput_rps")}
 
 
 def draft_sample_method(spec_cfg: Optional[dict]) -> Optional[str]:
@@ -128,6 +135,23 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
     for o in outcomes:
         _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, [o], save_dir, progress, input_file)
     return None
+
+
+def point_slo(ctx: PointContext):
+    """The recipe's SLO (launcher.results.goodput.Slo), or None."""
+    from launcher.results.goodput import slo_from_dict
+    return slo_from_dict(getattr(ctx.args, "slo", None))
+
+
+def _aiperf_slos(ctx: PointContext) -> Optional[dict]:
+    slo = point_slo(ctx)
+    return slo.aiperf_slos() if slo else None
+
+
+def _aiperf_goodput_arg(ctx: PointContext) -> Optional[str]:
+    from launcher.results.goodput import aiperf_goodput_arg
+    slo = point_slo(ctx)
+    return aiperf_goodput_arg(slo) if slo else None
 
 
 def n_repeats(ctx: PointContext) -> int:
@@ -202,7 +226,8 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
                                artifact_dir=group_dir, phases=([warm] if warm else []) + phases,
                                request_timeout_s=args.request_timeout_s,
-                               server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()))
+                               server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()),
+                               slos=_aiperf_slos(ctx))
     cfg_path = ds_dir / f"aiperf_{tag}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     from launcher.common.apikey import client_key
@@ -382,7 +407,8 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     from launcher.common.apikey import client_key
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key(),
-                          server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()))
+                          server_metrics=tuple(ctx.server_ready.get("metrics_urls") or ()),
+                          goodput=_aiperf_goodput_arg(ctx))
     n_turns = sum(len(q.turns) for q in questions)
     total = len(concurrencies) * n_turns
     first = progress.done + 1
@@ -474,6 +500,13 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                          args.max_failed_fraction)
     status = {"status": "complete" if reason is None else "failed", "reason": reason}
     tim[EXTENSION_KEY].update(status)
+    slo = point_slo(ctx)
+    good = None
+    if slo is not None:  # our extension of timing.json: goodput against the recipe's SLO (docs/slo.md)
+        from launcher.results.goodput import point_goodput
+        good = point_goodput(aip, slo)
+        if good is not None:
+            tim[EXTENSION_KEY]["goodput"] = good
     conf = build_configuration(
         run_args=run_args, serving_config=serving, engine_version=ctx.engine_version or "", argv=sys.argv,
         gpu=_gpu_name(point_dir), checkpoint=checkpoint_info(job.get("model")),
