@@ -127,7 +127,8 @@ class PointOutcome:
         return {"dataset": self.dataset, "temperature": self.temperature, "concurrency": self.concurrency,
                 "dir": self.dir, "status": self.status, "reason": self.reason,
                 "Average_AL": None, "Server_AL": None, "Output TPS": None, "TTFT median s": None,
-                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
+                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values,
+                **({"search_probe": True} if getattr(self, "search_probe", False) else {})}
 
 
 def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
@@ -414,6 +415,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         if check is not None:
             summary["prometheus_runs"].append(check)
         flush()
+    from launcher.bench import slo_probe  # the max load under the recipe's SLO: extra points (docs/slo.md)
+    summary["slo"] = slo_probe.search(ctx, datasets, outcomes, save_dir, progress, PointOutcome,
+                                      point_mod.run_group, flush)
+    flush()
 
     if speculative:  # each check's verdict is on disk before the next one runs
         forced_check(summary, job, outcomes, save_dir)

@@ -96,7 +96,7 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
 def compact_goodput(g: dict) -> dict:
     """summary.json's goodput of a point (the whole record is in timing.json's extension)."""
     return {k: g.get(k) for k in ("goodput_rps", "good_output_tps", "good_fraction", "good_requests", "requests",
-                                  "meets_slo", "agrees_with_aiperf")} | {"aiperf_goodput_rps": (g.get("aiperf") or {}).get("goodput_rps")}
+                                  "meets_slo", "verdict", "search_probe", "agrees_with_aiperf")} | {"aiperf_goodput_rps": (g.get("aiperf") or {}).get("goodput_rps")}
 
 
 def draft_sample_method(spec_cfg: Optional[dict]) -> Optional[str]:
@@ -334,6 +334,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
 
     missing = next((why for _, _, why in runs if why is not None), None)
     per, srcs = [], []
+    slo, slo_repeats = point_slo(ctx), []
     if missing is None:
         spec_cfg = _spec_cfg(ctx)
         for r, (name, dst, _) in enumerate(runs, 1):
@@ -343,6 +344,11 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
                 missing = f"repeat {r} ({name}): results unreadable: {str(e).splitlines()[0]}"
                 break
             ext = acc.get(EXTENSION_KEY) or {}
+            if slo is not None:  # each repeat's goodput: whether the repeats agree on the SLO
+                from launcher.results.goodput import point_goodput
+                g = point_goodput(dst, slo) or {}
+                slo_repeats.append({"repeat": r, "goodput_rps": g.get("goodput_rps"),
+                                    "good_output_tps": g.get("good_output_tps"), "meets_slo": g.get("meets_slo")})
             per.append({"repeat": r, "phase": name, **record.repeat_figures(acc, tim, ok),
                         # the repeat's own verify steps, for the run's /metrics cross-check
                         "num_spec_steps": ext.get("num_spec_steps"),
@@ -362,6 +368,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
             ar.move_artifacts(src, others / f"r{i + 1}")
     doc = record.build(per, held, float(getattr(ctx.args, "noisy_rel_mad", record.NOISY_REL_MAD)))
     write_json_atomic(point_dir / record.REPEATS_FILE, doc)
+    o.slo_repeats = slo_repeats or None  # process_point adds them to the point's goodput
     _finish_point(ctx, spec, questions, o, save_dir, srcs[held], None, total, progress)
     o.values["repeats"] = record.compact(doc)
     return None if o.status == "complete" else o.reason
@@ -506,6 +513,13 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         from launcher.results.goodput import point_goodput
         good = point_goodput(aip, slo)
         if good is not None:
+            from launcher.results.goodput import repeats_verdict
+            reps = getattr(o, "slo_repeats", None)
+            if reps:
+                good["per_repeat"] = reps
+            good["verdict"] = repeats_verdict([r["meets_slo"] for r in reps] if reps else [good["meets_slo"]])
+            if getattr(o, "search_probe", False):
+                good["search_probe"] = True
             tim[EXTENSION_KEY]["goodput"] = good
     conf = build_configuration(
         run_args=run_args, serving_config=serving, engine_version=ctx.engine_version or "", argv=sys.argv,
