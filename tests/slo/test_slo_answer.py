@@ -1,0 +1,62 @@
+"""At your SLO (launcher/speedup/slo.py): max load per configuration and the
+recommendation per load range, ties to the simpler configuration."""
+from __future__ import annotations
+
+import pytest
+
+from launcher.speedup import slo
+
+
+def row(config, k, c, g, verdict="met", reps=None):
+    return {"dataset": "mtbench", "temperature": 0.0, "concurrency": c, "config": config, "k": k,
+            "goodput_rps": g, "good_output_tps": g * 30, "good_fraction": 1.0, "verdict": verdict,
+            "goodput_repeats": reps}
+
+
+ROWS = [
+    # baseline: meets up to 4
+    row("base", 0, 1, 1.0), row("base", 0, 2, 1.95), row("base", 0, 4, 3.5), row("base", 0, 8, 0.5, "failed"),
+    # k=1: faster at 1 and 2, fails from 4
+    row("k1", 1, 1, 1.5), row("k1", 1, 2, 2.0), row("k1", 1, 4, 1.0, "failed"),
+    # k=3: ties with k=1 at 1 (within 5 %), fails at 2
+    row("k3", 3, 1, 1.55), row("k3", 3, 2, 0.2, "failed"),
+]
+
+
+def test_max_load_per_configuration():
+    (g,) = slo.analyse(ROWS)
+    by = {c["label"]: c for c in g["configs"]}
+    assert [c["label"] for c in g["configs"]] == ["baseline", "k=1", "k=3"]  # simplest first
+    assert (by["baseline"]["max_concurrency"], by["baseline"]["first_not_met"]) == (4, 8)
+    assert (by["k=1"]["max_concurrency"], by["k=3"]["max_concurrency"]) == (2, 1)
+
+
+def test_recommendation_per_load_range_ties_go_to_the_simpler():
+    (g,) = slo.analyse(ROWS)
+    # C=1: k3 1.55 vs k1 1.5: within 5 % -> k=1; C=2: k1 2.0 vs baseline 1.95: within 5 % -> baseline
+    assert [(p["concurrency"], p["label"]) for p in g["per_concurrency"]] == \
+        [(1, "k=1"), (2, "baseline"), (4, "baseline"), (8, "none meets the SLO")]
+    assert [(r["from"], r["to"], r["label"]) for r in g["recommendation"]] == \
+        [(1, 1, "k=1"), (2, 7, "baseline"), (8, None, "none meets the SLO")]
+    (strict,) = slo.analyse(ROWS, tie_rel=0.0)
+    assert [p["label"] for p in strict["per_concurrency"]][:2] == ["k=3", "k=1"]
+
+
+def test_repeats_spread_makes_a_tie():
+    rows = [row("base", 0, 1, 1.0, reps=[1.0, 0.8, 1.2]), row("k1", 1, 1, 1.15, reps=[1.15, 1.1, 1.2])]
+    assert slo.recommend_at(rows, tie_rel=0.0)["config"] == "base"  # 0.15 apart, the baseline's MAD is 0.2
+    rows[0]["goodput_repeats"] = [1.0, 1.0, 1.0]
+    assert slo.recommend_at(rows, tie_rel=0.0)["config"] == "k1"
+
+
+def test_only_points_that_meet_the_slo_are_recommended():
+    assert slo.recommend_at([row("k1", 1, 4, 9.0, "noisy"), row("base", 0, 4, 1.0, "failed")]) is None
+
+
+def test_parse_slo_arg():
+    assert slo.parse_slo_arg("ttft_ms=300,tpot_ms=40,percentile=95") == {"ttft_ms": 300, "tpot_ms": 40,
+                                                                         "percentile": 95}
+    for bad, msg in (("ttft=3", "unknown key"), ("ttft_ms", "KEY=VALUE"), ("ttft_ms=x", "not a number"),
+                     ("itl_ms=1,tpot_ms=2", "not both")):
+        with pytest.raises(ValueError, match=msg):
+            slo.parse_slo_arg(bad)
