@@ -60,3 +60,15 @@ def test_parse_slo_arg():
                      ("itl_ms=1,tpot_ms=2", "not both")):
         with pytest.raises(ValueError, match=msg):
             slo.parse_slo_arg(bad)
+
+
+def test_report_section_renders_the_plot_and_the_tables(tmp_path):
+    from launcher.report.slo_section import slo_section
+
+    res = {"description": "p90 TTFT <= 300 ms", "source": "--slo", "tie_rel": 0.05,
+           "goodput_agrees_with_aiperf": {"points_compared": 9, "agree": 9}, "groups": slo.analyse(ROWS)}
+    html = slo_section(res, tmp_path)
+    assert "At your SLO" in html and "agrees with AIPerf" in html and "9 of 9" in html
+    assert (tmp_path / "slo_goodput_vs_concurrency.png").stat().st_size > 10_000
+    assert "2–7" in html and "<b>baseline</b>" in html and "8 and above" in html
+    assert slo_section(None, tmp_path) == ""
