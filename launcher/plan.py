@@ -87,6 +87,18 @@ def slo_spec(cfg: LauncherConfig) -> Optional[dict]:
     return slo.to_dict() | {"search": bool(d.get("search", True)), "max_search_probes": int(d.get("max_search_probes", 3))}
 
 
+def schedule_config(cfg: LauncherConfig) -> tuple:
+    """(k, flags, speculative config) of the server that serves sweep.k_schedule: k is the
+    schedule's largest (vLLM caps each entry at num_speculative_tokens)."""
+    import copy
+
+    schedule = [[int(x) for x in e] for e in cfg.sweep.k_schedule]
+    k = max(e[2] for e in schedule)
+    c2 = copy.deepcopy(cfg)
+    c2.draft.extra = {**dict(cfg.draft.extra), "num_speculative_tokens_per_batch_size": schedule}
+    return k, build_server_flags(c2, k), speculative_config(c2, k)
+
+
 def make_plan(cfg: LauncherConfig) -> Plan:
     results_dir = Path(cfg.output_dir).resolve() / cfg.name
     ks: list[Optional[int]] = list(cfg.sweep.num_speculative_tokens) or [None]
@@ -102,6 +114,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                         container_image=cl.container_image if in_container else None,
                         container_mounts=list(cl.container_mounts) if in_container else [])
     configs = [(k, build_server_flags(cfg, k), speculative_config(cfg, k)) for k in ks]
+    if cfg.sweep.k_schedule and cfg.draft.method != "none":  # one more server: the dynamic k schedule
+        configs.append(schedule_config(cfg))
     eng = get_engine(cfg.server.engine)
     speculative_names = eng.speculative_flag_names() | eng.acceptance_flag_names()
     baseline = None
@@ -113,7 +127,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         k_eff = spec["num_speculative_tokens"] if spec else None
         identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                     "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
-        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}" if k_eff else "") + \
+        sched = "-sched" if (spec or {}).get("num_speculative_tokens_per_batch_size") else ""
+        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}{sched}" if k_eff else "") + \
                    f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
                    + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "")
         aggregated_dir = results_dir / f"{readable}-{_digest(identity)}"  # the same server, aggregated

@@ -90,6 +90,8 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
         "failed_requests": res.failed_requests, "benchmark_duration_s": duration,
         "per_position_rates": res.per_position_rates, "forced_acceptance": res.forced_acceptance,
         **({"goodput": compact_goodput(g)} if (g := (res.timing.get(EXTENSION_KEY) or {}).get("goodput")) else {}),
+        **({"schedule_check": {k: sc.get(k) for k in ("applied", "note", "violating_requests", "requests_checked")}}
+           if (sc := (res.timing.get(EXTENSION_KEY) or {}).get("schedule_check")) else {}),
     }
 
 
@@ -152,6 +154,20 @@ def _aiperf_goodput_arg(ctx: PointContext) -> Optional[str]:
     from launcher.results.goodput import aiperf_goodput_arg
     slo = point_slo(ctx)
     return aiperf_goodput_arg(slo) if slo else None
+
+
+def schedule_check(ctx: PointContext, spec_cfg: Optional[dict], ok_records: list, aip: Path) -> Optional[dict]:
+    """The dynamic-k check of a point served with num_speculative_tokens_per_batch_size."""
+    schedule = (spec_cfg or {}).get("num_speculative_tokens_per_batch_size")
+    if not schedule:
+        return None
+    from launcher.results.schedule_check import check_point
+    reqs = [{"id": f"{r.conversation_id}/{r.turn_index}", "start_ns": r.start_ns, "end_ns": r.last_response_ns,
+             "max_accepted": max(r.spec.histogram) if r.spec is not None and r.spec.histogram else None}
+            for r in ok_records]
+    window = ar.prometheus_window(aip, ctx.metric_names) or {}
+    per_pos = window.get("accepted_per_position")
+    return {"schedule": schedule, **check_point(schedule, reqs, per_pos if isinstance(per_pos, list) else None)}
 
 
 def n_repeats(ctx: PointContext) -> int:
@@ -470,8 +486,8 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     job = ctx.job
     spec_cfg = _spec_cfg(ctx)
     try:
-        acc, tim, _ = _measure(ctx, spec, questions, aip / "profile_export.jsonl", aip, spec_cfg,
-                               prometheus=ctx.speculative)
+        acc, tim, ok_records = _measure(ctx, spec, questions, aip / "profile_export.jsonl", aip, spec_cfg,
+                                        prometheus=ctx.speculative)
     except (RecordError, ValueError, OSError) as e:
         o.status, o.reason = "failed", f"results unreadable: {str(e).splitlines()[0]}"
         return
@@ -507,6 +523,9 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                          args.max_failed_fraction)
     status = {"status": "complete" if reason is None else "failed", "reason": reason}
     tim[EXTENSION_KEY].update(status)
+    sched = schedule_check(ctx, spec_cfg, ok_records, aip)
+    if sched is not None:  # a dynamic k schedule: did the engine apply it? (docs/slo.md)
+        tim[EXTENSION_KEY]["schedule_check"] = sched
     slo = point_slo(ctx)
     good = None
     if slo is not None:  # our extension of timing.json: goodput against the recipe's SLO (docs/slo.md)

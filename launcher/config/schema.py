@@ -131,6 +131,10 @@ class SweepConfig:
     warmup: Optional[bool] = None
     # A latency SLO: goodput per point and the max load under it (docs/slo.md)
     slo: SloConfig = field(default_factory=SloConfig)
+    # A dynamic k schedule served as one more server configuration: vLLM's
+    # num_speculative_tokens_per_batch_size, [[batch_start, batch_end, k], ...] (e.g. the one
+    # python -m launcher.speedup prints); each point checks the engine applied it (docs/slo.md)
+    k_schedule: Optional[list[list[int]]] = None
 
 
 @dataclass

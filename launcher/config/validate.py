@@ -235,6 +235,20 @@ def _check_slo(cfg: LauncherConfig, add, errs: list) -> None:
         add("sweep.slo.good_share", f"is {slo.good_share}", "use a fraction in (0, 1], e.g. 0.9, or null")
     if slo.max_search_probes < 0:
         add("sweep.slo.max_search_probes", f"is {slo.max_search_probes}", "use 0 (no search) or more, e.g. 3")
+    ks = cfg.sweep.k_schedule
+    if ks is not None:
+        fix = "give [[batch_start, batch_end, k], ...], sorted, not overlapping, the first from 1, e.g. [[1,1,3],[2,8,1]]"
+        try:
+            entries = [tuple(int(x) for x in e) for e in ks]
+        except (TypeError, ValueError):
+            entries = None
+        if not entries or any(len(e) != 3 for e in entries):
+            add("sweep.k_schedule", f"is {list(ks)}", fix)
+        elif entries[0][0] != 1 or any(e[0] > e[1] or e[2] < 1 for e in entries) or \
+                any(b[0] <= a[1] for a, b in zip(entries, entries[1:])):
+            add("sweep.k_schedule", f"is {[list(e) for e in entries]}", fix)
+        if cfg.draft.method == "none":
+            add("sweep.k_schedule", "is set but draft.method is none", "pick a draft, or drop sweep.k_schedule")
     has_limit = any(getattr(slo, k) is not None for k in keys)
     if not has_limit and slo.good_share is not None:
         add("sweep.slo.good_share", "is set but no limit is", "set a limit, e.g. sweep.slo.ttft_ms=500")

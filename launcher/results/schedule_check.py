@@ -1,0 +1,71 @@
+"""Did the engine apply a dynamic k schedule? (docs/slo.md) Pure.
+
+vLLM 0.32's ``SpeculativeConfig.num_speculative_tokens_per_batch_size`` gives k per
+decode batch size: ``[[start, end, k], ...]`` (inclusive ranges; sizes past the last
+range keep its k). A server that applies it never accepts more than k(b) drafts in a
+step taken at batch size b. The batch size at a step is not recorded, so each request
+is judged against the batch sizes it went through: the requests of the point in flight
+over its lifetime (from AIPerf's start and end times) range from b_min to b_max, and
+its verify steps may accept at most max k(b) over b in [b_min, b_max]. A request whose
+longest step accepted more broke the schedule; so did a point whose per-position
+acceptance counter moved beyond the largest k any of its requests was allowed. Such a
+point is marked "schedule not applied by the engine" and is no measurement of the
+schedule.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+NOT_APPLIED = "schedule not applied by the engine"
+
+
+def k_for_batch(schedule: Sequence[Sequence[int]], b: int) -> int:
+    """k the schedule gives batch size ``b``."""
+    entries = sorted((int(s), int(e), int(k)) for s, e, k in schedule)
+    k = entries[0][2]
+    for s, e, kk in entries:
+        if b >= s:
+            k = kk
+    return k
+
+
+def allowed_k(schedule, b_min: int, b_max: int) -> int:
+    return max(k_for_batch(schedule, b) for b in range(max(1, b_min), max(1, b_max) + 1))
+
+
+def in_flight_range(intervals: Sequence[tuple[int, int]], i: int) -> tuple[int, int]:
+    """(min, max) number of requests in flight (itself included) over request i's lifetime."""
+    s, e = intervals[i]
+    # the count changes only at the others' starts and ends inside [s, e]
+    times = sorted({s} | {t for a, b in intervals for t in (a, b) if s <= t < e})
+    counts = [sum(1 for a, b in intervals if a <= t < b) for t in times] or [1]
+    return max(1, min(counts)), max(1, max(counts))
+
+
+def check_point(schedule, requests: Sequence[dict], per_position_counts: Optional[Sequence[float]] = None,
+                tolerance_steps: int = 0) -> dict:
+    """requests: {start_ns, end_ns, max_accepted (the most drafts one verify step accepted)}.
+    Returns {applied, violations, requests_checked, largest_allowed_k, note}."""
+    ok = [r for r in requests if r.get("start_ns") is not None and r.get("end_ns") is not None
+          and r.get("max_accepted") is not None]
+    intervals = [(int(r["start_ns"]), int(r["end_ns"])) for r in ok]
+    viol = []
+    largest = 0
+    for i, r in enumerate(ok):
+        lo, hi = in_flight_range(intervals, i)
+        k = allowed_k(schedule, lo, hi)
+        largest = max(largest, k)
+        if int(r["max_accepted"]) > k:
+            viol.append({"request": r.get("id"), "in_flight": [lo, hi], "allowed_k": k,
+                         "max_accepted": int(r["max_accepted"])})
+    beyond = None
+    if per_position_counts is not None and largest:
+        beyond = float(sum(per_position_counts[largest:]))
+    counter_broken = beyond is not None and beyond > tolerance_steps
+    applied = None if not ok else not (viol or counter_broken)
+    note = None
+    if applied is False:
+        note = NOT_APPLIED
+    return {"applied": applied, "requests_checked": len(ok), "violations": viol[:10],
+            "violating_requests": len(viol), "largest_allowed_k": largest,
+            "accepted_beyond_largest_allowed_position": beyond, "note": note}
