@@ -4,7 +4,8 @@ Pure functions. A request is *good* when it succeeded and meets every limit of t
 SLO at once (AIPerf's `good_request_count`: DistServe's definition); a metric the
 request has no value for (a 1-token answer has no inter-token latency) fails its
 limit, as AIPerf counts it. Goodput is good requests (and their output tokens) over
-the point's benchmark duration, AIPerf's `goodput` denominator.
+AIPerf's observation window of the point (the denominator of its request_throughput and
+its goodput; :func:`observation_window_s`).
 
 A point *meets the SLO* when, for each limit, at least ``percentile`` % of its
 requests (failed ones counted as outside every limit) are within it, i.e. the
@@ -191,6 +192,19 @@ def aiperf_goodput(aggregate: Mapping) -> Optional[dict]:
     return {"good_request_count": good, "goodput_rps": gp, "benchmark_duration_s": avg("benchmark_duration")}
 
 
+def observation_window_s(aggregate: Mapping) -> Optional[float]:
+    """The seconds AIPerf divides by for its rates, goodput included (the phase's observation
+    window: request_count / request_throughput); benchmark_duration (first request to last
+    response, a few ms shorter) where the rates are missing."""
+    def avg(tag):
+        m = aggregate.get(tag)
+        return float(m["avg"]) if isinstance(m, Mapping) and m.get("avg") is not None else None
+    n, rate = avg("request_count"), avg("request_throughput")
+    if n and rate:
+        return n / rate
+    return avg("benchmark_duration")
+
+
 def point_goodput(aiperf_dir: Path, slo: Slo) -> Optional[dict]:
     """Ours, AIPerf's and whether they agree, for a point's AIPerf folder; None without records."""
     export = Path(aiperf_dir) / "profile_export.jsonl"
@@ -200,11 +214,7 @@ def point_goodput(aiperf_dir: Path, slo: Slo) -> Optional[dict]:
         agg = json.loads((Path(aiperf_dir) / "profile_export_aiperf.json").read_text())
     except (OSError, ValueError):
         agg = {}
-    dur = None
-    bd = agg.get("benchmark_duration") if isinstance(agg, Mapping) else None
-    if isinstance(bd, Mapping) and bd.get("avg") is not None:
-        dur = float(bd["avg"])
-    out = goodput(read_requests(export), dur, slo)
+    out = goodput(read_requests(export), observation_window_s(agg if isinstance(agg, Mapping) else {}), slo)
     theirs = aiperf_goodput(agg) if isinstance(agg, Mapping) else None
     out["aiperf"] = theirs
     out["agrees_with_aiperf"] = agreement(out, theirs)

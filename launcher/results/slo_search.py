@@ -5,8 +5,8 @@ Each measured concurrency has a verdict: "met" (every repeat met the SLO), "fail
 (none did), "noisy" (the repeats disagree: within the noise of the boundary) or None
 (no figures: a failed point). The boundary is between the last concurrency that met
 the SLO and the first above it that did not; the search bisects that gap, one probe at
-a time, until the two are neighbours, the first one not met is noisy (within noise:
-more probes cannot place it), or the probes run out.
+a time, until the two are neighbours, the first one not met is noisy or a higher one met
+the SLO again (within noise: more probes cannot place it), or the probes run out.
 """
 from __future__ import annotations
 
@@ -27,12 +27,18 @@ def boundary(verdicts: Mapping[int, Optional[str]]) -> tuple[Optional[int], Opti
     return lo, None
 
 
+def met_above(verdicts: Mapping[int, Optional[str]], c: int) -> list[int]:
+    """Concurrencies above ``c`` that met the SLO: after a point that did not, the
+    verdicts do not fall with load as they should, and the boundary is within noise."""
+    return [x for x in sorted(verdicts) if x > c and verdicts[x] == MET]
+
+
 def next_probe(verdicts: Mapping[int, Optional[str]]) -> Optional[int]:
     """The concurrency to measure next (the midpoint of the gap), or None when the
     boundary is placed: neighbours, not bounded by the sweep, not met even at the lowest
     concurrency above 1, or a noisy (or unmeasured) first point not met."""
     lo, hi = boundary(verdicts)
-    if hi is None or verdicts[hi] != FAILED:
+    if hi is None or verdicts[hi] != FAILED or met_above(verdicts, hi):
         return None
     if lo is None:
         lo = 0  # not met at the lowest measured load: probe below it, down to 1
@@ -50,6 +56,9 @@ def max_load(verdicts: Mapping[int, Optional[str]], probes_left: int = 0) -> dic
         return {"max_concurrency": None, "first_not_met": None, "status": "no points"}
     if hi is None:
         status, note = "unbounded", f"met at every measured load (up to {lo}); the max is higher"
+    elif met_above(verdicts, hi):
+        status, note = "within_noise", (f"not met at {hi} but met at {', '.join(map(str, met_above(verdicts, hi)))}: "
+                                        "the verdicts are within noise (more repeats, sweep.repeats, would tell)")
     elif verdicts[hi] == NOISY:
         status, note = "within_noise", f"the repeats at {hi} disagree: the boundary is within noise of it"
     elif verdicts[hi] is None:

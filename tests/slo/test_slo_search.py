@@ -56,3 +56,11 @@ def test_probes_run_out():
 def test_an_unmeasured_point_stops_the_search():
     assert next_probe({1: MET, 4: None, 8: FAILED}) is None
     assert max_load({1: MET, 4: None})["status"] == "unmeasured"
+
+
+def test_a_met_point_above_a_failed_one_is_within_noise():
+    # measured on the CPU stack: TTFT p90 over the SLO at concurrency 1 (a cold first phase), met at 2 and 4
+    v = {1: FAILED, 2: MET, 4: MET}
+    assert next_probe(v) is None
+    r = max_load(v)
+    assert r["status"] == "within_noise" and r["max_concurrency"] is None and "met at 2, 4" in r["note"]
