@@ -189,7 +189,10 @@ def aiperf_goodput(aggregate: Mapping) -> Optional[dict]:
     good, gp = avg("good_request_count"), avg("goodput")
     if good is None and gp is None:
         return None
-    return {"good_request_count": good, "goodput_rps": gp, "benchmark_duration_s": avg("benchmark_duration")}
+    cfg = aggregate.get("input_config") if isinstance(aggregate.get("input_config"), Mapping) else {}
+    slos = cfg.get("slos") if isinstance(cfg.get("slos"), Mapping) else None
+    return {"good_request_count": good, "goodput_rps": gp, "benchmark_duration_s": avg("benchmark_duration"),
+            "slos": None if slos is None else {str(k): float(v) for k, v in slos.items()}}
 
 
 def observation_window_s(aggregate: Mapping) -> Optional[float]:
@@ -216,6 +219,10 @@ def point_goodput(aiperf_dir: Path, slo: Slo) -> Optional[dict]:
         agg = {}
     out = goodput(read_requests(export), observation_window_s(agg if isinstance(agg, Mapping) else {}), slo)
     theirs = aiperf_goodput(agg) if isinstance(agg, Mapping) else None
+    if theirs is not None and theirs.get("slos") is not None and theirs["slos"] != slo.aiperf_slos():
+        theirs = dict(theirs, note="AIPerf judged another SLO: not compared")
+        out["aiperf"], out["agrees_with_aiperf"] = theirs, None
+        return out
     out["aiperf"] = theirs
     out["agrees_with_aiperf"] = agreement(out, theirs)
     return out

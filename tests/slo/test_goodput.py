@@ -98,3 +98,21 @@ def test_ours_agree_with_aiperfs_own_judgement_of_recorded_records():
         good_somewhere += sum(x or 0 for x in theirs)
         assert 0 < sum(x or 0 for x in theirs) < len(theirs) or "edge" in rec or "e2e_ms" in slo.limits
     assert good_somewhere > 5  # the cases split the requests, not all one way
+
+
+def test_aiperf_figures_are_compared_only_under_the_same_slo(tmp_path):
+    import shutil
+    for f in ("profile_export.jsonl", "profile_export_aiperf.json"):
+        shutil.copy(REC / f, tmp_path / f)
+    agg = json.loads((tmp_path / "profile_export_aiperf.json").read_text())
+    dur = 12 / agg["request_throughput"]["avg"]
+    agg["good_request_count"] = {"unit": "requests", "avg": 2.0}
+    agg["goodput"] = {"unit": "requests/sec", "avg": 2 / dur}
+    agg["input_config"] = {"slos": {"time_to_first_token": 100.0, "inter_token_latency": 10.0}}
+    (tmp_path / "profile_export_aiperf.json").write_text(json.dumps(agg))
+    assert gp.point_goodput(tmp_path, gp.Slo({"ttft_ms": 100, "itl_ms": 10}))["agrees_with_aiperf"] is True
+    other = gp.point_goodput(tmp_path, gp.Slo({"ttft_ms": 50}))
+    assert other["agrees_with_aiperf"] is None and "another SLO" in other["aiperf"]["note"]
+    agg["good_request_count"]["avg"] = 3.0
+    (tmp_path / "profile_export_aiperf.json").write_text(json.dumps(agg))
+    assert gp.point_goodput(tmp_path, gp.Slo({"ttft_ms": 100, "itl_ms": 10}))["agrees_with_aiperf"] is False
