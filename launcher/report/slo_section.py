@@ -74,8 +74,12 @@ def tables(g: dict) -> str:
                 continue
             mark = {"met": "", "failed": " ✗", "noisy": " ~"}.get(p["verdict"] or "", " ?")
             sched = (p.get("schedule_check") or {}).get("note")
+            pred = p.get("predicted") or {}
+            pred_txt = (f' <span class="sub">(predicted by k={pred["k"]}: {_num(pred.get("goodput_rps"), 2)} req/s, '
+                        f'{_num(pred.get("output_tps"), 1)} vs {_num(p.get("output_tps"), 1)} tok/s)</span>'
+                        if pred else "")
             cells.append(_num(p["goodput_rps"], 2) + mark + (" probe" if p.get("search_probe") else "")
-                         + (f' <span class="warn">{_e(sched)}</span>' if sched else ""))
+                         + pred_txt + (f' <span class="warn">{_e(sched)}</span>' if sched else ""))
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     t1 = (f'<table class="slo"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'
           f'<tbody>{"".join(rows)}</tbody></table>'

@@ -44,6 +44,19 @@ def spread(row: dict) -> float:
     return statistics.median(abs(x - med) for x in reps)
 
 
+def predicted(row: dict, rows: list[dict]) -> dict:
+    """For a schedule's point: what the fixed k the schedule gives batch size C measured at
+    concurrency C (its goodput and Output TPS), the schedule's prediction."""
+    if not row.get("schedule"):
+        return {}
+    from launcher.results.schedule_check import k_for_batch
+    k = k_for_batch(row["schedule"], int(row["concurrency"]))
+    fixed = next((r for r in rows if r.get("k") == k and r["concurrency"] == row["concurrency"]
+                  and not r.get("schedule")), None)
+    return {"predicted": {"k": k, "goodput_rps": None if fixed is None else fixed["goodput_rps"],
+                          "output_tps": None if fixed is None else fixed.get("output_tps")}}
+
+
 def recommend_at(rows: list[dict], tie_rel: float = TIE_REL) -> Optional[dict]:
     """The recommended row among ``rows`` (one concurrency), or None when none meets the SLO."""
     ok = [r for r in rows if r.get("verdict") == "met" and r.get("goodput_rps") is not None]
@@ -71,8 +84,8 @@ def analyse(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
             per_config.append({"config": name, "label": label(crs[0]), "k": crs[0].get("k"),
                                "points": [{k: r.get(k) for k in ("concurrency", "goodput_rps", "good_output_tps",
                                                                  "good_fraction", "verdict", "goodput_repeats",
-                                                                 "search_probe", "schedule_check")}
-                                          for r in sorted(crs, key=lambda r: r["concurrency"])],
+                                                                 "search_probe", "schedule_check", "output_tps")}
+                                          | predicted(r, rs) for r in sorted(crs, key=lambda r: r["concurrency"])],
                                "max_concurrency": ml["max_concurrency"], "first_not_met": ml["first_not_met"],
                                "max_load_status": ml["status"], "max_load_note": ml.get("note")})
         concs = sorted({r["concurrency"] for r in rs})
@@ -114,6 +127,8 @@ def point_row(job, point, slo: Slo, k: Optional[int]) -> Optional[dict]:
             "config": job.name, "k": k, "goodput_rps": g["goodput_rps"], "good_output_tps": g["good_output_tps"],
             "good_fraction": g["good_fraction"], "meets_slo": g["meets_slo"], "verdict": verdict,
             "goodput_repeats": [x["goodput_rps"] for x in rep_goods] if len(rep_goods) > 1 else None,
+            "output_tps": point.output_tps,
+            "schedule": ((job.plan or {}).get("speculative_config") or {}).get("num_speculative_tokens_per_batch_size"),
             "search_probe": bool(ext.get("search_probe") or point.row.get("search_probe")),
             "schedule_check": point.row.get("schedule_check") or ext.get("schedule_check"),
             "agrees_with_aiperf": g["agrees_with_aiperf"]}

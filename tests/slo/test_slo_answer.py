@@ -72,3 +72,15 @@ def test_report_section_renders_the_plot_and_the_tables(tmp_path):
     assert (tmp_path / "slo_goodput_vs_concurrency.png").stat().st_size > 10_000
     assert "2–7" in html and "<b>baseline</b>" in html and "8 and above" in html
     assert slo_section(None, tmp_path) == ""
+
+
+def test_a_schedule_point_is_predicted_by_the_fixed_k_it_gives_that_batch_size():
+    sched = [[1, 1, 3], [2, 8, 1]]
+    rows = ROWS + [dict(row("sched", None, 1, 1.4), schedule=sched, output_tps=50.0),
+                   dict(row("sched", None, 2, 1.0), schedule=sched, output_tps=60.0)]
+    rows = [dict(r, output_tps=r.get("output_tps", r["goodput_rps"] * 30)) for r in rows]
+    (g,) = slo.analyse(rows)
+    s = next(c for c in g["configs"] if c["label"] == "schedule")
+    assert [(p["concurrency"], p["predicted"]["k"], p["predicted"]["goodput_rps"]) for p in s["points"]] == \
+        [(1, 3, 1.55), (2, 1, 2.0)]
+    assert g["configs"][-1]["label"] == "schedule"  # the least simple
