@@ -68,6 +68,7 @@ def max_load(verdicts: Mapping[int, Optional[str]], probes_left: int = 0) -> dic
     elif next_probe(verdicts) is None:
         status, note = "exact", (f"met at {lo}, not at {hi}" if lo is not None else f"not met at {hi}")
     else:
-        status, note = "probes_exhausted", f"between {lo or 0} and {hi}: no probe left"
+        status, note = "probes_exhausted", (f"between {lo or 0} and {hi}: not placed (the search's probes ran "
+                                            "out, or judged under another SLO than the run's)")
     return {"max_concurrency": lo, "first_not_met": hi, "status": status, "note": note,
             "verdicts": {int(c): verdicts[c] for c in sorted(verdicts)}}
