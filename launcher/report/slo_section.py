@@ -55,7 +55,7 @@ def goodput_vs_concurrency(groups: list[dict], path: Path, description: str) -> 
 
 def _span(r: dict) -> str:
     if r["to"] is None:
-        return f"{r['from']} and above (measured up to {r['concurrencies'][-1]})"
+        return f"{r['from']} and above"
     return str(r["from"]) if r["to"] == r["from"] else f"{r['from']}–{r['to']}"
 
 
@@ -65,8 +65,10 @@ def tables(g: dict) -> str:
     rows = []
     for c in g["configs"]:
         by = {p["concurrency"]: p for p in c["points"]}
+        na = c.get("schedule_not_applied_at") or []
         cells = [_e(c["label"]), str(c["max_concurrency"] if c["max_concurrency"] is not None else "none"),
-                 _e(c.get("max_load_note") or "")]
+                 _e(c.get("max_load_note") or "") + (f' <span class="warn">schedule not applied by the engine at '
+                                                     f'C={", ".join(map(str, na))}</span>' if na else "")]
         for x in concs:
             p = by.get(x)
             if p is None or p["goodput_rps"] is None:

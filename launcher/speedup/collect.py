@@ -359,6 +359,8 @@ def print_slo(res: dict, path: Path) -> None:
         for c in g["configs"]:
             curve = ", ".join(f"C={p['concurrency']}: {p['goodput_rps']:.2f}" + ("" if p["verdict"] == "met" else
                                                                                f" ({p['verdict']})")
+                              + (" (schedule not applied)" if (p.get("schedule_check") or {}).get("applied") is False
+                                 else "")
                               for p in c["points"] if p["goodput_rps"] is not None)
             print(f"    {c['label']:>9}: max concurrency {c['max_concurrency']} ({c['max_load_note']}); "
                   f"goodput req/s {curve}")

@@ -6,12 +6,15 @@ A row: {dataset, temperature, concurrency, config, k (0: no speculation; None: a
 dynamic schedule), goodput_rps, good_output_tps, meets_slo, verdict, goodput_repeats
 (per-repeat goodput_rps)}.
 
-Recommendation at a concurrency: among the configurations measured there whose
-verdict is "met", the highest goodput (good requests/s); a configuration within the
-noise of the best (the larger of the two's MAD of goodput over the repeats, and
-``tie_rel`` of the best) is as good, and the simplest of those wins: no speculation,
-then the smaller k, a dynamic schedule last. Consecutive concurrencies with the same
-answer form a load range (concurrency C_i covers C_i .. C_{i+1} − 1).
+Recommendation at a concurrency every configuration measured (the sweep's points):
+among the configurations whose verdict there is "met" (a schedule's point only where
+the engine applied it), whose max load under the SLO reaches it, the highest goodput
+(good requests/s); a configuration within the noise of the best (the larger of the
+two's MAD of goodput over the repeats, and ``tie_rel`` of the best) is as good, and the
+simplest of those wins: no speculation, then the smaller k, a dynamic schedule last.
+Concurrency C_i covers C_i .. C_{i+1} − 1, but no further than the chosen one's max
+load under the SLO (the search's probes place it): past it, the next best whose max
+load reaches on, else none. Neighbouring ranges with the same answer merge.
 """
 from __future__ import annotations
 
@@ -44,6 +47,13 @@ def spread(row: dict) -> float:
     return statistics.median(abs(x - med) for x in reps)
 
 
+def _range(start: int, end: Optional[int], config: Optional[str], lab: Optional[str], judged_at: int) -> dict:
+    """A load range [start, end] (end None: and above) and its recommended configuration,
+    chosen on the goodputs measured at concurrency ``judged_at``."""
+    return {"from": start, "to": end, "config": config, "label": lab or "none meets the SLO",
+            "judged_at": [judged_at]}
+
+
 def predicted(row: dict, rows: list[dict]) -> dict:
     """For a schedule's point: what the fixed k the schedule gives batch size C measured at
     concurrency C (its goodput and Output TPS), the schedule's prediction."""
@@ -59,7 +69,8 @@ def predicted(row: dict, rows: list[dict]) -> dict:
 
 def recommend_at(rows: list[dict], tie_rel: float = TIE_REL) -> Optional[dict]:
     """The recommended row among ``rows`` (one concurrency), or None when none meets the SLO."""
-    ok = [r for r in rows if r.get("verdict") == "met" and r.get("goodput_rps") is not None]
+    ok = [r for r in rows if r.get("verdict") == "met" and r.get("goodput_rps") is not None
+          and (r.get("schedule_check") or {}).get("applied") is not False]  # not a measurement of the schedule
     if not ok:
         return None
     best = max(ok, key=lambda r: r["goodput_rps"])
@@ -86,24 +97,51 @@ def analyse(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
                                                                  "good_fraction", "verdict", "goodput_repeats",
                                                                  "search_probe", "schedule_check", "output_tps")}
                                           | predicted(r, rs) for r in sorted(crs, key=lambda r: r["concurrency"])],
+                               "schedule_not_applied_at": [r["concurrency"] for r in crs if (r.get("schedule_check")
+                                                                                             or {}).get("applied") is False],
                                "max_concurrency": ml["max_concurrency"], "first_not_met": ml["first_not_met"],
                                "max_load_status": ml["status"], "max_load_note": ml.get("note")})
-        concs = sorted({r["concurrency"] for r in rs})
-        picks = []
-        for c in concs:
+        maxc = {c["config"]: c for c in per_config}
+        # the recommendation at the concurrencies every configuration measured (the sweep's);
+        # the search's probes place each one's max load, which bounds the ranges
+        sets = [{r["concurrency"] for r in crs} for crs in configs.values()]
+        concs = sorted(set.intersection(*sets)) or sorted(set.union(*sets))
+        picks, ranges = [], []
+        for i, c in enumerate(concs):
+            end = concs[i + 1] - 1 if i + 1 < len(concs) else None
             at = [r for r in rs if r["concurrency"] == c]
-            rec = recommend_at(at, tie_rel)
-            picks.append((c, None if rec is None else rec["config"], None if rec is None else label(rec),
-                          None if rec is None else rec["goodput_rps"], len(at)))
-        ranges = []
-        for i, (c, cfg, lab, g, n) in enumerate(picks):
-            end = picks[i + 1][0] - 1 if i + 1 < len(picks) else None
-            if ranges and ranges[-1]["config"] == cfg:
-                ranges[-1]["to"] = end
-                ranges[-1]["concurrencies"].append(c)
+            start, excluded, first = c, set(), len(ranges)
+            while True:
+                # a configuration whose max load under the SLO is below the range's start is no candidate
+                excluded |= {n for n, m in maxc.items() if m["max_concurrency"] is not None
+                             and m["max_concurrency"] < start}
+                excluded |= {n for n, m in maxc.items() if m["max_concurrency"] is None}  # no load under the SLO
+                rec = recommend_at([r for r in at if r["config"] not in excluded], tie_rel)
+                if rec is None:
+                    ranges.append(_range(start, end, None, None, c))
+                    break
+                m = maxc[rec["config"]]
+                cap = m["max_concurrency"] if m["max_load_status"] != "unbounded" else None
+                if cap is not None and (end is None or cap < end):
+                    ranges.append(_range(start, cap, rec["config"], label(rec), c))
+                    start, excluded = cap + 1, excluded | {rec["config"]}
+                    if end is not None and start > end:
+                        break
+                    continue
+                ranges.append(_range(start, end, rec["config"], label(rec), c))
+                break
+            chosen = ranges[first]["config"]
+            g = next((r["goodput_rps"] for r in at if r["config"] == chosen), None)
+            picks.append((c, chosen, ranges[first]["label"] if chosen else None, g, len(at)))
+        merged: list[dict] = []
+        for r in ranges:
+            if merged and merged[-1]["config"] == r["config"] and merged[-1]["to"] is not None \
+                    and merged[-1]["to"] + 1 == r["from"]:
+                merged[-1]["to"] = r["to"]
+                merged[-1]["judged_at"] += [x for x in r["judged_at"] if x not in merged[-1]["judged_at"]]
             else:
-                ranges.append({"from": c, "to": end, "config": cfg, "label": lab or "none meets the SLO",
-                               "concurrencies": [c]})
+                merged.append(r)
+        ranges = merged
         out.append({"dataset": ds, "temperature": t, "configs": per_config, "recommendation": ranges,
                     "per_concurrency": [{"concurrency": c, "config": cfg, "label": lab or "none meets the SLO",
                                          "goodput_rps": g, "configs_measured": n} for c, cfg, lab, g, n in picks]})

@@ -74,10 +74,11 @@ def test_goodput_max_load_recommendation_and_schedule(real_stack, tmp_path):
     rec = g["recommendation"]
     assert rec[0]["from"] == 1 and rec[-1]["to"] is None
     assert all(a["to"] == b["from"] - 1 for a, b in zip(rec, rec[1:]))
-    for r in g["per_concurrency"]:  # the recommended one met the SLO there with the best goodput (ties aside)
-        if r["config"] is not None:
+    for r in g["per_concurrency"]:  # the recommended one has the best goodput there (ties aside) among the
+        if r["config"] is not None:  # configurations that met the SLO there and up to it
             at = [pt for c in g["configs"] for pt in c["points"] if pt["concurrency"] == r["concurrency"]
-                  and pt["verdict"] == "met"]
+                  and pt["verdict"] == "met" and (c["max_concurrency"] or 0) >= r["concurrency"]
+                  and (pt.get("schedule_check") or {}).get("applied") is not False]
             assert r["goodput_rps"] >= max(pt["goodput_rps"] for pt in at) * (1 - res["tie_rel"]) - 1e-9
 
     # the answer again from the CLI, under another SLO, from the records alone

@@ -33,13 +33,23 @@ def test_max_load_per_configuration():
 
 def test_recommendation_per_load_range_ties_go_to_the_simpler():
     (g,) = slo.analyse(ROWS)
-    # C=1: k3 1.55 vs k1 1.5: within 5 % -> k=1; C=2: k1 2.0 vs baseline 1.95: within 5 % -> baseline
-    assert [(p["concurrency"], p["label"]) for p in g["per_concurrency"]] == \
-        [(1, "k=1"), (2, "baseline"), (4, "baseline"), (8, "none meets the SLO")]
+    # judged where every configuration was measured (1 and 2). C=1: k3 1.55 vs k1 1.5: within 5 % -> k=1;
+    # C=2: k3's max load is 1; k1 2.0 vs baseline 1.95: within 5 % -> baseline, up to its max load (4)
+    assert [(p["concurrency"], p["label"]) for p in g["per_concurrency"]] == [(1, "k=1"), (2, "baseline")]
     assert [(r["from"], r["to"], r["label"]) for r in g["recommendation"]] == \
-        [(1, 1, "k=1"), (2, 7, "baseline"), (8, None, "none meets the SLO")]
+        [(1, 1, "k=1"), (2, 4, "baseline"), (5, None, "none meets the SLO")]
     (strict,) = slo.analyse(ROWS, tie_rel=0.0)
-    assert [p["label"] for p in strict["per_concurrency"]][:2] == ["k=3", "k=1"]
+    # no ties: k=3 at 1; at 2 k=1 (2.0) up to its max load 2, then the baseline up to 4
+    assert [(r["from"], r["to"], r["label"]) for r in strict["recommendation"]] == \
+        [(1, 1, "k=3"), (2, 2, "k=1"), (3, 4, "baseline"), (5, None, "none meets the SLO")]
+
+
+def test_a_schedule_point_the_engine_did_not_apply_is_not_recommended():
+    sched = [[1, 1, 3], [2, 8, 1]]
+    rows = ROWS + [dict(row("sched", None, c, 9.0), schedule=sched, schedule_check={"applied": c == 1})
+                   for c in (1, 2)]
+    (g,) = slo.analyse(rows)
+    assert [(p["concurrency"], p["label"]) for p in g["per_concurrency"]] == [(1, "schedule"), (2, "baseline")]
 
 
 def test_repeats_spread_makes_a_tie():
@@ -70,7 +80,7 @@ def test_report_section_renders_the_plot_and_the_tables(tmp_path):
     html = slo_section(res, tmp_path)
     assert "At your SLO" in html and "agrees with AIPerf" in html and "9 of 9" in html
     assert (tmp_path / "slo_goodput_vs_concurrency.png").stat().st_size > 10_000
-    assert "2–7" in html and "<b>baseline</b>" in html and "8 and above" in html
+    assert "2–4" in html and "<b>baseline</b>" in html and "5 and above" in html
     assert slo_section(None, tmp_path) == ""
 
 
