@@ -37,6 +37,10 @@ def goodput_vs_concurrency(groups: list[dict], path: Path, description: str) -> 
                 met = p["verdict"] == "met"
                 ax.plot([p["concurrency"]], [p["goodput_rps"]], marker=mk, ms=7, color=line.get_color(),
                         mfc=line.get_color() if met else "white", ls="none")
+            na = [p for p in pts if (p.get("schedule_check") or {}).get("applied") is False]
+            if na:  # no measurement of the schedule: the engine did not apply it there
+                ax.plot([p["concurrency"] for p in na], [p["goodput_rps"] for p in na], marker="x", ms=11,
+                        color="red", ls="none", label="schedule not applied by the engine")
             if c["max_concurrency"]:
                 ax.axvline(c["max_concurrency"], color=line.get_color(), ls=":", lw=1.2)
         ax.set_xscale("log", base=2)
