@@ -40,11 +40,14 @@ def search(ctx, datasets: dict, outcomes: list, save_dir: Path, progress, make_o
             o.search_probe = True
             group.append(o)
             outcomes.append(o)
+            probes += 1
+            from launcher.bench.cli import resume
+            if not resume([o], save_dir, ctx.args):  # a rerun: this probe is on disk, complete
+                continue
             progress.total += 1
             spec, questions = datasets[ds]
             print(f"SLO search {ds} T={temp:g}: probing concurrency {c}", flush=True)
             run_group(ctx, spec, questions, ds, temp, [o], save_dir, progress)
-            probes += 1
             flush()
         res = max_load({o.concurrency: verdict(o) for o in group})
         out["max_load"].append({"dataset": ds, "temperature": temp, "probes": probes,
