@@ -329,7 +329,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if slo_res is not None:
         print_slo(slo_res, Path(args.results) / SLO_FILE)
     if res is None:
-        print(f"{args.results}: no baseline job (run the recipe with sweep.baseline=true); nothing written")
+        print(f"{args.results}: no baseline job (run the recipe with sweep.baseline=true); no speedups written")
         return 0
     print(f"speedup: {len(res['points'])} point(s) against the baseline; {Path(args.results) / SUMMARY_FILE}")
     drafts = {c.get("draft") for c in res["best_k"]}

@@ -203,6 +203,8 @@ def parse_slo_arg(text: str) -> dict:
             out[key] = float(val)
         except ValueError:
             raise ValueError(f"--slo: {key}={val} is not a number") from None
+    if not any(k in out for k in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")):
+        raise ValueError("--slo: no limit given (set at least one of ttft_ms, itl_ms or tpot_ms, e2e_ms)")
     if "itl_ms" in out and "tpot_ms" in out:
         raise ValueError("--slo: give itl_ms or tpot_ms, not both (both are AIPerf's inter_token_latency)")
     return out

@@ -67,7 +67,7 @@ def test_parse_slo_arg():
     assert slo.parse_slo_arg("ttft_ms=300,tpot_ms=40,percentile=95") == {"ttft_ms": 300, "tpot_ms": 40,
                                                                          "percentile": 95}
     for bad, msg in (("ttft=3", "unknown key"), ("ttft_ms", "KEY=VALUE"), ("ttft_ms=x", "not a number"),
-                     ("itl_ms=1,tpot_ms=2", "not both")):
+                     ("itl_ms=1,tpot_ms=2", "not both"), ("percentile=90", "no limit")):
         with pytest.raises(ValueError, match=msg):
             slo.parse_slo_arg(bad)
 
