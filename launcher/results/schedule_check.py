@@ -43,29 +43,47 @@ def in_flight_range(intervals: Sequence[tuple[int, int]], i: int) -> tuple[int, 
 
 
 def check_point(schedule, requests: Sequence[dict], per_position_counts: Optional[Sequence[float]] = None,
-                tolerance_steps: int = 0) -> dict:
+                tolerance_steps: int = 0, max_violating_share: float = 0.5) -> dict:
     """requests: {start_ns, end_ns, max_accepted (the most drafts one verify step accepted)}.
-    Returns {applied, violations, requests_checked, largest_allowed_k, note}."""
+
+    The client's in-flight count is not the server's decode batch (a request in flight
+    may be queued or in prefill, or finished on the server before its last bytes
+    arrived), so one request over its allowed k proves nothing. The requests that tell
+    are the *constrained* ones: allowed fewer drafts than the server's k (the schedule's
+    largest). The schedule is not applied when more than ``max_violating_share`` of them
+    accepted more than allowed (an engine that ignores it: nearly all do, measured), or
+    the per-position counters moved beyond every request's allowed k; with no
+    constrained request the point cannot tell (applied None).
+    Returns {applied, constrained_requests, violating_requests, ..., note}."""
     ok = [r for r in requests if r.get("start_ns") is not None and r.get("end_ns") is not None
           and r.get("max_accepted") is not None]
     intervals = [(int(r["start_ns"]), int(r["end_ns"])) for r in ok]
-    viol = []
+    k_server = max(int(e[2]) for e in schedule)
+    viol, constrained = [], 0
     largest = 0
     for i, r in enumerate(ok):
         lo, hi = in_flight_range(intervals, i)
         k = allowed_k(schedule, lo, hi)
         largest = max(largest, k)
-        if int(r["max_accepted"]) > k:
-            viol.append({"request": r.get("id"), "in_flight": [lo, hi], "allowed_k": k,
-                         "max_accepted": int(r["max_accepted"])})
+        if k < k_server:
+            constrained += 1
+            if int(r["max_accepted"]) > k:
+                viol.append({"request": r.get("id"), "in_flight": [lo, hi], "allowed_k": k,
+                             "max_accepted": int(r["max_accepted"])})
     beyond = None
     if per_position_counts is not None and largest:
         beyond = float(sum(per_position_counts[largest:]))
     counter_broken = beyond is not None and beyond > tolerance_steps
-    applied = None if not ok else not (viol or counter_broken)
-    note = None
-    if applied is False:
-        note = NOT_APPLIED
-    return {"applied": applied, "requests_checked": len(ok), "violations": viol[:10],
-            "violating_requests": len(viol), "largest_allowed_k": largest,
-            "accepted_beyond_largest_allowed_position": beyond, "note": note}
+    share = len(viol) / constrained if constrained else None
+    if counter_broken or (share is not None and share > max_violating_share):
+        applied = False
+    elif share is None:
+        applied = None
+    else:
+        applied = True
+    note = NOT_APPLIED if applied is False else (
+        "cannot tell: no request was always in a batch the schedule gives a smaller k" if applied is None and ok
+        else None)
+    return {"applied": applied, "requests_checked": len(ok), "constrained_requests": constrained,
+            "violating_requests": len(viol), "violating_share": share, "violations": viol[:10],
+            "largest_allowed_k": largest, "accepted_beyond_largest_allowed_position": beyond, "note": note}
