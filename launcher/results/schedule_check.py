@@ -33,13 +33,30 @@ def allowed_k(schedule, b_min: int, b_max: int) -> int:
     return max(k_for_batch(schedule, b) for b in range(max(1, b_min), max(1, b_max) + 1))
 
 
-def in_flight_range(intervals: Sequence[tuple[int, int]], i: int) -> tuple[int, int]:
+def in_flight_counts(intervals: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """(event times, requests in flight from each time to the next): a sweep over the
+    starts and ends."""
+    delta: dict[int, int] = {}
+    for a, b in intervals:
+        delta[a] = delta.get(a, 0) + 1
+        delta[b] = delta.get(b, 0) - 1
+    times = sorted(delta)
+    counts, n = [], 0
+    for t in times:
+        n += delta[t]
+        counts.append(n)
+    return times, counts
+
+
+def in_flight_range(intervals: Sequence[tuple[int, int]], i: int, sweep=None) -> tuple[int, int]:
     """(min, max) number of requests in flight (itself included) over request i's lifetime."""
+    import bisect
+
+    times, counts = sweep or in_flight_counts(intervals)
     s, e = intervals[i]
-    # the count changes only at the others' starts and ends inside [s, e]
-    times = sorted({s} | {t for a, b in intervals for t in (a, b) if s <= t < e})
-    counts = [sum(1 for a, b in intervals if a <= t < b) for t in times] or [1]
-    return max(1, min(counts)), max(1, max(counts))
+    lo, hi = bisect.bisect_left(times, s), bisect.bisect_left(times, e)
+    window = counts[lo:hi] or [1]
+    return max(1, min(window)), max(1, max(window))
 
 
 def check_point(schedule, requests: Sequence[dict], per_position_counts: Optional[Sequence[float]] = None,
@@ -61,8 +78,9 @@ def check_point(schedule, requests: Sequence[dict], per_position_counts: Optiona
     k_server = max(int(e[2]) for e in schedule)
     viol, constrained = [], 0
     largest = 0
+    sweep = in_flight_counts(intervals)
     for i, r in enumerate(ok):
-        lo, hi = in_flight_range(intervals, i)
+        lo, hi = in_flight_range(intervals, i, sweep)
         k = allowed_k(schedule, lo, hi)
         largest = max(largest, k)
         if k < k_server:
