@@ -91,7 +91,9 @@ def tables(g: dict) -> str:
           f'<tbody>{"".join(rows)}</tbody></table>'
           '<p class="sub">Goodput in good requests/s; ✗ the SLO not met, ~ the repeats disagree (within noise), '
           'probe: a concurrency the max-load search added.</p>')
-    recs = "".join(f"<tr><td>{_e(_span(r))}</td><td><b>{_e(r['label'])}</b></td></tr>" for r in g["recommendation"])
+    recs = "".join(f"<tr><td>{_e(_span(r))}</td><td><b>{_e(r['label'])}</b>"
+                   + (f' <span class="sub">({_e(r["note"])})</span>' if r.get("note") else "") + "</td></tr>"
+                   for r in g["recommendation"])
     t2 = (f'<table class="slo-rec"><thead><tr><th>load (concurrency)</th><th>recommended</th></tr></thead>'
           f"<tbody>{recs}</tbody></table>")
     return f"<h3>{_e(g['dataset'])}, T={g['temperature']:g}</h3>{t1}<p>Recommended per load range:</p>{t2}"

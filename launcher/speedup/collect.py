@@ -367,4 +367,4 @@ def print_slo(res: dict, path: Path) -> None:
         for r in g["recommendation"]:
             span = f"{r['from']}+" if r["to"] is None else (f"{r['from']}" if r["to"] == r["from"]
                                                             else f"{r['from']}-{r['to']}")
-            print(f"    load {span}: {r['label']}")
+            print(f"    load {span}: {r['label']}" + (f" ({r['note']})" if r.get("note") else ""))

@@ -129,6 +129,8 @@ def analyse(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
                         break
                     continue
                 ranges.append(_range(start, end, rec["config"], label(rec), c))
+                if end is None and m["max_load_status"] == "unbounded":
+                    ranges[-1]["note"] = f"met up to {m['max_concurrency']}, the highest measured"
                 break
             chosen = ranges[first]["config"]
             g = next((r["goodput_rps"] for r in at if r["config"] == chosen), None)
@@ -138,6 +140,8 @@ def analyse(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
             if merged and merged[-1]["config"] == r["config"] and merged[-1]["to"] is not None \
                     and merged[-1]["to"] + 1 == r["from"]:
                 merged[-1]["to"] = r["to"]
+                if r.get("note"):
+                    merged[-1]["note"] = r["note"]
                 merged[-1]["judged_at"] += [x for x in r["judged_at"] if x not in merged[-1]["judged_at"]]
             else:
                 merged.append(r)

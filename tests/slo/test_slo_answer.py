@@ -94,3 +94,10 @@ def test_a_schedule_point_is_predicted_by_the_fixed_k_it_gives_that_batch_size()
     assert [(p["concurrency"], p["predicted"]["k"], p["predicted"]["goodput_rps"]) for p in s["points"]] == \
         [(1, 3, 1.55), (2, 1, 2.0)]
     assert g["configs"][-1]["label"] == "schedule"  # the least simple
+
+
+def test_an_open_last_range_says_how_far_it_was_measured():
+    rows = [row("base", 0, 1, 1.0), row("base", 0, 4, 3.0), row("k1", 1, 1, 0.5), row("k1", 1, 4, 0.5, "failed")]
+    (g,) = slo.analyse(rows)
+    assert [(r["from"], r["to"], r["label"], r.get("note")) for r in g["recommendation"]] == \
+        [(1, None, "baseline", "met up to 4, the highest measured")]
