@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
               else "jobs run in the background")
         return 0
     ok = follow(subs)
-    if plan.baseline:  # every job has ended: the speedups with every k, in every summary.json
+    if plan.baseline or any(j.bench is not None and j.bench.slo for j in plan.jobs):
+        # every job has ended: the speedups with every k, in every summary.json; the SLO answer
         import subprocess  # its own process: the login side imports no reader of results
         subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)
     end_of_run(plan.results_dir, cfg.report)

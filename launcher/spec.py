@@ -154,6 +154,9 @@ class BenchSpec:
     repeats: int = 1  # sweep.repeats: each point measured this many times against the server
     warmup: bool = False  # a warm-up phase before the measured ones (on with repeats)
     noisy_rel_mad: float = 0.1  # bench.gates.noisy_rel_mad: a point whose Output TPS varies more is noisy
+    # sweep.slo (launcher.results.goodput.Slo.to_dict: limits, percentiles, good_share) plus
+    # "search" and "max_search_probes"; None: no SLO (docs/slo.md)
+    slo: Optional[dict] = None
 
 
 @dataclass(frozen=True)

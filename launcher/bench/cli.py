@@ -144,7 +144,8 @@ class PointOutcome:
         return {"dataset": self.dataset, "temperature": self.temperature, "concurrency": self.concurrency,
                 "dir": self.dir, "status": self.status, "reason": self.reason,
                 "Average_AL": None, "Server_AL": None, "Output TPS": None, "TTFT median s": None,
-                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
+                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values,
+                **({"search_probe": True} if getattr(self, "search_probe", False) else {})}
 
 
 def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
@@ -167,7 +168,7 @@ def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]
         force=b.force, aiperf_mode=b.aiperf_mode, acceptance_source=b.acceptance_source, golden=b.golden,
         lossless_prompts=ll.num_prompts if ll else 0, lossless_output_length=ll.output_length if ll else 64,
         lossless_min_match_fraction=ll.min_match_fraction if ll else 0.6,
-        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad)
+        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad, slo=b.slo)
     return args, asdict(b.runtime_params), {k: float(v) for k, v in b.gates.min_acceptance_length.items()}
 
 
@@ -435,6 +436,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         if check is not None:
             summary["prometheus_runs"].append(check)
         flush()
+    from launcher.bench import slo_probe  # the max load under the recipe's SLO: extra points (docs/slo.md)
+    summary["slo"] = slo_probe.search(ctx, datasets, outcomes, save_dir, progress, PointOutcome,
+                                      point_mod.run_group, flush)
+    flush()
 
     if speculative:  # each check's verdict is on disk before the next one runs
         forced_check(summary, job, outcomes, save_dir)

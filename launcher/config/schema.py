@@ -89,6 +89,24 @@ class RuntimeParams:
 
 
 @dataclass
+class SloConfig:
+    """A latency SLO (docs/slo.md): goodput per point, the max load under it per server
+    configuration, the recommendation. Unset limits are not part of it; none set: no SLO."""
+    ttft_ms: Optional[float] = None  # time to first token
+    itl_ms: Optional[float] = None  # inter-token latency per request (AIPerf's ITL = TPOT); or tpot_ms
+    tpot_ms: Optional[float] = None  # (E2E - TTFT) / (tokens - 1) per request; or itl_ms
+    e2e_ms: Optional[float] = None  # end-to-end request latency
+    percentile: float = 90.0  # each limit holds at this percentile of a point's requests
+    percentiles: dict[str, float] = field(default_factory=dict)  # per limit, e.g. {ttft_ms: 99}
+    # the share of requests that must meet every limit at once (AIPerf's good_request_fraction); None: not required
+    good_share: Optional[float] = None
+    # search the max concurrency under the SLO on each server: bisect between the last
+    # concurrency that met it and the first that did not, with at most this many extra probes
+    search: bool = True
+    max_search_probes: int = 3
+
+
+@dataclass
 class SweepConfig:
     temperatures: list[float] = field(default_factory=lambda: [0.0])
     concurrencies: list[int] = field(default_factory=lambda: [1])
@@ -119,6 +137,12 @@ class SweepConfig:
     # repeats > 1, so that the repeats are alike (the first phase after AIPerf's start-up
     # measured slower than the rest).
     warmup: Optional[bool] = None
+    # A latency SLO: goodput per point and the max load under it (docs/slo.md)
+    slo: SloConfig = field(default_factory=SloConfig)
+    # A dynamic k schedule served as one more server configuration: vLLM's
+    # num_speculative_tokens_per_batch_size, [[batch_start, batch_end, k], ...] (e.g. the one
+    # python -m launcher.speedup prints); each point checks the engine applied it (docs/slo.md)
+    k_schedule: Optional[list[list[int]]] = None
 
 
 @dataclass
