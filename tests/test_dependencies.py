@@ -8,6 +8,7 @@
     node                 the node job -> bench
     login                compose, validate, plan, render, submit, follow
     speedup, compare, report, upload   tools that read results
+    history              runs over time: reads what upload wrote, judges with compare
 
 Every import in launcher/ and upload/ is checked, including imports inside functions,
 and no two files may import each other in a loop. No exceptions are listed: a new
@@ -38,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "compare": RESULTS | {"speedup"},
     "report": RESULTS | {"speedup"},
     "upload": RESULTS,
+    "history": RESULTS | {"compare", "speedup", "upload"},  # reads what upload wrote, judges with compare
 }
 
 

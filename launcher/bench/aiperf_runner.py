@@ -37,14 +37,24 @@ class GroupRun:
     extra_inputs: dict = field(default_factory=dict)
 
 
+def api_key_arg(key: str) -> str:
+    """``--api-key=KEY`` in one word: AIPerf's parser (cyclopts) reads a separate value that
+    starts with "-" as the next flag ("--api-key requires an argument"), and a generated key
+    starts with "-" once in 64 jobs. AIPerf redacts both forms in the files it writes."""
+    return f"--api-key={key}"
+
+
 def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: GroupRun,
-                request_timeout_s: int, api_key: Optional[str] = None, server_metrics: tuple = ()) -> list[str]:
+                request_timeout_s: int, api_key: Optional[str] = None, server_metrics: tuple = (),
+                goodput: Optional[str] = None) -> list[str]:
     """The `aiperf profile` command for a group. Pure. With ``api_key`` AIPerf sends
     `Authorization: Bearer <key>`; AIPerf redacts it in every file it writes
     (run_config.json, cli_command), so the argv itself must never be logged.
     ``server_metrics``: more /metrics endpoints AIPerf scrapes besides ``url``'s (the decode
-    servers behind a router, topology=disagg)."""
-    auth = ["--api-key", api_key] if api_key else []
+    servers behind a router, topology=disagg). ``goodput``: AIPerf's goodput definition,
+    space-separated `tag:ms` pairs (launcher.results.goodput.aiperf_goodput_arg)."""
+    auth = [api_key_arg(api_key)] if api_key else []
+    auth += ["--goodput", goodput] if goodput else []
     auth += ["--server-metrics", *server_metrics] if server_metrics else []
     return [
         *aiperf.split(), "profile",
@@ -238,13 +248,15 @@ def phase_name(index: int, concurrency: int) -> str:
 
 def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path, artifact_dir: Path,
                       phases: list[PhasePlan], request_timeout_s: int, workers: Optional[int] = None,
-                      record_processors: Optional[int] = None, server_metrics: tuple = ()) -> dict:
+                      record_processors: Optional[int] = None, server_metrics: tuple = (),
+                      slos: Optional[dict] = None) -> dict:
     """AIPerf 0.13's YAML config (schemaVersion 2.0) running several client points of one
     dataset and temperature in one process, one profiling phase each, in order. Pure. Each
     phase sends ``sessions`` conversations (the whole dataset once) with sequential sampling;
     the request fields (temperature, ...) ride on every turn of the input file.
     ``server_metrics``: more /metrics endpoints to scrape besides ``url``'s (topology=disagg:
-    the decode servers behind the router)."""
+    the decode servers behind the router). ``slos``: AIPerf's goodput definition
+    (`benchmark.slos`: metric tag -> limit in ms; launcher.results.goodput.Slo.aiperf_slos)."""
     runtime: dict = {"ui": "none"}
     if workers:
         runtime["workers"] = int(workers)
@@ -266,6 +278,8 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
             "artifacts": {"dir": str(artifact_dir), "raw": True},
         },
     }
+    if slos:
+        cfg["benchmark"]["slos"] = {str(k): float(v) for k, v in slos.items()}
     if server_metrics:
         cfg["benchmark"]["serverMetrics"] = {"enabled": True, "urls": list(server_metrics)}
     return cfg
@@ -274,7 +288,7 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
 def multiphase_argv(aiperf: str, config_path: Path, api_key: Optional[str] = None) -> list[str]:
     """`aiperf profile --config FILE`; the key (never in the file) as the CLI flag,
     which AIPerf applies on top of the config."""
-    return [*aiperf.split(), "profile", "--config", str(config_path), *(["--api-key", api_key] if api_key else [])]
+    return [*aiperf.split(), "profile", "--config", str(config_path), *([api_key_arg(api_key)] if api_key else [])]
 
 
 def split_phase_records(src: Path, dst_by_phase: dict[str, Path]) -> dict[str, int]:

@@ -21,13 +21,13 @@ from typing import Callable, Optional
 import yaml
 
 from launcher.bench import point as point_mod
+from launcher.bench import slo_probe
 from launcher.bench.golden_check import golden_verdict
+from launcher.bench.resume import resume
 from launcher.bench.lossless import run_lossless_from_args
-from launcher.bench.result_files import is_complete
 from launcher.contracts.job import BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec, RuntimeParams, SpecError
 from launcher.golden import summary_line
 from launcher.results import read_point
-from launcher.results.repeats import record
 from launcher.bench.summary import print_table
 from launcher.results.summary import write_summary
 from launcher.runtime.datasets import DatasetError, get_dataset
@@ -153,7 +153,8 @@ class PointOutcome:
         return {"dataset": self.dataset, "temperature": self.temperature, "concurrency": self.concurrency,
                 "dir": self.dir, "status": self.status, "reason": self.reason,
                 "Average_AL": None, "Server_AL": None, "Output TPS": None, "TTFT median s": None,
-                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values}
+                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values,
+                **({"search_probe": True} if getattr(self, "search_probe", False) else {})}
 
 
 def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
@@ -175,7 +176,7 @@ def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]
         force=b.force, aiperf_mode=b.aiperf_mode, acceptance_source=b.acceptance_source, golden=b.golden,
         lossless_prompts=ll.num_prompts if ll else 0, lossless_output_length=ll.output_length if ll else 64,
         lossless_min_match_fraction=ll.min_match_fraction if ll else 0.6,
-        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad)
+        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad, slo=b.slo)
     return args, asdict(b.runtime_params), {k: float(v) for k, v in b.gates.min_acceptance_length.items()}
 
 
@@ -263,11 +264,6 @@ def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path)
     return out
 
 
-def _repeats_done(point_dir: Path) -> int:
-    """How many repeats a complete point holds (1 without repeats.json)."""
-    return int((record.read(point_dir) or {}).get("repeats") or 1)
-
-
 def load_datasets(args) -> dict:
     """{name: (DatasetSpec, questions)} of the sweep; DatasetError names file:line."""
     datasets = {}
@@ -288,20 +284,6 @@ def preflight(base_url: str, model: str, source: AcceptanceSource, engine) -> No
         check_stream_usage(base_url, model)
     else:
         check_spec_stats(base_url, model, engine)
-
-
-def resume(outcomes: list, save_dir: Path, args) -> list:
-    """The points still to measure; complete ones (with every repeat) are marked skipped
-    and keep their figures."""
-
-    todo = []
-    for o in outcomes:
-        if not args.force and is_complete(save_dir / o.dir) and _repeats_done(save_dir / o.dir) == max(1, args.repeats):
-            o.status, o.reason = "skipped", "already complete"
-            o.values.update(point_mod.load_point_values(save_dir / o.dir))
-        else:
-            todo.append(o)
-    return todo
 
 
 def forced_check(summary: dict, job: dict, outcomes: list, save_dir: Path) -> None:
@@ -411,6 +393,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                                  stream_extra=engine.stream_options(source) if speculative else {},
                                  metric_names=engine.metrics, engine=engine)
     _run_groups(ctx, datasets, todo, save_dir, progress, summary, flush)
+    # the max load under the recipe's SLO: extra points (docs/slo.md)
+    summary["slo"] = slo_probe.search(ctx, datasets, outcomes, save_dir, progress, PointOutcome,
+                                      point_mod.run_group, flush)
+    flush()
     if speculative:
         _after_sweep_checks(summary, job, outcomes, save_dir, args, flush)
     print_table(summary)

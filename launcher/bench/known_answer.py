@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from launcher.bench.metrics import counter_deltas, DEFAULT_METRICS, parse_prometheus_text, prometheus_al
-from launcher.bench.preflight import chat
+from launcher.bench.preflight import chat, engine_version
 from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
-from launcher.engines import DEFAULT_ENGINE, get_engine
+from launcher.engines import DEFAULT_ENGINE, get_engine, known_defects
+from launcher.runtime.telemetry import gpu_names
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
 from launcher.results.summary import change_summary
 from launcher.runtime.apikey import auth_headers
@@ -85,9 +86,12 @@ def verdict(per_request: list[dict], k: int, temperature: float) -> dict:
 
 
 def defect_message(entry: dict) -> str:
+    """A point's warning for a failed temperature: the known defect's words when a
+    documented one explains it (launcher.engines.known_defects), else a suspicion."""
     al = "n/a" if entry.get("al") is None else f"{entry['al']:.2f}"
-    return (f"engine defect suspected: known-answer AL {al} at T={entry['temperature']:g}, "
-            f"expected k+1 = {entry['expected_al']}")
+    measured = f"known-answer AL {al} at T={entry['temperature']:g}, expected k+1 = {entry['expected_al']}"
+    known = known_defects.defect_line(entry)
+    return f"{known} ({measured})" if known else f"engine defect suspected: {measured}"
 
 
 def summarize(entries: list[dict], k: int, draft_sample_method: str = "probabilistic",
@@ -296,6 +300,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(one_line(result), file=sys.stderr)
         return 2
     result = summarize(entries, a.k, a.draft_sample_method, a.acceptance_source)
+    result = known_defects.annotate(result, a.engine, engine_version(a.url.rstrip("/"), get_engine(a.engine)),
+                                    known_defects.build_of(gpu_names()))
     record(save_dir, result)
     for e in entries:
         hist = e["histogram"]

@@ -25,7 +25,9 @@ from launcher.contracts.server_ready import ServerReady
 from launcher.engines import default_engine, Engine, MetricNames, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.results import EXTENSION_KEY, point_problems, PointResult, read_point, ValidityRule
+from launcher.results.goodput import aiperf_goodput_arg, point_goodput, repeats_verdict, slo_from_dict
 from launcher.results.repeats import record as repeat_record
+from launcher.results import schedule_check as schedules
 from launcher.runtime.apikey import client_key
 from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.runtime.files import REPO_ROOT, write_json_atomic
@@ -95,7 +97,16 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
         "num_requests": res.num_requests, "num_turns": res.num_turns,
         "failed_requests": res.failed_requests, "benchmark_duration_s": duration,
         "per_position_rates": res.per_position_rates, "forced_acceptance": res.forced_acceptance,
+        **({"goodput": compact_goodput(g)} if (g := (res.timing.get(EXTENSION_KEY) or {}).get("goodput")) else {}),
+        **({"schedule_check": {k: sc.get(k) for k in ("applied", "note", "violating_requests", "requests_checked")}}
+           if (sc := (res.timing.get(EXTENSION_KEY) or {}).get("schedule_check")) else {}),
     }
+
+
+def compact_goodput(g: dict) -> dict:
+    """summary.json's goodput of a point (the whole record is in timing.json's extension)."""
+    return {k: g.get(k) for k in ("goodput_rps", "good_output_tps", "good_fraction", "good_requests", "requests",
+                                  "meets_slo", "verdict", "search_probe", "agrees_with_aiperf")} | {"aiperf_goodput_rps": (g.get("aiperf") or {}).get("goodput_rps")}
 
 
 def draft_sample_method(spec_cfg: Optional[dict]) -> Optional[str]:
@@ -133,6 +144,35 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
     for o in outcomes:
         _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, [o], save_dir, progress, input_file)
     return None
+
+
+def point_slo(ctx: PointContext):
+    """The recipe's SLO (launcher.results.goodput.Slo), or None."""
+    return slo_from_dict(getattr(ctx.args, "slo", None))
+
+
+def _aiperf_slos(ctx: PointContext) -> Optional[dict]:
+    slo = point_slo(ctx)
+    return slo.aiperf_slos() if slo else None
+
+
+def _aiperf_goodput_arg(ctx: PointContext) -> Optional[str]:
+    slo = point_slo(ctx)
+    return aiperf_goodput_arg(slo) if slo else None
+
+
+def schedule_check(ctx: PointContext, spec_cfg: Optional[dict], ok_records: list, aip: Path) -> Optional[dict]:
+    """The dynamic-k check of a point served with num_speculative_tokens_per_batch_size."""
+    schedule = (spec_cfg or {}).get("num_speculative_tokens_per_batch_size")
+    if not schedule:
+        return None
+    reqs = [{"id": f"{r.conversation_id}/{r.turn_index}", "start_ns": r.start_ns, "end_ns": r.last_response_ns,
+             "max_accepted": max(r.spec.histogram) if r.spec is not None and r.spec.histogram else None}
+            for r in ok_records]
+    window = ar.prometheus_window(aip, ctx.metric_names) or {}
+    per_pos = window.get("accepted_per_position")
+    per_pos = per_pos if isinstance(per_pos, list) else None
+    return {"schedule": schedule, **schedules.check_point(schedule, reqs, per_pos)}
 
 
 def n_repeats(ctx: PointContext) -> int:
@@ -250,7 +290,8 @@ def _write_group_config(ctx: PointContext, questions: list[Question], temperatur
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
                                artifact_dir=group_dir, phases=([plan.warm] if plan.warm else []) + plan.phases,
                                request_timeout_s=args.request_timeout_s,
-                               server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
+                               server_metrics=tuple(ctx.server_ready.metrics_urls or ()),
+                               slos=_aiperf_slos(ctx))
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
 
@@ -357,6 +398,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
 
     missing = next((why for _, _, why in runs if why is not None), None)
     per, srcs = [], []
+    slo, slo_repeats = point_slo(ctx), []
     if missing is None:
         spec_cfg = _spec_cfg(ctx)
         for r, (name, dst, _) in enumerate(runs, 1):
@@ -366,6 +408,10 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
                 missing = f"repeat {r} ({name}): results unreadable: {str(e).splitlines()[0]}"
                 break
             ext = acc.get(EXTENSION_KEY) or {}
+            if slo is not None:  # each repeat's goodput: whether the repeats agree on the SLO
+                g = point_goodput(dst, slo) or {}
+                slo_repeats.append({"repeat": r, "goodput_rps": g.get("goodput_rps"),
+                                    "good_output_tps": g.get("good_output_tps"), "meets_slo": g.get("meets_slo")})
             per.append({"repeat": r, "phase": name, **repeat_record.repeat_figures(acc, tim, ok),
                         # the repeat's own verify steps, for the run's /metrics cross-check
                         "num_spec_steps": ext.get("num_spec_steps"),
@@ -385,6 +431,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
             ar.move_artifacts(src, others / f"r{i + 1}")
     doc = repeat_record.build(per, held, float(getattr(ctx.args, "noisy_rel_mad", repeat_record.NOISY_REL_MAD)))
     write_json_atomic(point_dir / repeat_record.REPEATS_FILE, doc)
+    o.slo_repeats = slo_repeats or None  # process_point adds them to the point's goodput
     _finish_point(ctx, spec, questions, o, save_dir, srcs[held], None, total, progress)
     o.values["repeats"] = repeat_record.compact(doc)
     return None if o.status == "complete" else o.reason
@@ -429,7 +476,8 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     concurrencies = run.concurrencies
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key(),
-                          server_metrics=tuple(ctx.server_ready.metrics_urls or ()))
+                          server_metrics=tuple(ctx.server_ready.metrics_urls or ()),
+                          goodput=_aiperf_goodput_arg(ctx))
     n_turns = sum(len(q.turns) for q in questions)
     total = len(concurrencies) * n_turns
     first = progress.done + 1
@@ -476,6 +524,22 @@ def _measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], ex
     return acc, tim, profiling_records(records)[0]
 
 
+def _goodput(ctx: PointContext, o, aip: Path) -> Optional[dict]:
+    """The point's goodput against the recipe's SLO (None without one, or without records),
+    with each repeat's and the verdict over the repeats."""
+    slo = point_slo(ctx)
+    good = point_goodput(aip, slo) if slo is not None else None
+    if good is None:
+        return None
+    reps = getattr(o, "slo_repeats", None)
+    if reps:
+        good["per_repeat"] = reps
+    good["verdict"] = repeats_verdict([r["meets_slo"] for r in reps] if reps else [good["meets_slo"]])
+    if getattr(o, "search_probe", False):
+        good["search_probe"] = True
+    return good
+
+
 def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question], o, point_dir: Path,
                   total_hint: int = 0) -> None:
     args = ctx.args
@@ -483,8 +547,8 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     job = ctx.job
     spec_cfg = _spec_cfg(ctx)
     try:
-        acc, tim, _ = _measure(ctx, spec, questions, aip / "profile_export.jsonl", aip, spec_cfg,
-                               prometheus=ctx.speculative)
+        acc, tim, ok_records = _measure(ctx, spec, questions, aip / "profile_export.jsonl", aip, spec_cfg,
+                                        prometheus=ctx.speculative)
     except (RecordError, ValueError, OSError) as e:
         o.status, o.reason = "failed", f"results unreadable: {str(e).splitlines()[0]}"
         return
@@ -524,6 +588,12 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     where = this_point(engine=ctx.engine.name, version=ctx.engine_version, gpu=gpu,
                        server_argv=ctx.server_ready.argv or job.get("server_flags") or [],
                        model=job.get("model") or args.tokenizer)
+    sched = schedule_check(ctx, spec_cfg, ok_records, aip)
+    if sched is not None:  # a dynamic k schedule: did the engine apply it? (docs/slo.md)
+        tim[EXTENSION_KEY]["schedule_check"] = sched
+    good = _goodput(ctx, o, aip)
+    if good is not None:  # our extension of timing.json: goodput against the recipe's SLO (docs/slo.md)
+        tim[EXTENSION_KEY]["goodput"] = good
     conf = build_configuration(
         run_args=run_args, serving_config=serving, engine_version=ctx.engine_version or "", argv=sys.argv,
         gpu=gpu, checkpoint=checkpoint_info(job.get("model")),

@@ -65,8 +65,11 @@ def print_table(summary: dict, file=None) -> None:
               + ("; ~noisy: relative MAD over the repeats above bench.gates.noisy_rel_mad" if "noisy" in marks else ""),
               file=out)
     if "suspect" in marks:
-        print("! SUSPECT T: the known-answer probe failed at this temperature (engine defect suspected); "
-              "its acceptance figures reflect the engine, not the draft", file=out)
+        known = sorted({p["engine_warning"].split(" (known-answer")[0] for p in summary.get("points", [])
+                        if str(p.get("engine_warning") or "").startswith("known defect")})
+        print("! SUSPECT T: the known-answer probe failed at this temperature ("
+              + ("; ".join(known) if known else "engine defect suspected")
+              + "); its acceptance figures reflect the engine, not the draft", file=out)
     for p in summary.get("points", []):
         if p.get("forced_acceptance"):
             print(f"FORCED {p['dir']}: {label(p['forced_acceptance'])} (vLLM synthetic acceptance: "

@@ -27,6 +27,10 @@ from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, default_engine, g
 BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
+# Slurm warns a job of its time limit: SIGUSR2 this many seconds ahead (submitit's --signal=USR2@N and
+# job.sbatch's); the node judges a SIGUSR2 against the job's deadline with this lead (launcher.node.outcome).
+TIME_LIMIT_SIGNAL = "SIGUSR2"
+TIME_LIMIT_WARNING_S = 120
 SERVER_LAUNCHES = ("process", "srun")  # a child process of the job, or its own Slurm step
 
 
@@ -126,6 +130,9 @@ class BenchSpec:
     repeats: int = 1  # sweep.repeats: each point measured this many times against the server
     warmup: bool = False  # a warm-up phase before the measured ones (on with repeats)
     noisy_rel_mad: float = 0.1  # bench.gates.noisy_rel_mad: a point whose Output TPS varies more is noisy
+    # sweep.slo (launcher.results.goodput.Slo.to_dict: limits, percentiles, good_share) plus
+    # "search" and "max_search_probes"; None: no SLO (docs/slo.md)
+    slo: Optional[dict] = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +227,7 @@ class JobSpec:
     port: Optional[int] = None
     ready_timeout_s: float = 1800
     stop_grace_s: float = 10
+    unanswered_timeout_s: float = 300  # a ready server silent this long (GET /health) has failed
     env: dict[str, str] = field(default_factory=dict)
     bench: Optional[BenchSpec] = None  # launcher.bench's settings (None: another benchmark module)
     bench_args: list[str] = field(default_factory=list)  # another benchmark module's argv, passed verbatim
@@ -239,6 +247,7 @@ class JobSpec:
     known_answer: Optional[KnownAnswerSpec] = None
     baseline: Optional[BaselineSpec] = None
     api_key_env: Optional[str] = None  # the name of the env var holding the server's key
+    report: bool = True  # the job builds JOB_DIR/report/index.html when it ends (launcher.login.node_job)
     engine: str = DEFAULT_ENGINE  # launcher.engines
     engine_version: Optional[str] = None  # None: probed on the node before the server starts
     # Where per-request acceptance comes from (launcher.engines.AcceptanceSource), resolved

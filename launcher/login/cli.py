@@ -25,6 +25,8 @@ Compose a recipe from recipes/ (Hydra), validate it, plan it and submit it.
   render_only=true             write each job's folder (job.json; on Slurm job.sbatch); submit nothing
   wait=true                    follow the jobs until they end (default on the local executor)
   output_dir=PATH              results go to PATH/<recipe>/<server_id>/
+  report=false                 build no HTML report (default: each job builds its own, and a waited-for
+                               run ends with the results table and RESULTS/report/index.html)
   --cfg                        print the composed recipe and exit
 """
 
@@ -124,8 +126,17 @@ def run_one_at_a_time(cfg, plan) -> int:
         ok = submitting.follow(subs) and ok
     if plan.baseline:
         subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)
+    end_of_run(plan.results_dir, cfg.report)
     print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
     return 0 if ok else 1
+
+
+def end_of_run(results_dir: str, report: bool) -> None:
+    """The results tables, the verdicts and (report=true) the HTML report's path, printed by
+    launcher.report.end_of_run in its own process: the login side imports no reader of results."""
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-m", "launcher.report.end_of_run", results_dir,
+                    *(() if report else ("--no-report",))], check=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
               else "jobs run in the background")
         return 0
     ok = submitting.follow(subs)
-    if plan.baseline:  # every job has ended: the speedups with every k, in every summary.json
-        import subprocess  # its own process: the login side imports no reader of results
+    if plan.baseline or any(j.bench is not None and j.bench.slo for j in plan.jobs):
+        # every job has ended: the speedups with every k, in every summary.json; the SLO answer
+        # its own process: the login side imports no reader of results
         subprocess.run([sys.executable, "-m", "launcher.speedup", plan.results_dir], check=False)
+    end_of_run(plan.results_dir, cfg.report)
     print(f"{'all jobs succeeded' if ok else 'some jobs FAILED'}; results: {plan.results_dir}")
     return 0 if ok else 1

@@ -17,7 +17,7 @@ from launcher.golden import summary_line
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
-from launcher.contracts.job import SPEC_FILE
+from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL
 from launcher.runtime.files import REPO_ROOT
 
 
@@ -34,6 +34,23 @@ def node_environment(base: dict | None = None) -> dict[str, str]:
     return env
 
 
+def build_job_report(job_dir: Path, timeout_s: float = 900) -> str | None:
+    """JOB_DIR/report/index.html (python -m launcher.report, in its own process: the
+    report draws with matplotlib); its path, or None with the reason in the job log."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "launcher.report", str(job_dir)], env=node_environment(),
+                           capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"[specdec] report not built: {e}", flush=True)
+        return None
+    lines = (p.stdout if p.returncode == 0 else p.stderr).strip().splitlines()
+    if p.returncode != 0 or not lines:
+        print(f"[specdec] report not built: {lines[-1] if lines else f'exit {p.returncode}'}", flush=True)
+        return None
+    print(f"[specdec] report: {lines[-1]}", flush=True)
+    return lines[-1]
+
+
 def run_job(spec: dict) -> dict:
     job_dir = Path(spec["job_dir"])
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -45,13 +62,29 @@ def run_job(spec: dict) -> dict:
           f"(SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')})", flush=True)
     proc = subprocess.Popen(node_command(spec_path), env=node_environment())
 
-    def forward(signum, _frame):  # Slurm's SIGTERM/SIGUSR2 reach us: pass them on
+    def forward(signum, _frame):  # Slurm's SIGTERM reaches us: pass it on
         try:
             proc.send_signal(signal.SIGTERM)
         except ProcessLookupError:
             pass
 
+    held: list[int] = []
+
+    def hold(signum, _frame):
+        """Slurm's time-limit warning (--signal=USR2@N). submitit's own handler would end
+        this process at once (UncompletedJobError), the job would end FAILED while the node
+        still stops its servers and records why, and Slurm would then end the node too.
+        The node gets it (from Slurm, and from here where only this process got it) and
+        ends the job; submitit's handler runs after that (its requeue or its error)."""
+        held.append(signum)
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    warning = getattr(signal, TIME_LIMIT_SIGNAL)
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    old[warning] = signal.signal(warning, hold)
     try:
         rc = proc.wait()
     finally:
@@ -60,7 +93,11 @@ def run_job(spec: dict) -> dict:
     summary = read_summary(job_dir)
     result = {"server_id": spec["server_id"], "exit_code": rc, "job_dir": str(job_dir),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "summary": summary}
+    if spec.get("report", True):  # the job's own report, so a cluster user opens it from the results folder
+        result["report"] = build_job_report(job_dir)
     write_job_result(job_dir, result)
+    if held and callable(old[warning]):  # submitit's handling of its signal, now that the node has ended
+        old[warning](held[0], None)
     if rc != 0:
         err = read_error(job_dir)
         reason = f": {err}" if err else ""

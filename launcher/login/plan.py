@@ -72,8 +72,35 @@ def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
         lossless=(LosslessSpec(b.lossless.num_prompts, b.lossless.output_length, b.lossless.min_match_fraction)
                   if b.lossless.enabled else None),
         runtime_params=RuntimeParams(dict(rp.sampling_kwargs), dict(rp.chat_template_args), dict(rp.dataset_kwargs)),
-        repeats=sw.repeats, warmup=bool(sw.warmup or (sw.warmup is None and sw.repeats > 1)),
-        noisy_rel_mad=b.gates.noisy_rel_mad)
+        # the warm-up is on by default with repeats and with an SLO (the first phase after
+        # AIPerf's start-up measured slower: docs/repeats.md, docs/slo.md)
+        repeats=sw.repeats, warmup=bool(sw.warmup or (sw.warmup is None and (sw.repeats > 1 or slo_spec(cfg)))),
+        noisy_rel_mad=b.gates.noisy_rel_mad, slo=slo_spec(cfg))
+
+
+def slo_spec(cfg: LauncherConfig) -> Optional[dict]:
+    """The job spec's copy of sweep.slo (None without a limit)."""
+    from omegaconf import OmegaConf
+
+    from launcher.results.goodput import slo_from_dict
+    raw = cfg.sweep.slo
+    d = OmegaConf.to_container(raw) if OmegaConf.is_config(raw) else dict(raw.__dict__)
+    slo = slo_from_dict(d)
+    if slo is None:
+        return None
+    return slo.to_dict() | {"search": bool(d.get("search", True)), "max_search_probes": int(d.get("max_search_probes", 3))}
+
+
+def schedule_config(cfg: LauncherConfig) -> tuple:
+    """(k, its recipe, flags, speculative config) of the server that serves sweep.k_schedule: k is the
+    schedule's largest (vLLM caps each entry at num_speculative_tokens)."""
+    import copy
+
+    schedule = [[int(x) for x in e] for e in cfg.sweep.k_schedule]
+    k = max(e[2] for e in schedule)
+    c2 = copy.deepcopy(cfg)
+    c2.draft.extra = {**dict(cfg.draft.extra), "num_speculative_tokens_per_batch_size": schedule}
+    return k, c2, build_server_flags(c2, k), speculative_config(c2, k)
 
 
 def make_plan(cfg: LauncherConfig) -> Plan:
@@ -93,6 +120,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
     # One server per (k, forced length) with sweep.forced_acceptance_lengths, else one per k.
     configs = [(k, c, build_server_flags(c, k), speculative_config(c, k))
                for k in ks for c in forced_level_configs(cfg, k)]
+    if cfg.sweep.k_schedule and cfg.draft.method != "none":  # one more server: the dynamic k schedule
+        configs.append(schedule_config(cfg))
     eng = get_engine(cfg.server.engine)
     speculative_names = eng.speculative_flag_names() | eng.acceptance_flag_names()
     baseline = None
@@ -105,7 +134,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         forced_len = lcfg.draft.forced_acceptance.length
         identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                     "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
-        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}" if k_eff else "") \
+        sched = "-sched" if (spec or {}).get("num_speculative_tokens_per_batch_size") else ""
+        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}{sched}" if k_eff else "") \
                    + (f"-fal{float(forced_len):g}" if forced_len is not None else "") \
                    + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
                    + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "")
@@ -123,7 +153,8 @@ def make_plan(cfg: LauncherConfig) -> Plan:
             server_command=cfg.server.command, server_flags=drop_flags(flags, speculative_names),
             acceptance_flags=pick_flags(flags, eng.acceptance_flag_names()) if spec else [],
             bind_host=cfg.cluster.bind_host,
-            port=cfg.server.port, ready_timeout_s=cfg.server.ready_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
+            port=cfg.server.port, ready_timeout_s=cfg.server.ready_timeout_s,
+            unanswered_timeout_s=cfg.server.unanswered_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
             bench=bench_spec(lcfg, job_dir, num_gpus), tokenizer=cfg.model.tokenizer, points=list(points),
             num_gpus=num_gpus, speculative_config=spec, container_image=cfg.cluster.container_image,
             kv_cache_cap_bytes=kv_cache_cap_bytes(flags), launch=launch,
@@ -139,7 +170,7 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                                 "single_run_tps": cfg.bench.gates.compare_single_run_tps_threshold,
                                 "noisy_rel_mad": cfg.bench.gates.noisy_rel_mad,
                                 "run_floor": cfg.bench.gates.compare_run_floor},
-            topology=topology,
+            topology=topology, report=cfg.report,
         ))
     return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline)
 
@@ -199,7 +230,8 @@ def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint
         recipe=cfg.name, server_id=server_id, job_dir=str(job_dir),
         method="none", model=cfg.model.path, served_name=cfg.model.served_name, server_command=cfg.server.command,
         server_flags=flags, bind_host=cfg.cluster.bind_host, port=cfg.server.port,
-        ready_timeout_s=cfg.server.ready_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
+        ready_timeout_s=cfg.server.ready_timeout_s,
+        unanswered_timeout_s=cfg.server.unanswered_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
         bench=bench_spec(base, job_dir, num_gpus), tokenizer=cfg.model.tokenizer, points=list(points),
         num_gpus=num_gpus, speculative_config=None, container_image=cfg.cluster.container_image,
         compare_thresholds={"al": cfg.bench.gates.compare_al_threshold, "tps": cfg.bench.gates.compare_tps_threshold,

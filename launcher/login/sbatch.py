@@ -20,7 +20,7 @@ from pathlib import Path
 from launcher.login.config.schema import ClusterConfig
 from launcher.login.node_job import node_command
 from launcher.runtime.files import REPO_ROOT
-from launcher.contracts.job import SPEC_FILE, JobSpec, shell_join
+from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
 
 
 def container_srun_args(cl: ClusterConfig) -> list[str]:
@@ -46,7 +46,7 @@ def slurm_parameters(cl: ClusterConfig, job_name: str) -> dict:
         # steps (one per node) are started by the node side
         "srun_args": [*cl.srun_args, *container_srun_args(cl), *(["--nodes=1", "--ntasks=1"] if cl.nodes > 1 else [])],
         "array_parallelism": cl.array_parallelism,
-        "signal_delay_s": 120,
+        "signal_delay_s": TIME_LIMIT_WARNING_S,  # submitit's --signal=USR2@N
     }
     if cl.partition:
         params["partition"] = cl.partition
@@ -136,7 +136,7 @@ def sbatch_directives(cl: ClusterConfig, job_name: str, log_dir: str | Path) -> 
     p = slurm_parameters(cl, job_name)
     d = [f"--job-name={p['job_name']}", f"--output={log_dir}/slurm-%j.out", f"--error={log_dir}/slurm-%j.err",
          "--open-mode=append", f"--time={p['time']}", f"--nodes={p['nodes']}",
-         f"--ntasks-per-node={p['ntasks_per_node']}", f"--signal=USR2@{p['signal_delay_s']}"]
+         f"--ntasks-per-node={p['ntasks_per_node']}", f"--signal={TIME_LIMIT_SIGNAL.removeprefix('SIG')}@{p['signal_delay_s']}"]
     for key, flag in (("partition", "partition"), ("account", "account"), ("qos", "qos"),
                       ("gpus_per_node", "gpus-per-node"), ("cpus_per_task", "cpus-per-task"), ("mem", "mem")):
         if key in p:

@@ -1,5 +1,5 @@
 """The node job's context: its spec and paths, its log, its failure line and the stop
-signals (JobContext, the base of launcher.node.serve_and_bench.NodeJob); and what a phase
+signals, each judged against the Slurm job's deadline (JobContext, the base of launcher.node.serve_and_bench.NodeJob); and what a phase
 may use of the job (NodeContext): that, plus the server group's start and stop, a
 server's environment and API key, and the client run with its watchdog. Phases
 (launcher.node.phases, launcher.node.disagg) receive it, never the job's private members."""
@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Optional, Protocol
 
-from launcher.contracts.job import SPEC_FILE, JobSpec
+from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec
 from launcher.engines import Engine, ServerKey, get_engine
+from launcher.node import outcome, slurm_steps
 from launcher.node.lifecycle import Interrupted, ServerProcess, signal_name
 from launcher.results.status import write_error
 
@@ -41,6 +42,8 @@ class JobContext:
         self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
         self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
         self._signal: Optional[int] = None
+        self._signal_unix: Optional[float] = None  # when the first stop signal arrived (time.time())
+        self.slurm_at_start: Optional[outcome.SlurmJobView] = None  # scontrol's view when the job began
         self._cleaning = False
         self._old_handlers: dict = {}
         self.logger = logging.getLogger(f"specdec.node.{id(self)}")
@@ -68,6 +71,7 @@ class JobContext:
     def _on_signal(self, signum, _frame) -> None:
         if self._signal is None:
             self._signal = signum
+            self._signal_unix = time.time()
         # Logging from a handler can deadlock on the handler's lock: write directly.
         try:
             os.write(2, f"[specdec-node] received {signal_name(signum)}"
@@ -93,6 +97,33 @@ class JobContext:
             except (ValueError, OSError):
                 pass
 
+    def note_slurm_deadline(self) -> None:
+        """Under Slurm: read the job's start and time limit now, while scontrol surely
+        answers, so a stop signal is judged against the deadline later (slurm_stop_state)."""
+        self.slurm_at_start = slurm_steps.read_slurm_job(os.environ)
+        v = self.slurm_at_start
+        if v is not None and v.deadline_unix is not None:
+            self.log(f"Slurm time limit {v.time_limit_s / 60:g} min: the job ends by "
+                     f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(v.deadline_unix))} "
+                     f"({TIME_LIMIT_SIGNAL} {TIME_LIMIT_WARNING_S} s ahead)")
+
+    def slurm_stop_state(self, signum: int) -> Optional[str]:
+        """Slurm's reason for the stop signal ``signum`` (None outside Slurm): the signal's
+        arrival against the job's deadline, whatever scontrol's state by now."""
+        view = slurm_steps.read_slurm_job(os.environ)
+        if view is None:
+            return None
+        view = view.filled_from(self.slurm_at_start)
+        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=self._signal_unix,
+                                         warning_signum=getattr(signal, TIME_LIMIT_SIGNAL, None),
+                                         warning_s=TIME_LIMIT_WARNING_S)
+        deadline = view.deadline_unix
+        self.log(f"{signal_name(signum)} arrived " + (
+            f"{deadline - self._signal_unix:.0f} s before the Slurm deadline"
+            if deadline is not None and self._signal_unix is not None else "(Slurm deadline unknown)")
+            + f"; scontrol says {view.state or 'nothing'}: judged {state or 'unknown'}")
+        return state
+
     def fail(self, reason: str) -> None:
         """Record the one-line failure reason (launcher/login/node_job.py reads its first line)."""
         line = write_error(self.job_dir, reason)
@@ -115,6 +146,33 @@ class NodeContext(Protocol):
     def engine(self) -> Engine: ...
 
     def log(self, msg: str, level: int = logging.INFO) -> None: ...
+
+    def note_slurm_deadline(self) -> None:
+        """Under Slurm: read the job's start and time limit now, while scontrol surely
+        answers, so a stop signal is judged against the deadline later (slurm_stop_state)."""
+        self.slurm_at_start = slurm_steps.read_slurm_job(os.environ)
+        v = self.slurm_at_start
+        if v is not None and v.deadline_unix is not None:
+            self.log(f"Slurm time limit {v.time_limit_s / 60:g} min: the job ends by "
+                     f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(v.deadline_unix))} "
+                     f"({TIME_LIMIT_SIGNAL} {TIME_LIMIT_WARNING_S} s ahead)")
+
+    def slurm_stop_state(self, signum: int) -> Optional[str]:
+        """Slurm's reason for the stop signal ``signum`` (None outside Slurm): the signal's
+        arrival against the job's deadline, whatever scontrol's state by now."""
+        view = slurm_steps.read_slurm_job(os.environ)
+        if view is None:
+            return None
+        view = view.filled_from(self.slurm_at_start)
+        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=self._signal_unix,
+                                         warning_signum=getattr(signal, TIME_LIMIT_SIGNAL, None),
+                                         warning_s=TIME_LIMIT_WARNING_S)
+        deadline = view.deadline_unix
+        self.log(f"{signal_name(signum)} arrived " + (
+            f"{deadline - self._signal_unix:.0f} s before the Slurm deadline"
+            if deadline is not None and self._signal_unix is not None else "(Slurm deadline unknown)")
+            + f"; scontrol says {view.state or 'nothing'}: judged {state or 'unknown'}")
+        return state
 
     def fail(self, reason: str) -> None: ...
 

@@ -69,6 +69,7 @@ def serve(job: NodeContext) -> ServerProcess:
                           log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
                           engine=eng, key=key)
         m.role, m.side_channel_port = f"{role}{i}", side
+        m.label = f"{role}{i} server"
         m.cpu_cores = cores[n] if cores else None
         job.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
                  f"{subprocess_line(argv)}")
@@ -84,6 +85,7 @@ def serve(job: NodeContext) -> ServerProcess:
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
                            log_path=job.logs / "router.log", log=job.log, env=job.server_env(),
                            api_key=job.api_key, engine=eng)
+    router.label = "router"
     job.server = router
     router.start()
     router.wait_ready(sp.ready_timeout_s, check=job.check)
@@ -113,7 +115,7 @@ def first_transfer(job: NodeContext, router: ServerProcess) -> None:
             if time.monotonic() >= deadline:
                 raise ServerStartError(f"no request went through the router (prefill -> KV transfer -> "
                                        f"decode) within {job.spec.ready_timeout_s:g} s: {e}",
-                                       router.tail()) from None
+                                       router.tail(), log="logs/router.log") from None
             time.sleep(1.0)
     job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
              f"{time.monotonic() - t0:.1f} s")

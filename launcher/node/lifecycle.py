@@ -16,11 +16,14 @@ Processes are started through a tiny exec shim that asks Linux to send the
 child SIGTERM when its parent dies (PR_SET_PDEATHSIG), so even a SIGKILLed job
 does not leave a server running; on other systems the shim just execs.
 
-Only the standard library is used here.
+While a client runs, the node's watchdog (launcher.node.watchdog) keeps asking the
+engine's health endpoint and looks at the engine processes under the API server (the
+server's view of it: launcher.node.server_watch.ServerWatch, its base); a failed server
+is put in words by ``fault()`` and launcher.node.server_fault. Only the standard library
+is used here, and psutil (as in launcher.runtime.processes) to read the process tree.
 """
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import subprocess
@@ -30,6 +33,9 @@ from typing import Callable, Optional
 
 from launcher.contracts.server_ready import ServerReady
 from launcher.engines import Engine, ServerKey, default_engine
+from launcher.node.server_fault import fault_message
+from launcher.node.net import http_get  # noqa: F401 (re-exported)
+from launcher.node.server_watch import ServerWatch
 from launcher.runtime.processes import (  # noqa: F401 (re-exported for the node driver)
     DEFAULT_STOP_GRACE_S,
     TAIL_LINES,
@@ -48,11 +54,14 @@ DEFAULT_POLL_INTERVAL_S = 0.1
 
 
 class ServerError(RuntimeError):
-    """The server failed; ``reason`` is the one-line summary, ``tail`` its log's end."""
+    """The server failed; ``reason`` is the one-line summary (it names the server and its
+    log), ``tail`` its log's end, ``cause`` the end in a few words (summary.json) when known."""
 
-    def __init__(self, reason: str, tail: str = ""):
+    def __init__(self, reason: str, tail: str = "", cause: Optional[str] = None, log: Optional[str] = None):
         self.reason = reason
         self.tail = tail
+        self.cause = cause
+        self.log = log
         super().__init__(reason + (f"; last log lines:\n{tail}" if tail else ""))
 
 
@@ -68,23 +77,6 @@ class ServerDiedError(ServerError):
     """The server exited after it was ready (e.g. during the benchmark)."""
 
 
-def http_get(host: str, port: int, path: str, timeout: float,
-             headers: Optional[dict] = None) -> tuple[Optional[int], bytes]:
-    """(status, body) of a GET, or (None, b"") when it cannot connect or times out.
-
-    http.client directly: no proxy from the environment applies to a probe of
-    our own server."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request("GET", path, headers={"Connection": "close", **(headers or {})})
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    except (OSError, http.client.HTTPException):
-        return None, b""
-    finally:
-        conn.close()
-
-
 def url_host(host: str) -> str:
     """A host as it goes into a URL (IPv6 literals in brackets)."""
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
@@ -93,7 +85,7 @@ def url_host(host: str) -> str:
 # ---------------------------------------------------------------- the server
 
 
-class ServerProcess:
+class ServerProcess(ServerWatch):
     """One inference server process and its readiness.
 
     ``argv`` is the complete server command line (JobSpec.server_argv's output);
@@ -124,6 +116,8 @@ class ServerProcess:
         self.ready_unix: Optional[float] = None
         self.engine_version: Optional[str] = None
         self.role = "server"  # topology=disagg: prefill0, decode0, ... (its log and error messages)
+        self.label = "main server"  # how errors name it: "decode0 server", "router", "baseline server"
+        ServerWatch.__init__(self)  # the watchdog's view: answers, and the engine processes under it
         self.side_channel_port: Optional[int] = None  # topology=disagg: the NIXL side channel
         self.cpu_cores: Optional[list] = None  # topology=disagg on CPU: its cores, one list per rank
 
@@ -150,7 +144,9 @@ class ServerProcess:
             f.flush()
             self.t_spawn = time.monotonic()
             self.spawn_unix = time.time()
-            self.proc = spawn(self.argv, stdout=f, env=self.env)
+            env = dict(os.environ if self.env is None else self.env)
+            env.setdefault("PYTHONFAULTHANDLER", "1")  # a fatal signal in any of its processes is named in its log
+            self.proc = spawn(self.argv, stdout=f, env=env)
         self._log(f"server started (pid {self.proc.pid}), log: {self.log_path}")
         return self
 
@@ -204,19 +200,22 @@ class ServerProcess:
             check()
             rc = self.proc.poll()
             if rc is not None:
+                f = self.fault()
                 raise ServerStartError(
-                    f"server exited with code {describe_returncode(rc)} before it was ready "
-                    f"({time.monotonic() - self.t_spawn:.1f} s after start)", self.tail())
+                    fault_message(f, "start-up", f"{time.monotonic() - self.t_spawn:.1f} s after start"),
+                    self.tail(), log=self.log_name)
             ready, note = self.probe()
             if ready:
                 self.t_ready = time.monotonic()
                 self.ready_unix = time.time()
+                self.last_answer_unix = self.ready_unix
+                self.check_engines()
                 break
             now = time.monotonic()
             if now >= deadline:
                 raise ServerStartError(
-                    f"server not ready after {timeout_s:g} s (SPECDEC_READY_TIMEOUT); last check: {note}",
-                    self.tail())
+                    f"the {self.label} was not ready after {timeout_s:g} s (SPECDEC_READY_TIMEOUT); last check: "
+                    f"{note} (see {self.log_name})", self.tail(), log=self.log_name)
             if note != last_note or now - t_note >= 60:
                 if last_note:  # a change, or a minute without one
                     self._log(f"waiting for the server ({now - self.t_spawn:.0f} s): {note}")
@@ -226,7 +225,7 @@ class ServerProcess:
         status, body = http_get(self.probe_host, self.port, self.engine.version_path, 2.0, self._headers)
         if status == 200:
             self.engine_version = self.engine.version_from_response(body)
-        self._log(f"server ready after {self.startup_s:.2f} s at {self.url} "
+        self._log(f"{self.label} ready after {self.startup_s:.2f} s at {self.url} "
                   f"(engine version {self.engine_version or 'unknown'})")
         return self.startup_s
 

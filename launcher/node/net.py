@@ -1,10 +1,11 @@
 """The node's addresses and command lines: where a client reaches a server, free ports,
-and an argv as the job's log shows it."""
+and an argv as the job's log shows it; a plain GET of a server's endpoint."""
 from __future__ import annotations
 
+import http.client
 import shlex
 import socket
-from typing import Sequence
+from typing import Optional, Sequence
 
 
 def client_host(bind_host: str) -> str:
@@ -42,3 +43,18 @@ def subprocess_line(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+def http_get(host: str, port: int, path: str, timeout: float,
+             headers: Optional[dict] = None) -> tuple[Optional[int], bytes]:
+    """(status, body) of a GET, or (None, b"") when it cannot connect or times out.
+
+    http.client directly: no proxy from the environment applies to a probe of
+    our own server."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"Connection": "close", **(headers or {})})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    except (OSError, http.client.HTTPException):
+        return None, b""
+    finally:
+        conn.close()

@@ -20,6 +20,8 @@ Standard library only (the node side runs without the launcher's dependencies).
 from __future__ import annotations
 
 import signal
+import time
+from dataclasses import dataclass, replace
 from typing import Optional
 
 
@@ -35,11 +37,12 @@ def returncode_words(rc: int) -> str:
     return signal_words(-rc) if rc < 0 else f"code {rc}"
 
 
-def end_cause(*, server_rc: Optional[int] = None, bench_rc: Optional[int] = None,
+def end_cause(*, bench_rc: Optional[int] = None,
               signum: Optional[int] = None, slurm_state: Optional[str] = None,
               phase: str = "benchmark") -> str:
     """The job's end in words. First match wins: a stop signal (with Slurm's view of
-    the job when known), the server exiting, the benchmark exiting."""
+    the job when known), the benchmark exiting. (A server's failure is put in words by
+    launcher.node.server_fault, which names the server, its signal and its log.)"""
     if signum is not None:
         st = (slurm_state or "").upper()
         if st.startswith("TIMEOUT"):
@@ -51,8 +54,6 @@ def end_cause(*, server_rc: Optional[int] = None, bench_rc: Optional[int] = None
         if slurm_state is not None:
             return f"stopped by Slurm with {signal_words(signum)} (job state {slurm_state or 'unknown'})"
         return f"stopped by {signal_words(signum)}"
-    if server_rc is not None:
-        return f"server exited with {returncode_words(server_rc)}"
     if bench_rc is not None:
         return f"the {phase} exited with {returncode_words(bench_rc)}"
     return "the job ended"
@@ -75,15 +76,78 @@ def slurm_seconds(v: str) -> Optional[float]:
     return days * 86400 + secs
 
 
-def slurm_state_from_scontrol(line: str, slack_s: float = 15.0) -> str:
-    """Pure: the state of a job from `scontrol -o show job` while it is being
-    stopped. Slurm shows COMPLETING (not CANCELLED or TIMEOUT) to the job itself,
-    so a run time at the time limit means TIMEOUT, anything else CANCELLED."""
+@dataclass(frozen=True)
+class SlurmJobView:
+    """What ``scontrol -o show job`` says of this job: its state, start, time limit and
+    run time (None where it does not say: UNLIMITED, Unknown, no answer)."""
+    state: str = ""
+    start_unix: Optional[float] = None
+    time_limit_s: Optional[float] = None
+    run_s: Optional[float] = None
+
+    @property
+    def deadline_unix(self) -> Optional[float]:
+        """When the time limit ends the job (StartTime + TimeLimit)."""
+        if self.start_unix is None or self.time_limit_s is None:
+            return None
+        return self.start_unix + self.time_limit_s
+
+    def filled_from(self, earlier: Optional["SlurmJobView"]) -> "SlurmJobView":
+        """This view with the start and limit of ``earlier`` where this one lacks them
+        (scontrol did not answer at the stop; the node read them when it started)."""
+        if earlier is None:
+            return self
+        return replace(self, start_unix=self.start_unix if self.start_unix is not None else earlier.start_unix,
+                       time_limit_s=self.time_limit_s if self.time_limit_s is not None else earlier.time_limit_s)
+
+
+def slurm_timestamp(v: str) -> Optional[float]:
+    """scontrol's ``2026-12-05T01:40:50`` (this host's local time, as scontrol prints it) as
+    a unix time; None for Unknown/None/junk."""
+    try:
+        return time.mktime(time.strptime(v, "%Y-%m-%dT%H:%M:%S"))
+    except (ValueError, OverflowError):
+        return None
+
+
+def parse_scontrol_job(line: str) -> SlurmJobView:
+    """Pure: a ``scontrol -o show job`` line (or its multi-line form) as a SlurmJobView."""
     fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
-    state = fields.get("JobState", "")
-    if state and state not in ("COMPLETING", "RUNNING"):
-        return state
-    run, limit = slurm_seconds(fields.get("RunTime", "")), slurm_seconds(fields.get("TimeLimit", ""))
-    if run is not None and limit is not None and run >= limit - slack_s:
-        return "TIMEOUT"
-    return "CANCELLED" if state else ""
+    return SlurmJobView(state=fields.get("JobState", ""), start_unix=slurm_timestamp(fields.get("StartTime", "")),
+                        time_limit_s=slurm_seconds(fields.get("TimeLimit", "")),
+                        run_s=slurm_seconds(fields.get("RunTime", "")))
+
+
+# Slurm's own word for why it stopped the job; anything else (RUNNING and COMPLETING,
+# which the job itself sees while it is being stopped, FAILED or COMPLETED once the job's
+# batch step ended first) says nothing about the stop, and the clock decides.
+SLURM_STOP_VERDICTS = ("TIMEOUT", "DEADLINE", "CANCELLED", "PREEMPTED", "NODE_FAIL")
+
+
+def slurm_stop_state(view: SlurmJobView, *, signum: int, signal_unix: Optional[float],
+                     warning_signum: Optional[int] = None, warning_s: float = 0.0, slack_s: float = 15.0) -> str:
+    """Pure: why Slurm stopped the job, in Slurm's state words (TIMEOUT, CANCELLED, ...),
+    from the stop signal ``signum``, when it reached the job (``signal_unix``) and ``view``.
+
+    The time limit is judged by the clock, never by the order in which the job's processes
+    end: a signal at the deadline (StartTime + TimeLimit, less ``slack_s``), or the time-limit
+    warning ``warning_signum`` within ``warning_s`` of it (Slurm sends it that far ahead:
+    --signal=USR2@N), is TIMEOUT whatever state scontrol shows by the time it is asked
+    (submitit's own SIGUSR2 handler ends its process at once, so the job may already read
+    FAILED). Slurm's own verdicts (CANCELLED, PREEMPTED, ...) stand. Otherwise a stop
+    while the job is RUNNING or COMPLETING is a cancel (scancel), unless it is the warning
+    signal early (preemption or `scancel --signal`): then the state as it is."""
+    st = view.state.upper()
+    if st.startswith(SLURM_STOP_VERDICTS):
+        return next(v for v in SLURM_STOP_VERDICTS if st.startswith(v))
+    ahead = warning_s if warning_signum is not None and signum == warning_signum else 0.0
+    deadline = view.deadline_unix
+    if deadline is not None and signal_unix is not None:
+        if signal_unix >= deadline - ahead - slack_s:
+            return "TIMEOUT"
+    elif view.run_s is not None and view.time_limit_s is not None and st in ("RUNNING", "COMPLETING"):
+        if view.run_s >= view.time_limit_s - ahead - slack_s:  # no start time: the run time, asked now
+            return "TIMEOUT"
+    if st in ("RUNNING", "COMPLETING") and ahead == 0.0:
+        return "CANCELLED"
+    return view.state

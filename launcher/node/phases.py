@@ -23,7 +23,8 @@ def restart_without_speculation(job: NodeContext, why: str) -> ServerProcess:
     the lossless reference and the matched baseline share this one start."""
     job.log(f"restarting the server without speculation ({why})")
     job.stop_server("speculative server")
-    return job.serve(speculative_config=None, phase="reference server")
+    return job.serve(speculative_config=None,
+                     phase="baseline server" if "baseline" in why else "reference server")
 
 
 def lossless_reference(job: NodeContext, server: ServerProcess, spec_outputs: Path) -> int:

@@ -25,6 +25,9 @@ writes it to the job folder as job.json, and runs it:
                            it runs as PYTHON -m launcher.bench --spec JOB.json --url URL;
                            another module runs as PYTHON -m MODULE [BENCH ARGS...] --url URL)
     SPECDEC_STOP_GRACE     seconds between SIGTERM and SIGKILL when stopping (default 10)
+    SPECDEC_UNANSWERED_TIMEOUT  seconds a ready server may leave its readiness probe
+                           (GET /health, every 2 s) unanswered before the job stops as
+                           its failure (default 300)
     SPECDEC_KNOWN_ANSWER   1: after the sweep, restart the target as its own draft and
                            check that it accepts every draft at each sweep temperature
                            (launcher.bench.known_answer); the job fails when it does not,
@@ -48,7 +51,6 @@ import io
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -79,6 +81,7 @@ EXIT_SERVER_FAILED = 3
 DEFAULT_SERVER_CMD = default_engine().default_command
 DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
+DEFAULT_UNANSWERED_TIMEOUT_S = 300.0
 
 USAGE = """usage: run.sh [SERVER ARGS...] -- [BENCH ARGS...]
 
@@ -126,6 +129,7 @@ class NodeConfig:
     python: str
     bench_module: str
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    unanswered_timeout_s: float = DEFAULT_UNANSWERED_TIMEOUT_S
     known_answer: bool = False
     known_answer_allow_fail: bool = False
 
@@ -155,6 +159,13 @@ class NodeConfig:
                 raise ValueError
         except ValueError:
             raise UsageError(f"SPECDEC_STOP_GRACE={g_s!r} is not a number of seconds >= 0") from None
+        u_s = env.get("SPECDEC_UNANSWERED_TIMEOUT", "").strip()
+        try:
+            unanswered = float(u_s) if u_s else DEFAULT_UNANSWERED_TIMEOUT_S
+            if unanswered <= 0:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"SPECDEC_UNANSWERED_TIMEOUT={u_s!r} is not a positive number of seconds") from None
         job_dir = env.get("SPECDEC_JOB_DIR", "").strip()
         return cls(
             model=model,
@@ -166,6 +177,7 @@ class NodeConfig:
             python=env.get("SPECDEC_PYTHON", "").strip() or sys.executable,
             bench_module=env.get("SPECDEC_BENCH_MODULE", "").strip() or DEFAULT_BENCH_MODULE,
             stop_grace_s=grace,
+            unanswered_timeout_s=unanswered,
             known_answer=env.get("SPECDEC_KNOWN_ANSWER", "").strip() == "1",
             known_answer_allow_fail=env.get("SPECDEC_KNOWN_ANSWER_ALLOW_FAIL", "").strip() == "1",
         )
@@ -193,6 +205,7 @@ class NodeConfig:
                        served_name=u.served_name, server_command=self.server_cmd, server_flags=u.flags,
                        acceptance_flags=u.acceptance, bind_host=self.bind_host, port=self.port,
                        ready_timeout_s=self.ready_timeout_s, stop_grace_s=self.stop_grace_s,
+                       unanswered_timeout_s=self.unanswered_timeout_s,
                        bench=bench, bench_args=[] if bench else list(bench_args), points=points,
                        tokenizer=u.tokenizer, kv_cache_cap_bytes=u.kv_cache_cap_bytes,
                        speculative_config=u.speculative_config, engine=eng.name,
@@ -249,7 +262,7 @@ class NodeJob(ClientRun):
         try:
             s = finalize_job_dir(self.job_dir, rc=rc, cause=cause, reason=reason,
                                  points=[(p.dataset, p.temperature, p.concurrency) for p in self.spec.points],
-                                 identity=self.spec.identity())
+                                 identity=self.spec.identity(), blamed=self.blamed_points)
             counts: dict[str, int] = {}
             for p in s["points"]:
                 counts[p["status"]] = counts.get(p["status"], 0) + 1
@@ -387,6 +400,7 @@ class NodeJob(ClientRun):
         try:
             self.log(f"job dir {self.job_dir}; model {self.spec.model}; host {os.uname().nodename}; "
                      f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')}")
+            self.note_slurm_deadline()
             sampler = self._start_telemetry()
             failed = self._startup_checks()
             if failed is not None:
@@ -397,16 +411,14 @@ class NodeJob(ClientRun):
             self._conclude(rc)
         except Interrupted as e:
             rc = 128 + e.signum
-            # submitit asks Slurm for SIGUSR2 ahead of the time limit (--signal=USR2@90): judge it with that slack
-            slack = 180.0 if e.signum == getattr(signal, "SIGUSR2", -1) else 15.0
-            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=slurm_job_state(os.environ, slack))
+            self.end_cause = outcome.end_cause(signum=e.signum, slurm_state=self.slurm_stop_state(e.signum))
             self.fail(f"interrupted by {signal_name(e.signum)}: {self.end_cause}")
             self._finalize_summary(rc)  # now too: Slurm's SIGKILL may follow within KillWait (default 30 s)
         except ServerError as e:
             rc = EXIT_SERVER_FAILED
             if self.end_cause is None:
-                self.end_cause = f"the server failed to start ({e.reason})"
-            self.fail(f"{e.reason} (see logs/server.log)")
+                self.end_cause = e.cause or f"the server failed to start ({e.reason})"
+            self.fail(e.reason if e.log is None or e.log in e.reason else f"{e.reason} (see {e.log})")
             if e.tail:
                 self.log(f"last server log lines:\n{e.tail}", logging.ERROR)
         except Exception as e:
@@ -432,20 +444,6 @@ class NodeJob(ClientRun):
                 self._restore_signals()
                 self._teardown_logging()
         return rc
-
-
-def slurm_job_state(env: Mapping[str, str], slack_s: float = 15.0) -> Optional[str]:
-    """Slurm's state of this job (CANCELLED, TIMEOUT, ...) when running under Slurm,
-    "" when Slurm does not say, None outside Slurm."""
-    job_id = env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID") and \
-        f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}" or env.get("SLURM_JOB_ID")
-    if not job_id:
-        return None
-    try:
-        r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return outcome.slurm_state_from_scontrol(r.stdout.strip(), slack_s)
 
 
 def _usage_error(msg: str, job_dir: str) -> int:

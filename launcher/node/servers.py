@@ -1,13 +1,15 @@
 """The node job's server group: start, readiness, stop. One server, a multi-node
 server (one Slurm step per node, the head's API here), or topology=disagg's prefill
 and decode servers with their router (launcher.node.disagg); each server's environment
-and API key, and what server_ready.json says of it. The base of the node job
+and API key, what server_ready.json says of it, and a failed server put in words
+(launcher.node.server_fault), with the points it hit. The base of the node job
 (launcher.node.serve_and_bench.NodeJob), on its context (launcher.node.context.JobContext)."""
 from __future__ import annotations
 
 import logging
 import os
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
@@ -16,11 +18,12 @@ from launcher.contracts.job import JobSpec
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import ServerKey, get_engine
 from launcher.node import disagg as disagg_node
-from launcher.node import slurm_steps
+from launcher.node import server_fault, slurm_steps
 from launcher.node.context import JobContext
 from launcher.node.lifecycle import (ServerDiedError, ServerProcess, ServerStartError, describe_returncode, log_tail,
                                      spawn, terminate_trees)
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line
+from launcher.results.status import read_progress
 from launcher.runtime import apikey
 from launcher.runtime.cpuinfo import cpu_flags
 
@@ -39,6 +42,7 @@ class ServerGroup(JobContext):
         self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
         self.api_key: Optional[str] = None  # never logged, never written
         self._key_dir: Optional[str] = None  # a private folder for an engine that reads its key from a file
+        self.blamed_points: set[str] = set()  # points running while a server was failing (silent, engine gone)
 
     def server_env(self) -> dict:
         env = dict(os.environ)
@@ -64,17 +68,52 @@ class ServerGroup(JobContext):
         return self._cpu_server() and bool(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), {}))
 
     def check(self) -> None:
-        """Called while waiting and watching: a signal, or a worker node's server gone."""
+        """Called while waiting and watching: a signal, a disagg server gone (a ready one's
+        engine or API server ended, or one not ready yet exited), or a worker node's server gone."""
         self.check_signal()
+        # topology=disagg: while the others start, the first transfer runs, or a client runs
+        self.check_servers([m for m in self.members if m.t_ready is not None],
+                           "servers' start-up" if self.phase == "start-up" else self.phase)
         for m in self.members:
-            rc = m.poll()
-            if rc is not None:
-                raise ServerDiedError(f"the {m.role} server exited with code {describe_returncode(rc)}", m.tail())
+            if m.t_ready is None and m.poll() is not None:
+                raise self.server_failure(m, "start-up")
         for i, w in enumerate(self.workers, start=1):
             rc = w.poll()
             if rc is not None:
-                raise ServerDiedError(f"the server on node {i} (its srun step) exited with code "
-                                      f"{describe_returncode(rc)}", log_tail(self.logs / f"server.node{i}.log"))
+                log = self.logs / f"server.node{i}.log"
+                f = server_fault.ServerFault(label=f"server on node {i} (its srun step)", log=f"logs/{log.name}",
+                                             rc=rc, log_fatal=server_fault.fatal_signal_in_log(log_tail(log, 2000)))
+                self.end_cause = server_fault.fault_cause(f)
+                raise ServerDiedError(server_fault.fault_message(f, self.phase), log_tail(log),
+                                      cause=self.end_cause, log=f.log)
+
+    def check_servers(self, watched: list[ServerProcess], what: str, settle_s: float = 0.0) -> None:
+        """Raise for a server whose API server exited or whose engine process ended. An
+        engine's death is followed by its API server's own end: wait up to ``settle_s``
+        (3 s after an engine's death) for it, so the error says both."""
+        for m in watched:
+            m.check_engine_pids()
+            if m.poll() is None and not m.engine_gone:
+                continue
+            self.blame_running_points()
+            deadline = time.monotonic() + max(settle_s, 3.0 if m.engine_gone else 0.0)
+            while m.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if m.poll() is not None:
+                self.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}")
+            raise self.server_failure(m, what)
+
+    def blame_running_points(self) -> None:
+        """Note the points the benchmark is running now (progress.json): a server is failing."""
+        self.blamed_points.update(read_progress(self.job_dir).get("running") or [])
+
+    def server_failure(self, server: ServerProcess, during: str) -> ServerDiedError:
+        """The error for a server that failed after it was ready: which server, what ended
+        (its API server, its engine, its answers), the signal, since when, and its log."""
+        f = server.fault()
+        self.end_cause = server_fault.fault_cause(f)
+        return ServerDiedError(server_fault.fault_message(f, during), server.tail(), cause=self.end_cause,
+                               log=server.log_name)
 
     def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess:
         """Start the server (speculating with ``speculative_config``, default the spec's;
@@ -115,6 +154,7 @@ class ServerGroup(JobContext):
             server = ServerProcess(argv + key.argv, probe_host=probe, port=port, served_name=name,
                                    log_path=self.logs / "server.log", log=self.log, env=env, api_key=self.api_key,
                                    engine=self.engine, key=key)
+            server.label = "main server" if phase == "server" else phase
             self.server = server
             server.start()
             try:

@@ -1,4 +1,5 @@
-"""The allocation's nodes and the server's own Slurm steps (Slurm's CLI; stdlib only).
+"""The allocation's nodes, the server's own Slurm steps, and what Slurm says of the job
+(its state, start and time limit: launcher.node.outcome.SlurmJobView) (Slurm's CLI; stdlib only).
 
 The server runs as `srun --overlap ...` steps of the job (see
 launcher.contracts.job.LaunchSpec.server_step_prefix). Stopping the srun client
@@ -11,6 +12,8 @@ import os
 import subprocess
 import time
 from typing import Callable, Mapping, Optional
+
+from launcher.node import outcome
 
 
 SERVER_STEP_NAME = "specdec-server"
@@ -67,3 +70,22 @@ def cancel_steps(job_id: str, name: str, log: Callable[[str], None] = lambda m: 
         left = job_steps(job_id, name)
     return left
 
+
+def slurm_job_id(env: Mapping[str, str]) -> Optional[str]:
+    """This job's id as scontrol takes it (an array task's JOBID_TASK), None outside Slurm."""
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    return env.get("SLURM_JOB_ID") or None
+
+
+def read_slurm_job(env: Mapping[str, str]) -> Optional[outcome.SlurmJobView]:
+    """What `scontrol -o show job` says of this job now; an empty view when it does not
+    answer, None outside Slurm."""
+    job_id = slurm_job_id(env)
+    if not job_id:
+        return None
+    try:
+        r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return outcome.SlurmJobView()
+    return outcome.parse_scontrol_job(r.stdout.strip())

@@ -49,6 +49,16 @@ def _speedup(results_dir: Path, jobs: list[Job], out: Path) -> str:
     return speedup_section(load_analysis(results_dir, jobs), out)
 
 
+def _slo(results_dir: Path, out: Path) -> str:
+    """The "At your SLO" section when the results hold slo_summary.json (python -m launcher.speedup)."""
+    from launcher.report.slo_section import slo_section
+    from launcher.results.job_dir import read_json
+    from launcher.speedup.collect import SLO_FILE
+
+    res = read_json(results_dir / SLO_FILE)
+    return slo_section(res if isinstance(res, dict) else None, out)
+
+
 def build_report(results_dir: Path, out: Path | None = None) -> Path:
     """Write the report for ``results_dir`` (a job folder or a folder of them);
     returns the path of index.html. Raises load.ResultsError for unusable input."""
@@ -59,7 +69,7 @@ def build_report(results_dir: Path, out: Path | None = None) -> Path:
     multi = len(jobs) > 1
     sections = [html.job_section(j, _job_figures(j, out, f"job{i + 1}_" if multi else ""), heading=multi)
                 for i, j in enumerate(jobs)]
-    overview = (_overview(jobs, out) if multi else "") + _speedup(results_dir, jobs, out)
+    overview = (_overview(jobs, out) if multi else "") + _slo(results_dir, out) + _speedup(results_dir, jobs, out)
     title = "Speculative decoding benchmark" + ("" if multi else f": {jobs[0].name}")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     index = out / "index.html"

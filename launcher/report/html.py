@@ -290,6 +290,17 @@ def jobs_table(jobs: list[Job]) -> str:
     return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def _known_verdict(e: dict) -> str:
+    """A temperature's verdict cell: a failure a documented defect explains is named, with its page."""
+    if e.get("passed"):
+        return "pass"
+    kd = e.get("known_defect") if isinstance(e.get("known_defect"), dict) else None
+    if kd:
+        return (f'<b>FAIL: <span class="known-defect">{_e(kd.get("line"))}</span></b>'
+                f'<br><span class="sub">{_e(kd.get("what"))}</span>')
+    return "<b>FAIL: engine defect suspected</b>"
+
+
 def known_answer_block(known: dict | None, points: list | None = None) -> str:
     """summary.json's known-answer probe: the target as its own draft must accept
     every draft (AL = k + 1) at each temperature; a failure marks that temperature's
@@ -304,7 +315,7 @@ def known_answer_block(known: dict | None, points: list | None = None) -> str:
     rows = "".join(
         f'<tr><td>{_num(e.get("temperature"), 2)}</td><td>{_num(e.get("al"), 3)}</td><td>{_e(e.get("expected_al"))}</td>'
         f'<td class="l">{_e(e.get("histogram"))}</td><td>{_e(e.get("short_steps"))} / {_e(e.get("steps"))}</td>'
-        f'<td class="l">{"pass" if e.get("passed") else "<b>FAIL: engine defect suspected</b>"}</td></tr>'
+        f'<td class="l">{_known_verdict(e)}</td></tr>'
         for e in known.get("temperatures", []))
     head = "".join(f'<th class="{c}">{n}</th>' for n, c in [
         ("T", ""), ("AL", ""), ("expected (k+1)", ""), ("histogram (steps accepting 0..k)", "l"),

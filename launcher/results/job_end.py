@@ -23,15 +23,18 @@ DONE = ("complete", "skipped")
 
 
 def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], running: Iterable[str],
-                    cause: Optional[str]) -> list[dict]:
+                    cause: Optional[str], blamed: Iterable[str] = ()) -> list[dict]:
     """Pure: the final status of every point.
 
     ``points`` are summary rows (at least ``dir``, ``status``, ``reason``);
     ``complete_dirs`` the point folders complete on disk; ``running`` the folders
     the benchmark was running when the job ended; ``cause`` the end in words, or
-    None for a normal end (then only disk truth is applied).
+    None for a normal end (then only disk truth is applied); ``blamed`` the points that
+    were running when the cause began (a server's engine died, it stopped answering): a
+    failure the benchmark recorded for one of them is put on the cause, its own words kept
+    after it ("results unreadable" is what happened to the files, the cause is why).
     """
-    complete, running = set(complete_dirs), set(running)
+    complete, running, blamed = set(complete_dirs), set(running), set(blamed)
     out = []
     for p in points:
         row = dict(p)
@@ -41,6 +44,8 @@ def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], run
                 row["status"], row["reason"] = "complete", None
         elif st in DONE:  # said complete, but the marker is gone
             row["status"], row["reason"] = "failed", "results incomplete on disk (no COMPLETE marker)"
+        elif st == "failed" and row.get("reason") and d in blamed and cause:
+            row["reason"] = f"{cause} during this point (the benchmark: {row['reason']})"
         elif st == "failed" and row.get("reason"):
             pass  # the benchmark's own verdict
         elif d in running:
@@ -82,19 +87,21 @@ def planned_rows(points: Iterable[tuple[str, float, int]]) -> list[dict]:
 
 
 def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Optional[str],
-                     points: Iterable[tuple[str, float, int]] = (), identity: Optional[Mapping] = None) -> dict:
+                     points: Iterable[tuple[str, float, int]] = (), identity: Optional[Mapping] = None,
+                     blamed: Iterable[str] = ()) -> dict:
     """Make summary.json (and progress.json) true after the job ended; returns the
     summary written. ``cause`` None means a normal end; ``reason`` is the job's own
     error line (logs/error.txt), kept as ``job_end.detail``. ``points`` are the job
     spec's (used when the benchmark never wrote summary.json), ``identity`` its
-    recipe, server_id, method and num_speculative_tokens."""
+    recipe, server_id, method and num_speculative_tokens; ``blamed`` as in finalize_points."""
     job_dir = Path(job_dir)
     progress = read_progress(job_dir)
     running = progress.get("running") or progress.get("running_at_end") or []  # finalizing twice is harmless
     holder: dict = {}
 
     def ended(summary: Optional[dict]) -> dict:
-        summary, holder["words"] = _ended(job_dir, summary, rc, cause, reason, points, identity, running)
+        summary, holder["words"] = _ended(job_dir, summary, rc, cause, reason, points, identity, running,
+                                           blamed)
         return summary
 
     summary = change_summary(job_dir, ended)
@@ -109,7 +116,7 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
 
 
 def _ended(job_dir: Path, summary: Optional[dict], rc: int, cause, reason, points, identity,
-           running: list) -> tuple[dict, Optional[str]]:
+           running: list, blamed: Iterable[str] = ()) -> tuple[dict, Optional[str]]:
     """The summary made true after the job ended, and the end in words."""
     if summary is None or not summary.get("points"):
         summary = {**(summary or {}), "schema_version": 1, "save_dir": str(job_dir),
@@ -119,7 +126,7 @@ def _ended(job_dir: Path, summary: Optional[dict], rc: int, cause, reason, point
     complete = [p["dir"] for p in summary["points"]
                 if p.get("dir") and (job_dir / p["dir"] / COMPLETE_FILE).is_file()]
     point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run
-    summary["points"] = finalize_points(summary["points"], complete, running, point_cause)
+    summary["points"] = finalize_points(summary["points"], complete, running, point_cause, blamed)
     if cause:
         words = end_reason(cause, summary["points"], running)
     elif rc != 0:  # the benchmark ended on its own and said why

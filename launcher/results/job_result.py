@@ -25,5 +25,7 @@ def known_answer_line(result: dict) -> str:
         if e["passed"] and e.get("within_tolerance") is not None:
             word = f"pass within {e['within_tolerance']:.0%} ({e['rejected_share']:.1%} rejected)"
         server = "" if e.get("server_al") is None else f", server {e['server_al']:.2f}"
-        parts.append(f"T={e['temperature']:g} {word} (AL {al}/{e['expected_al']}{server})")
+        known = (e.get("known_defect") or {}).get("line") if not e["passed"] else None
+        parts.append(f"T={e['temperature']:g} {word} (AL {al}/{e['expected_al']}{server})"
+                     + (f": {known}" if known else ""))
     return "known-answer " + ", ".join(parts)

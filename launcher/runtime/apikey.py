@@ -64,7 +64,7 @@ def job_key(bind_host: str, env: Mapping[str, str]) -> Optional[str]:
         return k
     if is_loopback(bind_host):
         return None
-    return secrets.token_urlsafe(32)
+    return secrets.token_hex(32)  # never starts with "-", which a client's parser would read as a flag
 
 
 def api_key_in_args(args: Sequence[str], engine: Engine) -> bool:

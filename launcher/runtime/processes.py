@@ -213,6 +213,7 @@ def terminate_trees(procs: list[subprocess.Popen], grace_s: float = DEFAULT_STOP
         return set()
     for pgid, extra in known.items():
         _signal_tree(pgid, extra, signal.SIGTERM)
+        _signal_tree(pgid, extra, signal.SIGCONT)  # a stopped process (SIGSTOP) acts on SIGTERM only once continued
     deadline = time.monotonic() + grace_s
     while left and time.monotonic() < deadline:
         time.sleep(0.05)

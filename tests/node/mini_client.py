@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     p.add_argument("--max_tokens", type=int, default=32)
     p.add_argument("--timeout_s", type=float, default=120)
     p.add_argument("--then_wait_s", type=float, default=0)
+    p.add_argument("--then_request", action="store_true", help="after the wait, one more request (it may fail)")
     a = p.parse_args(argv)
     os.makedirs(a.save_dir, exist_ok=True)
     stats, missing = [], 0
@@ -62,6 +63,12 @@ def main(argv=None) -> int:
     print(f"mini_client: {a.num_requests} responses, {missing} without spec stats", flush=True)
     if a.then_wait_s:
         time.sleep(a.then_wait_s)
+    if a.then_request:
+        try:
+            chat(a.url, a.model, "One more, please.", a.max_tokens, a.timeout_s)
+        except Exception as e:  # noqa: BLE001
+            print(f"mini_client: the last request failed: {e}", flush=True)
+            return 1
     return 1 if missing else 0
 
 

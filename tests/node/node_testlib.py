@@ -38,7 +38,8 @@ def job_env(job_dir: Path, **overrides: str) -> dict:
         "SPECDEC_PYTHON": PYTHON,
         "SPECDEC_BENCH_MODULE": "mini_client",
         "SPECDEC_READY_TIMEOUT": "120",
-        "PYTHONPATH": str(HERE),
+        # this checkout's launcher first: an editable install elsewhere (another worktree's) must not answer
+        "PYTHONPATH": f"{REPO}{os.pathsep}{HERE}",
         "VLLM_CPU_KVCACHE_SPACE": "1",
         "HF_HUB_OFFLINE": "1",
     })

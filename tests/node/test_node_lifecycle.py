@@ -110,7 +110,7 @@ def test_server_dying_during_benchmark_stops_it(tmp_path):
                        bench(job, "--then_wait_s", "120"), timeout=60)
     assert rc == 3 and took < 30
     err = error_line(job)
-    assert err.startswith("server exited with code 7 during the benchmark"), err
+    assert err == "the main server exited with code 7 during the benchmark (see logs/server.log)", err
     log = read(job / "logs" / "job.log")
     assert "stopping the benchmark" in log and "fake server dying with code 7" in log  # why, with the tail
     assert "benchmark succeeded" not in log
@@ -261,6 +261,70 @@ def test_launcher_job_contract(tmp_path):
     ok = launcher_run_job(spec(tmp_path / "ok", ["--served-model-name", "fk"]))
     assert ok["exit_code"] == 0
     assert (tmp_path / "ok" / "server_ready.json").exists() and (tmp_path / "ok" / "out" / "spec_stats.json").exists()
-    with pytest.raises(RuntimeError, match=r"failed \(exit 3\): server exited with code 5 before it was ready"):
+    with pytest.raises(RuntimeError, match=r"failed \(exit 3\): the main server exited with code 5 before it was ready \(\d+\.\d s after start\) "
+                       r"\(see logs/server.log\)"):
         launcher_run_job(spec(tmp_path / "bad", ["--served-model-name", "fk", "--startup_s", "0.3",
                                                  "--die_after_s", "0", "--exit_code", "5", "--list_name", "x"]))
+
+
+def test_an_engine_that_dies_of_sigill_is_named_with_its_signal_and_log(tmp_path):
+    """The engine child dies of SIGILL and its API server exits 0 (as vLLM's does): the
+    job's error names the server, the engine, the signal and the log that holds it."""
+    job = tmp_path / "job"
+    rc, took = run_job(job, ["--served-model-name", "fk", "--engine_dies_after_s", "3"],
+                       bench(job, "--then_wait_s", "120"), timeout=60)
+    assert rc == 3 and took < 30
+    err = error_line(job)
+    assert re.fullmatch(r"the main server's engine \(EngineCore_DP0, pid \d+\) died of SIGILL during the benchmark "
+                        r"\(`Fatal Python error: Illegal instruction` in logs/server\.log\); its API server "
+                        r"(then exited with code 0|was still running)", err), err
+    assert "Fatal Python error: Illegal instruction" in read(job / "logs" / "server.log")
+
+
+def test_a_stopped_server_is_named_as_not_answering(tmp_path):
+    """SIGSTOP to the API server while the benchmark runs: the watchdog's probes get no
+    answer; after SPECDEC_UNANSWERED_TIMEOUT the job stops and says since when."""
+    job = tmp_path / "job"
+    p = start_job(job, ["--served-model-name", "fk"], bench(job, "--then_wait_s", "120"),
+                  SPECDEC_UNANSWERED_TIMEOUT="6", SPECDEC_STOP_GRACE="2")
+    try:
+        wait_for(lambda: bench_running(job) or p.poll() is not None, 60, what="the benchmark")
+        pid = server_pid_from_log(job)
+        t_stop = time.time()
+        os.kill(pid, signal.SIGSTOP)
+        rc = p.wait(timeout=60)
+        took = time.time() - t_stop
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 3 and 3.5 <= took < 25, took  # 6 s from its last answer, up to one probe interval (2 s) before
+    err = error_line(job)
+    assert re.fullmatch(r"the main server stopped answering during the benchmark: no answer to its readiness probe "
+                        r"since \d\d:\d\d:\d\dZ \(\d+ s; last probe: GET /health no answer within 5 s\); its API "
+                        r"server process is stopped \(SIGSTOP or a debugger\) \(see logs/server\.log\)", err), err
+    since = re.search(r"since (\d\d:\d\d:\d\d)Z", err).group(1)
+    assert time.strftime("%H:%M:%S", time.gmtime(t_stop - 3)) <= since <= time.strftime("%H:%M:%S", time.gmtime(t_stop))
+    assert leftovers(pid) == []  # the stopped server was ended (SIGCONT with the SIGTERM)
+
+
+def test_a_benchmark_that_fails_while_its_server_is_silent_failed_because_of_it(tmp_path):
+    """The benchmark fails on its own (a request timed out) long before
+    SPECDEC_UNANSWERED_TIMEOUT: the server gave no answer meanwhile, so that is the job's
+    error, not the benchmark's exit code."""
+    job = tmp_path / "job"
+    p = start_job(job, ["--served-model-name", "fk"],
+                  bench(job, "--then_wait_s", "2", "--then_request", "--timeout_s", "8"), SPECDEC_STOP_GRACE="2")
+    try:
+        wait_for(lambda: bench_running(job) or p.poll() is not None, 60, what="the benchmark")
+        pid = server_pid_from_log(job)
+        os.kill(pid, signal.SIGSTOP)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 3, read(job / "logs" / "job.log")[-3000:]
+    err = error_line(job)
+    assert err.startswith("the main server stopped answering during the benchmark: no answer to its readiness "
+                          "probe since "), err
+    assert "mini_client: the last request failed" in read(job / "run_sh.stdout") + read(job / "run_sh.stderr")
+    assert leftovers(pid) == []

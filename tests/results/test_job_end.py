@@ -5,20 +5,21 @@ import json
 import signal
 
 from launcher.node.outcome import end_cause
+from launcher.node.server_fault import ServerFault, fault_cause
 from launcher.results.job_end import end_reason, finalize_job_dir, finalize_points, planned_rows
 
 PTS = [{"dir": f"mtbench/t0_c{c}", "status": "pending", "reason": None} for c in (1, 2, 3, 4)]
 
 
 def test_server_sigkill_during_point_2_of_4():
-    cause = end_cause(server_rc=-9)
-    assert cause == "server exited with SIGKILL"
+    cause = fault_cause(ServerFault(label="main server", log="logs/server.log", rc=-9))
+    assert cause == "the main server exited with SIGKILL"
     rows = finalize_points(PTS, complete_dirs=["mtbench/t0_c1"], running=["mtbench/t0_c2"], cause=cause)
     assert [r["status"] for r in rows] == ["complete", "failed", "not_run", "not_run"]
-    assert rows[1]["reason"] == "server exited with SIGKILL during this point"
-    assert rows[2]["reason"] == "server exited with SIGKILL before this point started"
+    assert rows[1]["reason"] == "the main server exited with SIGKILL during this point"
+    assert rows[2]["reason"] == "the main server exited with SIGKILL before this point started"
     assert end_reason(cause, rows, ["mtbench/t0_c2"]) == (
-        "server exited with SIGKILL during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run")
+        "the main server exited with SIGKILL during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run")
 
 
 def test_slurm_states_in_words():
@@ -80,16 +81,11 @@ def test_finalize_without_summary_uses_the_plan(tmp_path):
     assert s["points"][0]["reason"] == "the server failed to start before this point started"
 
 
-def test_slurm_state_while_stopping():
-    from launcher.node.outcome import slurm_seconds, slurm_state_from_scontrol
+def test_slurm_durations():
+    from launcher.node.outcome import slurm_seconds
 
     assert slurm_seconds("1-00:00:10") == 86410 and slurm_seconds("05:03") == 303
-    assert slurm_seconds("UNLIMITED") is None
-    base = "JobId=5 JobName=x JobState=COMPLETING Reason=None RunTime=00:{} TimeLimit=00:01:00 Partition=debug"
-    assert slurm_state_from_scontrol(base.format("00:42")) == "CANCELLED"
-    assert slurm_state_from_scontrol(base.format("01:01")) == "TIMEOUT"
-    assert slurm_state_from_scontrol("JobId=5 JobState=PREEMPTED RunTime=00:00:10") == "PREEMPTED"
-    assert slurm_state_from_scontrol("") == ""
+    assert slurm_seconds("UNLIMITED") is None  # the stop's states: tests/node/test_slurm_stop_cause.py
 
 
 def test_a_benchmark_that_said_why_keeps_its_words(tmp_path):
@@ -101,3 +97,20 @@ def test_a_benchmark_that_said_why_keeps_its_words(tmp_path):
     s = finalize_job_dir(tmp_path, rc=1, cause=None, reason="1 of 2 points failed: m/t0_c2: Average_AL 0.9 is below 1")
     assert s["points"] == pts
     assert s["job_end"]["reason"] == "1 of 2 points failed: m/t0_c2: Average_AL 0.9 is below 1"
+
+
+def test_a_failure_the_benchmark_recorded_while_a_server_failed_is_put_on_the_server():
+    """Point 2 failed in the benchmark's words ("results unreadable") while the server gave no
+    answer: its reason says why first, the benchmark's words after (issue 27)."""
+    cause = "the main server stopped answering (no answer since 01:02:03Z)"
+    pts = [dict(p) for p in PTS]
+    pts[1].update(status="failed", reason="results unreadable: no successful profiling request")
+    pts[2].update(status="failed", reason="AIPerf exited with code 1")
+    rows = finalize_points(pts, complete_dirs=["mtbench/t0_c1"], running=[], cause=cause, blamed=["mtbench/t0_c2"])
+    assert rows[1]["reason"] == (f"{cause} during this point (the benchmark: results unreadable: no successful "
+                                 "profiling request)")
+    assert rows[2]["reason"] == "AIPerf exited with code 1"  # not running while the server failed: its own words
+    assert rows[3]["status"] == "not_run"
+    # without a cause (a normal end) nothing is blamed
+    assert finalize_points(pts, ["mtbench/t0_c1"], [], None, blamed=["mtbench/t0_c2"])[1]["reason"].startswith(
+        "results unreadable")

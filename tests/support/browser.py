@@ -50,3 +50,20 @@ def image_stats(png: Path) -> tuple[int, float]:
     colours = len(np.unique(px[:: max(1, len(px) // 200000)], axis=0))
     non_white = float((px.min(axis=1) < 235).mean())
     return colours, non_white
+
+
+def run_script(index: Path, script: str, shot: Path | None = None):
+    """Open a local page, return what ``script`` (a function body ending in return) gives;
+    with ``shot``, save a full-page screenshot first."""
+    with tempfile.TemporaryDirectory(prefix="chrome-profile-") as profile:
+        driver = _driver(profile)
+        try:
+            driver.get(index.resolve().as_uri())
+            if shot is not None:
+                height = driver.execute_script("return document.documentElement.scrollHeight")
+                driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                    "width": 1300, "height": min(max(height, 800), 16000), "deviceScaleFactor": 1, "mobile": False})
+                driver.save_screenshot(str(shot))
+            return driver.execute_script(script)
+        finally:
+            driver.quit()

@@ -211,6 +211,9 @@ def _from_omegaconf(cause: OmegaConfBaseException, key: str | None) -> ConfigErr
         kind = m.group(2).lower()
         article = "an" if kind[0] in "aeiou" else "a"
         return ConfigError(full_key, f"'{m.group(1)}' is not {article} {kind}", f"give {full_key} {article} {kind} value")
+    m = re.search(r"Value '([^']*)' is not a valid bool", msg)
+    if m:  # dry_run, render_only, wait, report, ...
+        return ConfigError(full_key, f"'{m.group(1)}' is not a boolean", f"write {full_key}=true or {full_key}=false")
     if "is not a ListConfig" in msg:
         return ConfigError(full_key, "expects a list", f"write a list, e.g. {full_key}=[...]")
     return ConfigError(full_key, msg, None)

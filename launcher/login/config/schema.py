@@ -91,6 +91,24 @@ class RuntimeParams:
 
 
 @dataclass
+class SloConfig:
+    """A latency SLO (docs/slo.md): goodput per point, the max load under it per server
+    configuration, the recommendation. Unset limits are not part of it; none set: no SLO."""
+    ttft_ms: Optional[float] = None  # time to first token
+    itl_ms: Optional[float] = None  # inter-token latency per request (AIPerf's ITL = TPOT); or tpot_ms
+    tpot_ms: Optional[float] = None  # (E2E - TTFT) / (tokens - 1) per request; or itl_ms
+    e2e_ms: Optional[float] = None  # end-to-end request latency
+    percentile: float = 90.0  # each limit holds at this percentile of a point's requests
+    percentiles: dict[str, float] = field(default_factory=dict)  # per limit, e.g. {ttft_ms: 99}
+    # the share of requests that must meet every limit at once (AIPerf's good_request_fraction); None: not required
+    good_share: Optional[float] = None
+    # search the max concurrency under the SLO on each server: bisect between the last
+    # concurrency that met it and the first that did not, with at most this many extra probes
+    search: bool = True
+    max_search_probes: int = 3
+
+
+@dataclass
 class SweepConfig:
     temperatures: list[float] = field(default_factory=lambda: [0.0])
     concurrencies: list[int] = field(default_factory=lambda: [1])
@@ -121,6 +139,12 @@ class SweepConfig:
     # repeats > 1, so that the repeats are alike (the first phase after AIPerf's start-up
     # measured slower than the rest).
     warmup: Optional[bool] = None
+    # A latency SLO: goodput per point and the max load under it (docs/slo.md)
+    slo: SloConfig = field(default_factory=SloConfig)
+    # A dynamic k schedule served as one more server configuration: vLLM's
+    # num_speculative_tokens_per_batch_size, [[batch_start, batch_end, k], ...] (e.g. the one
+    # python -m launcher.speedup prints); each point checks the engine applied it (docs/slo.md)
+    k_schedule: Optional[list[list[int]]] = None
 
 
 @dataclass
@@ -132,6 +156,9 @@ class ServerConfig:
     command: str = default_engine().default_command  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
     port: Optional[int] = None  # None: a free port on the node
     ready_timeout_s: int = 1800
+    # a ready server that leaves its readiness probe (GET /health, every 2 s) unanswered this
+    # long has failed: the job stops and names it (stopped, hung) with the time of its last answer
+    unanswered_timeout_s: int = 300
     max_num_batched_tokens: Optional[int] = None
     kv_cache_memory_bytes: Optional[str] = None  # KV-cache cap per GPU, e.g. "20G"
     gpu_memory_utilization: Optional[float] = None
@@ -247,3 +274,6 @@ class LauncherConfig:
     dry_run: bool = False
     render_only: bool = False  # write the job folders (job.json, job.sbatch) and submit nothing
     wait: Optional[bool] = None  # None: wait on the local executor, not on Slurm
+    # Build the HTML report when the run ends: each job's node writes JOB_DIR/report/, and a run the
+    # launcher waits for ends with the results table and RESULTS_DIR/report/index.html. false: neither.
+    report: bool = True

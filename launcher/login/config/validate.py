@@ -51,7 +51,7 @@ def validate(cfg: LauncherConfig) -> list[ConfigError]:
     errs: list[ConfigError] = []
     add = lambda f, p, fix: errs.append(ConfigError(f, p, fix))  # noqa: E731
     for check in (_check_speculation, _check_forced_acceptance, _check_golden, _check_parallelism, _check_cluster,
-                  _check_sweep, _check_server, _check_topology, _check_gates, _check_api_key, _check_visible_inputs, _check_output):
+                  _check_sweep, _check_slo, _check_server, _check_topology, _check_gates, _check_api_key, _check_visible_inputs, _check_output):
         check(cfg, add, errs)
     return errs
 
@@ -231,6 +231,51 @@ def _check_sweep(cfg: LauncherConfig, add, errs: list) -> None:
                 "set sweep.temperatures instead")
 
 
+def _check_slo(cfg: LauncherConfig, add, errs: list) -> None:
+    """sweep.slo (docs/slo.md)."""
+    slo = cfg.sweep.slo
+    keys = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+    for k in keys:
+        v = getattr(slo, k)
+        if v is not None and not v > 0:
+            add(f"sweep.slo.{k}", f"is {v}", "give a limit in milliseconds > 0, or null to leave it out")
+    if slo.itl_ms is not None and slo.tpot_ms is not None:
+        add("sweep.slo.itl_ms", "is set together with sweep.slo.tpot_ms (both are AIPerf's inter_token_latency)",
+            "set only one of them")
+    if not 0 < slo.percentile <= 100:
+        add("sweep.slo.percentile", f"is {slo.percentile}", "use a percentile in (0, 100], e.g. 90")
+    for k, p in slo.percentiles.items():
+        if k not in keys:
+            add(f"sweep.slo.percentiles.{k}", "is not a limit", f"use one of: {', '.join(keys)}")
+        elif getattr(slo, k) is None:
+            add(f"sweep.slo.percentiles.{k}", f"is set but sweep.slo.{k} is not", f"set sweep.slo.{k}=<ms> or drop it")
+        elif not 0 < p <= 100:
+            add(f"sweep.slo.percentiles.{k}", f"is {p}", "use a percentile in (0, 100], e.g. 99")
+    if slo.good_share is not None and not 0 < slo.good_share <= 1:
+        add("sweep.slo.good_share", f"is {slo.good_share}", "use a fraction in (0, 1], e.g. 0.9, or null")
+    if slo.max_search_probes < 0:
+        add("sweep.slo.max_search_probes", f"is {slo.max_search_probes}", "use 0 (no search) or more, e.g. 3")
+    ks = cfg.sweep.k_schedule
+    if ks is not None:
+        fix = "give [[batch_start, batch_end, k], ...], sorted, not overlapping, the first from 1, e.g. [[1,1,3],[2,8,1]]"
+        try:
+            entries = [tuple(int(x) for x in e) for e in ks]
+        except (TypeError, ValueError):
+            entries = None
+        if not entries or any(len(e) != 3 for e in entries):
+            add("sweep.k_schedule", f"is {list(ks)}", fix)
+        elif entries[0][0] != 1 or any(e[0] > e[1] or e[2] < 1 for e in entries) or \
+                any(b[0] <= a[1] for a, b in zip(entries, entries[1:])):
+            add("sweep.k_schedule", f"is {[list(e) for e in entries]}", fix)
+        if cfg.draft.method == "none":
+            add("sweep.k_schedule", "is set but draft.method is none", "pick a draft, or drop sweep.k_schedule")
+    has_limit = any(getattr(slo, k) is not None for k in keys)
+    if not has_limit and slo.good_share is not None:
+        add("sweep.slo.good_share", "is set but no limit is", "set a limit, e.g. sweep.slo.ttft_ms=500")
+    if has_limit and cfg.topology.kind == "disagg":
+        add("sweep.slo", "is not supported with topology=disagg yet", "use topology=aggregated with an SLO")
+
+
 def _check_server(cfg: LauncherConfig, add, errs: list) -> None:
     """Server."""
     d, par, cl, sw, srv = cfg.draft, cfg.parallel, cfg.cluster, cfg.sweep, cfg.server  # noqa: F841
@@ -243,6 +288,8 @@ def _check_server(cfg: LauncherConfig, add, errs: list) -> None:
         add("server.port", f"is {srv.port}", "use a port in 1024-65535, or null for a free one")
     if srv.ready_timeout_s < 1:
         add("server.ready_timeout_s", f"is {srv.ready_timeout_s}", "use a positive number of seconds")
+    if srv.unanswered_timeout_s < 1:
+        add("server.unanswered_timeout_s", f"is {srv.unanswered_timeout_s}", "use a positive number of seconds")
     if srv.spec_decode_metrics not in ("none", "summary", "detailed"):
         add("server.spec_decode_metrics", f"is '{srv.spec_decode_metrics}'", "use summary or detailed")
     if not srv.command.strip():

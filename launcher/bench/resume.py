@@ -1,0 +1,27 @@
+"""Resuming a sweep: the points still to measure. A point already complete on disk (with
+every repeat the sweep asks) is marked skipped and keeps its figures, unless --force."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from launcher.bench import point as point_mod
+from launcher.bench.result_files import is_complete
+from launcher.results.repeats import record
+
+
+def repeats_done(point_dir: Path) -> int:
+    """How many repeats a complete point holds (1 without repeats.json)."""
+    return int((record.read(point_dir) or {}).get("repeats") or 1)
+
+
+def resume(outcomes: list, save_dir: Path, args) -> list:
+    """The points still to measure; complete ones (with every repeat) are marked skipped
+    and keep their figures."""
+    todo = []
+    for o in outcomes:
+        if not args.force and is_complete(save_dir / o.dir) and repeats_done(save_dir / o.dir) == max(1, args.repeats):
+            o.status, o.reason = "skipped", "already complete"
+            o.values.update(point_mod.load_point_values(save_dir / o.dir))
+        else:
+            todo.append(o)
+    return todo

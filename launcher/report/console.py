@@ -1,0 +1,153 @@
+"""The answer on screen: one results table per job (rich) and the job's verdicts, one line each.
+
+What a waited-for run ends with (launcher.report.end_of_run): per point the
+dataset, T, C, Average_AL, Server_AL, Output TPS (mean ± the 95% half-interval
+with repeats), the throughput speedup over the matched baseline where one ran,
+and the marks of launcher.report.marks (! suspect, † few samples, ~ noisy) or
+FAILED with the reason; then the known answer, lossless, golden, forced and
+disagg-parity verdicts. The tables fold long cells instead of cutting them, so
+an 80-column terminal shows every figure.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from launcher.engines.forced_acceptance import label as forced_label
+from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
+from launcher.results.disagg_parity import read_parity
+from launcher.results.job_dir import Job, Point
+from launcher.results.job_result import known_answer_line
+
+MARK_WORDS = {SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature)",
+              FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
+              NOISY: f"{NOISY} noisy (Output TPS relative MAD over the repeats above the threshold)",
+              "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)"}
+
+
+def _n(v: Optional[float], fmt: str) -> str:
+    return "–" if v is None else fmt.format(v)
+
+
+def _speedup(p: Point) -> Optional[float]:
+    from launcher.speedup.collect import read_speedup
+
+    doc = read_speedup(p) or {}
+    v = (doc.get("speedup") or {}).get("throughput")
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def _tps(p: Point, marks) -> str:
+    if marks.tps is not None and marks.tps.lo is not None:  # the repeats' count is in the marks column
+        return f"{marks.tps.mean:.1f}±{(marks.tps.hi - marks.tps.lo) / 2:.1f}"
+    return _n(p.output_tps, "{:.1f}")
+
+
+def _mark_cell(p: Point, marks) -> Text:
+    if not p.ok:  # the reason is printed under the table, where it has the whole width
+        return Text("FAILED" if p.status != "complete" else "invalid", style="red")
+    cell = Text(marks.symbols, style="magenta" if marks.suspect else "yellow")
+    if marks.tps is not None:
+        cell.append((" " if marks.symbols else "") + f"n={marks.tps.n}", style="dim")
+    forced = p.result.forced_acceptance if p.result else None
+    if forced:
+        cell.append((" " if marks.symbols else "") + forced_label(forced), style="cyan")
+    return cell
+
+
+def job_title(job: Job) -> str:
+    s = job.summary
+    cfg = job.configuration
+    ext = cfg.get("specdec_launcher") or {}
+    spec = ext.get("speculative_config") or {}
+    model = s.get("model") or cfg.get("model_dir") or "?"
+    method = s.get("method") or spec.get("method") or cfg.get("speculative_algorithm") or "?"
+    k = s.get("num_speculative_tokens") or spec.get("num_speculative_tokens") or cfg.get("draft_length")
+    draft = spec.get("model") or cfg.get("draft_model_dir")
+    short = lambda x: str(x).rstrip("/").rsplit("/", 1)[-1]  # noqa: E731
+    what = "no speculation (baseline)" if method == "none" else \
+        f"{method}" + (f" k={k}" if k else "") + (f", draft {short(draft)}" if draft else "")
+    engine = cfg.get("engine_version") or s.get("engine_version")
+    return f"job {job.name}: {short(model)}, {what}" + (f" · engine {engine}" if engine else "")
+
+
+def results_table(job: Job) -> tuple[Table, set[str]]:
+    """The job's points as a table, and the marks it used (for the legend)."""
+    speedups = {p.dir: _speedup(p) for p in job.points}
+    with_speedup = any(v is not None for v in speedups.values())
+    t = Table(title=job_title(job), title_justify="left", expand=False, box=box.SIMPLE_HEAD, padding=(0, 1),
+              show_edge=False)
+    for name in ("dataset", "T", "C", "Average_AL", "Server_AL", "Output TPS", *(("speedup",) if with_speedup else ()),
+                 "marks"):  # the figures never fold; a long dataset name or failure reason does
+        fig = name not in ("dataset", "marks")
+        t.add_column(name, justify="right" if fig else "left", no_wrap=fig, min_width=len(name) if fig else 7,
+                     overflow="fold", ratio=None if fig else 1)
+    used: set[str] = set()
+    for p in job.points:
+        mk = point_marks(p)
+        if p.ok:
+            used.update(ch for ch in mk.symbols)
+            used.update("n" if mk.tps is not None else "")
+        t.add_row(p.dataset, f"{p.temperature:g}", str(p.concurrency), _n(p.average_al, "{:.3f}"),
+                  _n(p.server_al, "{:.3f}"), _tps(p, mk),
+                  *((_n(speedups[p.dir], "{:.2f}x"),) if with_speedup else ()), _mark_cell(p, mk))
+    return t, used
+
+
+def verdict_lines(job: Job) -> list[str]:
+    """The job's checks, one line each (only those that ran)."""
+    s = job.summary
+    out = []
+    known = s.get("known_answer")
+    if isinstance(known, dict):
+        line = known_answer_line(known)
+        out.append("known answer: " + line.removeprefix("known-answer ").removeprefix("known-answer probe "))
+    lossless = s.get("lossless")
+    if isinstance(lossless, dict):
+        passed = lossless.get("passed")
+        if passed is None:
+            out.append(f"lossless: {lossless.get('status') or 'no verdict'}")
+        else:
+            out.append(f"lossless: {'PASSED' if passed else 'FAILED'}, {lossless.get('matches', '?')} of "
+                       f"{lossless.get('prompts', '?')} outputs identical to the target without speculation")
+    golden = s.get("golden")
+    if isinstance(golden, dict):
+        pts = golden.get("points") or []
+        bad = [v.get("point") for v in pts if v.get("verdict") == "fail"]
+        out.append(f"golden {golden.get('id')}: {str(golden.get('verdict')).upper()} ({len(pts)} point(s) judged"
+                   + (f"; failed: {', '.join(map(str, bad))}" if bad else "") + ")")
+    forced = sorted({forced_label(p.result.forced_acceptance) for p in job.points
+                     if p.result and p.result.forced_acceptance})
+    if forced:
+        out.append(f"forced: {', '.join(forced)} (vLLM's synthetic acceptance: the AL is set, not the draft's)")
+    parity = read_parity(job.path) or s.get("disagg_parity")
+    if isinstance(parity, dict):
+        checks = parity.get("checks") or {}
+        out.append(f"disagg parity: {str(parity.get('verdict')).upper()} ("
+                   + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in checks.items()) + ")")
+    return out
+
+
+def print_results(jobs: list[Job], console: Console) -> None:
+    """Every job's table, the legend of the marks it used, and its verdict lines."""
+    for job in jobs:
+        table, used = results_table(job)
+        console.print(table)
+        for sym in (SUSPECT, FEW, NOISY, "n"):
+            if sym in used:
+                console.print(Text(MARK_WORDS[sym], style="dim"))
+        for p in job.points:
+            if not p.ok:
+                reason = p.reason or ("; ".join(p.problems) if p.problems else p.status)
+                word = "FAILED" if p.status != "complete" else "invalid"
+                console.print(Text(f"{word} {p.dir}: {reason}", style="red"))
+        warnings = sorted({str(p.row.get("engine_warning")) for p in job.points if p.row.get("engine_warning")})
+        for w in warnings:
+            console.print(Text(f"{SUSPECT} {w}", style="magenta"))
+        for line in verdict_lines(job):
+            console.print(Text(line, style="red" if "FAIL" in line else None))
+        console.print()

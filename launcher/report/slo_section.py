@@ -1,0 +1,120 @@
+"""The report's "At your SLO" section (docs/slo.md): goodput against concurrency per
+configuration with the SLO boundary marked, the max load under the SLO per
+configuration, and the recommended configuration per load range. Reads
+launcher.speedup.collect.write_slo's slo_summary.json (or the same analysis in memory)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from launcher.report.html import _e, _num, figures
+from launcher.report.plots import _MARKERS, _save, plt
+
+
+def goodput_vs_concurrency(groups: list[dict], path: Path, description: str) -> Path | None:
+    """One panel per (dataset, temperature): good requests/s against concurrency, one curve
+    per configuration (the baseline dashed); a filled marker met the SLO, an open one did
+    not; the dotted vertical line is each configuration's max concurrency under the SLO."""
+    groups = [g for g in groups if any(p["goodput_rps"] is not None for c in g["configs"] for p in c["points"])]
+    if not groups:
+        return None
+    cols = min(2, len(groups))
+    nrows = (len(groups) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.8 * cols, 4.0 * nrows), squeeze=False)
+    for ax, g in zip(axes.flat, groups):
+        cs_all = set()
+        for i, c in enumerate(g["configs"]):
+            pts = [p for p in c["points"] if p["goodput_rps"] is not None]
+            if not pts:
+                continue
+            xs = [p["concurrency"] for p in pts]
+            cs_all |= set(xs)
+            base = c["label"] == "baseline"
+            line, = ax.plot(xs, [p["goodput_rps"] for p in pts], ls="--" if base else "-",
+                            color="black" if base else None, lw=1.6,
+                            label=f"{c['label']} (max C under SLO: {c['max_concurrency'] or '–'})")
+            mk = _MARKERS[i % len(_MARKERS)]
+            for p in pts:
+                met = p["verdict"] == "met"
+                ax.plot([p["concurrency"]], [p["goodput_rps"]], marker=mk, ms=7, color=line.get_color(),
+                        mfc=line.get_color() if met else "white", ls="none")
+            na = [p for p in pts if (p.get("schedule_check") or {}).get("applied") is False]
+            if na:  # no measurement of the schedule: the engine did not apply it there
+                ax.plot([p["concurrency"] for p in na], [p["goodput_rps"] for p in na], marker="x", ms=11,
+                        color="red", ls="none", label="schedule not applied by the engine")
+            if c["max_concurrency"]:
+                ax.axvline(c["max_concurrency"], color=line.get_color(), ls=":", lw=1.2)
+        ax.set_xscale("log", base=2)
+        ticks = sorted(cs_all)
+        ax.set_xticks(ticks, [str(x) for x in ticks])
+        ax.set_title(f"{g['dataset']}, T={g['temperature']:g}", fontsize=10)
+        ax.set_xlabel("concurrency (dotted: max under the SLO; open marker: SLO not met)")
+        ax.set_ylabel("goodput (good requests/s)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(groups):]:
+        ax.set_visible(False)
+    fig.suptitle(f"Goodput at the SLO: {description}", fontsize=10)
+    return _save(fig, path)
+
+
+def _span(r: dict) -> str:
+    if r["to"] is None:
+        return f"{r['from']} and above"
+    return str(r["from"]) if r["to"] == r["from"] else f"{r['from']}–{r['to']}"
+
+
+def tables(g: dict) -> str:
+    concs = sorted({p["concurrency"] for c in g["configs"] for p in c["points"]})
+    head = ["configuration", "max concurrency under the SLO", "how sure"] + [f"C={c}" for c in concs]
+    rows = []
+    for c in g["configs"]:
+        by = {p["concurrency"]: p for p in c["points"]}
+        na = c.get("schedule_not_applied_at") or []
+        cells = [_e(c["label"]), str(c["max_concurrency"] if c["max_concurrency"] is not None else "none"),
+                 _e(c.get("max_load_note") or "") + (f' <span class="warn">schedule not applied by the engine at '
+                                                     f'C={", ".join(map(str, na))}</span>' if na else "")]
+        for x in concs:
+            p = by.get(x)
+            if p is None or p["goodput_rps"] is None:
+                cells.append("–")
+                continue
+            mark = {"met": "", "failed": " ✗", "noisy": " ~"}.get(p["verdict"] or "", " ?")
+            sched = (p.get("schedule_check") or {}).get("note")
+            pred = p.get("predicted") or {}
+            pred_txt = (f' <span class="sub">(predicted by k={pred["k"]}: {_num(pred.get("goodput_rps"), 2)} req/s, '
+                        f'{_num(pred.get("output_tps"), 1)} vs {_num(p.get("output_tps"), 1)} tok/s)</span>'
+                        if pred else "")
+            cells.append(_num(p["goodput_rps"], 2) + mark + (" probe" if p.get("search_probe") else "")
+                         + pred_txt + (f' <span class="warn">{_e(sched)}</span>' if sched else ""))
+        rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    t1 = (f'<table class="slo"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'
+          f'<tbody>{"".join(rows)}</tbody></table>'
+          '<p class="sub">Goodput in good requests/s; ✗ the SLO not met, ~ the repeats disagree (within noise), '
+          'probe: a concurrency the max-load search added.</p>')
+    recs = "".join(f"<tr><td>{_e(_span(r))}</td><td><b>{_e(r['label'])}</b>"
+                   + (f' <span class="sub">({_e(r["note"])})</span>' if r.get("note") else "") + "</td></tr>"
+                   for r in g["recommendation"])
+    t2 = (f'<table class="slo-rec"><thead><tr><th>load (concurrency)</th><th>recommended</th></tr></thead>'
+          f"<tbody>{recs}</tbody></table>")
+    return f"<h3>{_e(g['dataset'])}, T={g['temperature']:g}</h3>{t1}<p>Recommended per load range:</p>{t2}"
+
+
+def slo_section(res: dict | None, out: Path) -> str:
+    """The whole section; empty without an SLO."""
+    if not res or not res.get("groups"):
+        return ""
+    p = goodput_vs_concurrency(res["groups"], out / "slo_goodput_vs_concurrency.png", res["description"])
+    figs = [] if p is None else [(p.relative_to(out).as_posix(),
+                                  "Goodput against concurrency, one curve per configuration (baseline dashed); "
+                                  "open markers miss the SLO, dotted lines mark each one's max concurrency "
+                                  "under it.", True)]
+    ag = res.get("goodput_agrees_with_aiperf") or {}
+    agree = (f"Goodput computed from the per-request records agrees with AIPerf's own on {ag['agree']} of "
+             f"{ag['points_compared']} points." if ag.get("points_compared") else
+             "AIPerf was not given this SLO: goodput computed from the per-request records only.")
+    return (f'<section id="slo"><h2>At your SLO</h2>'
+            f'<p>SLO: <b>{_e(res["description"])}</b> ({_e(res.get("source") or "")}). A request is good when '
+            f"it meets every limit; a point meets the SLO when each limit holds at its percentile. {_e(agree)} "
+            f"Ties within noise (or {res.get('tie_rel', 0.05):.0%}) go to the simpler configuration: no "
+            f"speculation, then the smaller k (docs/slo.md).</p>"
+            f"{figures(figs)}{''.join(tables(g) for g in res['groups'])}</section>")
