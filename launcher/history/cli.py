@@ -12,6 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from launcher.history.page import render
+from launcher.history.series import build_history
+from launcher.history.source import SourceError, fetch
+
 
 def _jobs(text: str) -> int:
     v = int(text)
@@ -33,10 +37,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from botocore.exceptions import BotoCoreError, ClientError
-
-    from launcher.history.page import render
-    from launcher.history.series import build_history
-    from launcher.history.source import SourceError, fetch
 
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="specdec-history-") as mirror:

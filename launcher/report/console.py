@@ -22,6 +22,7 @@ from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
 from launcher.results.disagg_parity import read_parity
 from launcher.results.job_dir import Job, Point
 from launcher.results.job_result import known_answer_line
+from launcher.speedup.collect import read_speedup
 
 MARK_WORDS = {SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature)",
               FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
@@ -34,7 +35,6 @@ def _n(v: Optional[float], fmt: str) -> str:
 
 
 def _speedup(p: Point) -> Optional[float]:
-    from launcher.speedup.collect import read_speedup
 
     doc = read_speedup(p) or {}
     v = (doc.get("speedup") or {}).get("throughput")

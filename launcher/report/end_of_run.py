@@ -14,6 +14,9 @@ import sys
 
 from rich.console import Console
 
+from launcher.report.console import print_results
+from launcher.results.job_dir import ResultsError, load_results
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m launcher.report.end_of_run",
@@ -21,8 +24,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--no-report", action="store_true", help="print the tables only (the launcher's report=false)")
     args = ap.parse_args(argv)
-    from launcher.report.console import print_results
-    from launcher.results.job_dir import ResultsError, load_results
 
     console = Console(highlight=False)
     try:

@@ -14,6 +14,7 @@ schedule.
 """
 from __future__ import annotations
 
+import bisect
 from typing import Optional, Sequence
 
 NOT_APPLIED = "schedule not applied by the engine"
@@ -50,8 +51,6 @@ def in_flight_counts(intervals: Sequence[tuple[int, int]]) -> tuple[list[int], l
 
 def in_flight_range(intervals: Sequence[tuple[int, int]], i: int, sweep=None) -> tuple[int, int]:
     """(min, max) number of requests in flight (itself included) over request i's lifetime."""
-    import bisect
-
     times, counts = sweep or in_flight_counts(intervals)
     s, e = intervals[i]
     lo, hi = bisect.bisect_left(times, s), bisect.bisect_left(times, e)

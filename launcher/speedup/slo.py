@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from launcher.results.goodput import Slo, point_goodput, repeats_verdict
+from launcher.results.schedule_check import k_for_batch
 from launcher.results.slo_search import max_load
 
 TIE_REL = 0.05  # goodput within 5 % of the best is a tie (with one repeat the noise is unknown)
@@ -59,7 +60,6 @@ def predicted(row: dict, rows: list[dict]) -> dict:
     concurrency C (its goodput and Output TPS), the schedule's prediction."""
     if not row.get("schedule"):
         return {}
-    from launcher.results.schedule_check import k_for_batch
     k = k_for_batch(row["schedule"], int(row["concurrency"]))
     fixed = next((r for r in rows if r.get("k") == k and r["concurrency"] == row["concurrency"]
                   and not r.get("schedule")), None)
