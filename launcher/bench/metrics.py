@@ -47,9 +47,7 @@ DEFAULT_METRICS: MetricNames = default_engine().metrics  # the counters' names b
 def emitted_tokens(r: TurnRecord) -> int | None:
     """The server's completion tokens (EOS included); AIPerf's own
     output_sequence_length re-tokenizes the text and can differ."""
-    if r.completion_tokens is not None:
-        return r.completion_tokens
-    return r.osl
+    return r.output_tokens
 
 
 def turn_chunks(r: TurnRecord, max_tokens: int | None, speculative: bool) -> list[int]:

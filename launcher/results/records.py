@@ -58,6 +58,14 @@ class TurnRecord:
         return f"{self.where} (conversation {self.conversation_id}, turn {self.turn_index})"
 
     @property
+    def output_tokens(self) -> int | None:
+        """The tokens the server generated: its usage figure (EOS included) where
+        it sent one, else AIPerf's output_sequence_length, which re-tokenizes the
+        returned text and can differ widely (on a random-weight model's text, 1261
+        against the server's 256)."""
+        return self.completion_tokens if self.completion_tokens is not None else self.osl
+
+    @property
     def last_response_ns(self) -> int | None:
         """When the last response arrived: request_start_ns + request_latency
         (AIPerf's own end for benchmark_duration). ``request_end_ns`` can be

@@ -52,7 +52,7 @@ def point_records(point: Point) -> list[paired.RequestTiming]:
         key=(r.conversation_id, r.turn_index),
         ttft_s=None if r.ttft_ms is None else r.ttft_ms / 1000.0,
         e2e_s=None if r.latency_ms is None else r.latency_ms / 1000.0,
-        output_tokens=r.osl,
+        output_tokens=r.output_tokens,
         spec_steps=None if r.spec is None else r.spec.steps,
         histogram=None if r.spec is None else dict(r.spec.histogram)) for r in ok]
 

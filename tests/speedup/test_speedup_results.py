@@ -42,7 +42,7 @@ def _step_ratio(spec_point, base_point):
     spec = [r for r in _records(spec_point) if r["metadata"]["benchmark_phase"] == "profiling"]
     base = [r for r in _records(base_point) if r["metadata"]["benchmark_phase"] == "profiling"]
     s = sum(lat(r) for r in spec) / sum(1 + r["spec_decode_acceptance"]["num_spec_steps"] for r in spec)
-    b = sum(lat(r) for r in base) / sum(r["metrics"]["output_sequence_length"]["value"] for r in base)
+    b = sum(lat(r) for r in base) / sum(r["metrics"]["usage_completion_tokens"]["value"] for r in base)  # the server's count
     return s / b
 
 
@@ -199,3 +199,22 @@ def test_each_draft_has_its_own_best_k_and_forced_runs_are_never_candidates(run)
     out = subprocess.run([sys.executable, "-m", "launcher.speedup", str(run)], capture_output=True, text=True,
                          cwd=REPO)
     assert out.returncode == 0 and "forced AL 2.5 k=3: mtbench T=0 C=1: measured AL" in out.stdout
+
+
+def test_step_time_counts_the_servers_tokens_not_aiperfs_retokenized_text(run):
+    """AIPerf's output_sequence_length re-tokenizes the returned text; on a
+    random-weight model's text it was 1261 for the server's 256 (H200, vLLM
+    0.26). The per-request figures use the server's usage count, so inflating
+    AIPerf's figure changes nothing."""
+    before = json.loads(json.dumps(collect.write_all(run)))
+    base = _jobs(run)[None]
+    for export in base.glob("*/t*/aiperf/profile_export.jsonl"):
+        rows = _records(export.parent.parent)
+        for r in rows:
+            assert r["metrics"]["usage_completion_tokens"]["value"] >= 1  # the server's figure is there
+            r["metrics"]["output_sequence_length"]["value"] *= 5
+        export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    after = collect.write_all(run)
+    for b, a in zip(before["points"], after["points"]):
+        assert a["step_time"] == pytest.approx(b["step_time"])
+        assert a["speedup"]["decode"] == pytest.approx(b["speedup"]["decode"])
