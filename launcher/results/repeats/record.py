@@ -46,7 +46,7 @@ def repeat_figures(acceptance: dict, timing_doc: dict, records: Sequence = ()) -
     successful AIPerf records (for TPOT)."""
     tpot = []
     for r in records:
-        n = getattr(r, "osl", None)
+        n = getattr(r, "output_tokens", None)  # the server's count, not AIPerf's re-tokenized text
         lat, ttft = getattr(r, "latency_ms", None), getattr(r, "ttft_ms", None)
         if n is not None and n >= 2 and lat is not None and ttft is not None and lat > ttft:
             tpot.append((lat - ttft) / 1e3 / (n - 1))
