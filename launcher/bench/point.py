@@ -540,6 +540,24 @@ def _goodput(ctx: PointContext, o, aip: Path) -> Optional[dict]:
     return good
 
 
+def dataset_path(args, name: str) -> Optional[str]:
+    """The file a dataset was read from: named in the job spec's datasets, else
+    the command line's --mtbench / --specbench."""
+    for n, path in getattr(args, "datasets", None) or ():
+        if n == name:
+            return str(path)
+    return str(getattr(args, name, None) or "") or None
+
+
+def specdec_dataset_keys(name: str, path: Optional[str]) -> dict:
+    """specdec_bench's run.py keys that say which dataset a run used: --mtbench
+    PATH, --specbench PATH, or --dataset speed --dataset_path PATH. Its readers
+    call a run whose keys are all null "random"."""
+    speed = name.startswith("speed")
+    return {"mtbench": path if name == "mtbench" else None, "specbench": path if name == "specbench" else None,
+            "dataset": "speed" if speed else None, "dataset_path": path if speed else None}
+
+
 def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question], o, point_dir: Path,
                   total_hint: int = 0) -> None:
     args = ctx.args
@@ -565,9 +583,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     sampling = dict(ctx.runtime.get("sampling_kwargs") or {})
     run_args = {
         "tokenizer": args.tokenizer, "engine": ctx.engine.result_name,
-        "mtbench": str(getattr(args, "mtbench", None) or "") or None if spec.name == "mtbench" else None,
-        "specbench": (getattr(args, "specbench", None) or None) if spec.name == "specbench" else None,
-        "dataset": "speed" if spec.name.startswith("speed") else None,
+        **specdec_dataset_keys(spec.name, dataset_path(args, spec.name)),
         "num_requests": args.num_requests,
         "speculative_algorithm": speculative_algorithm((spec_cfg or {}).get("method")),
         "model_dir": job.get("model") or args.tokenizer,
