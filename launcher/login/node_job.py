@@ -17,7 +17,7 @@ from launcher.golden import summary_line
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
-from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL
+from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, JobSpec
 from launcher.runtime.files import REPO_ROOT
 
 
@@ -56,7 +56,6 @@ def run_job(spec: dict) -> dict:
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
     spec_path = job_dir / SPEC_FILE
     if not spec_path.exists():  # submit writes it; a hand call may not have
-        from launcher.contracts.job import JobSpec
         JobSpec.from_dict({k: v for k, v in spec.items()}).write(spec_path)
     print(f"[specdec] job {spec['server_id']} on {os.uname().nodename} "
           f"(SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')})", flush=True)

@@ -10,6 +10,7 @@ from typing import Any, Iterable
 from launcher.engines.forced_acceptance import label as forced_label
 from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.job_dir import Job, Point
+from launcher.report.marks import FEW, LEGEND, NOISY, SUSPECT, point_marks
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -143,7 +144,7 @@ def provenance_block(job: Job) -> str:
     extra = []
     spec = job.spec  # without a recorded argv: the one job.json describes (port as planned)
     argv = (cfg.get("serving") or {}).get("server_argv") or (
-        spec.server_argv(spec.bind_host, spec.port or "<port>") if spec else None)
+        spec.server_argv(spec.bind_host, spec.port or "<port>") if spec and spec.server_command else None)
     if argv:
         extra.append(f"<details><summary>server argv</summary><pre>{_e(' '.join(map(str, argv)))}</pre></details>")
     rp = (cfg.get("run_args") or {}).get("runtime_params")
@@ -235,14 +236,14 @@ _COLS = [("point", "l"), ("status", "l"), ("reason", "l"), ("Average_AL", ""), (
 
 
 def _row(p: Point) -> str:
-    bench_s = p.row.get("benchmark_duration_s")
+    bench_s = p.row.benchmark_duration_s
     if bench_s is None and p.result:
         bench_s = p.result.tim_ext.get("duration_s")
-    failed_req = p.row.get("failed_requests", p.result.failed_requests if p.result else None)
+    failed_req = (p.row.failed_requests if "failed_requests" in p.row.held
+                  else p.result.failed_requests if p.result else None)
     forced = p.result.forced_acceptance if p.result else None
     rates = p.result.per_position_rates if p.result else None
     forced_tag = f' <span class="st-failed">{_e(forced_label(forced).upper())}</span>' if forced else ""
-    from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
     mk = point_marks(p)
     if mk.suspect:
         forced_tag += f' <span class="st-failed" title="{_e(mk.suspect)}">{SUSPECT} SUSPECT T</span>'
@@ -266,7 +267,6 @@ def _row(p: Point) -> str:
 
 def points_table(points: list[Point]) -> str:
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in _COLS)
-    from launcher.report.marks import LEGEND
     return (f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(p) for p in points)}</tbody></table>'
             f'<p class="sub">Output TPS with repeats: mean ± the 95% half-interval (n repeats). {_e(LEGEND)}.</p>')
 
