@@ -10,6 +10,7 @@ from typing import Any, Iterable
 from launcher.engines.forced_acceptance import label as forced_label
 from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.job_dir import Job, Point
+from launcher.results.summary import PointRow, as_row
 from launcher.report.marks import FEW, LEGEND, NOISY, SUSPECT, point_marks
 
 CSS = """
@@ -304,7 +305,8 @@ def _known_verdict(e: dict) -> str:
 def known_answer_block(known: dict | None, points: list | None = None) -> str:
     """summary.json's known-answer probe: the target as its own draft must accept
     every draft (AL = k + 1) at each temperature; a failure marks that temperature's
-    points as measuring an engine defect."""
+    points (``points``: summary rows, PointRow or as summary.json holds them) as measuring
+    an engine defect."""
     if not isinstance(known, dict):
         return ('<div class="card"><span class="badge none">NOT RUN</span> '
                 '<span class="sub">No known-answer probe in summary.json (bench.known_answer=true runs it).</span></div>')
@@ -320,12 +322,12 @@ def known_answer_block(known: dict | None, points: list | None = None) -> str:
     head = "".join(f'<th class="{c}">{n}</th>' for n, c in [
         ("T", ""), ("AL", ""), ("expected (k+1)", ""), ("histogram (steps accepting 0..k)", "l"),
         ("short steps / steps", ""), ("verdict", "l")])
-    warned = [p for p in (points or []) if isinstance(p, dict) and p.get("engine_warning")]
+    warned = [p for p in map(as_row, (p for p in points or [] if isinstance(p, (dict, PointRow)))) if p.engine_warning]
     warn = ""
     if warned:
         warn = (f'<p class="warn">{len(warned)} point(s) measured at a temperature where the probe failed: '
-                f'{_e(warned[0]["engine_warning"])}; their acceptance figures reflect the engine, not the draft: '
-                + ", ".join(_e(p.get("dir")) for p in warned) + "</p>")
+                f'{_e(warned[0].engine_warning)}; their acceptance figures reflect the engine, not the draft: '
+                + ", ".join(_e(p.dir) for p in warned) + "</p>")
     return (f'<div class="card">{badge} the target as its own draft (k={_e(known.get("k"))}) '
             f'must accept every draft at every temperature</div>'
             f'<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{warn}')
@@ -454,7 +456,7 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"<h3>Lossless check</h3>{lossless_block(job.summary.get('lossless'))}"
             f"<h3>Golden reference</h3>{golden_block(job.summary.get('golden'))}"
             f"<h3>Known-answer probe</h3>"
-            f"{known_answer_block(job.summary.get('known_answer'), job.summary.get('points'))}"
+            f"{known_answer_block(job.summary.get('known_answer'), [p.row for p in job.points])}"
             f"{disagg_block(read_parity(job.path))}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")

@@ -120,7 +120,7 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
 def _ended(job_dir: Path, summary: Optional[dict], rc: int, cause, reason, points, identity,
            running: list, blamed: Iterable[str] = ()) -> tuple[dict, Optional[str]]:
     """The summary made true after the job ended, and the end in words."""
-    if summary is None or not summary.get("points"):
+    if summary is None or not point_rows(summary):
         summary = {**(summary or {}), "schema_version": 1, "save_dir": str(job_dir),
                    "points": planned_rows(points)}
         for k in ("recipe", "server_id", "method", "num_speculative_tokens"):
