@@ -4,9 +4,10 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from launcher.compare.diff import IMPROVEMENT, MISSING, REGRESSION, SUSPECT, PointDiff, Thresholds
 from rich.console import Console
 from rich.table import Table
+
+from launcher.compare.diff import IMPROVEMENT, MISSING, REGRESSION, SUSPECT, PointDiff, Thresholds
 
 _STYLE = {REGRESSION: "bold red", IMPROVEMENT: "green", MISSING: "yellow", SUSPECT: "magenta", "ok": "dim"}
 

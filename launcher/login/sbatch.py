@@ -17,12 +17,13 @@ import shlex
 import sys
 from pathlib import Path
 
+from submitit.slurm.slurm import _make_sbatch_string
+
 from launcher.login.config.schema import ClusterConfig
 from launcher.login.node_job import node_command
 from launcher.runtime.files import REPO_ROOT
 from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
 from launcher.engines import get_engine
-from submitit.slurm.slurm import _make_sbatch_string
 
 
 def container_srun_args(cl: ClusterConfig) -> list[str]:

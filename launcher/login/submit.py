@@ -12,6 +12,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import submitit
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.node_job import run_job
 from launcher.login.plan import JobPlan, Plan
@@ -19,10 +24,6 @@ from launcher.login.sbatch import render_standalone, sbatch_setup, slurm_paramet
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import JobProgress, read_error, read_progress
 from launcher.results.summary import point_rows, read_summary
-import submitit
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
 STANDALONE_SCRIPT = "job.sbatch"
 

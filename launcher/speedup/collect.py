@@ -25,14 +25,13 @@ from typing import Optional
 from launcher.engines import num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config, label
 from launcher.results.job_dir import Job, load_results, Point, read_json, ResultsError
-from launcher.results.records import RecordError
+from launcher.results.goodput import slo_from_dict
+from launcher.results.records import RecordError, profiling_records, read_profile_export  # the one reader of the exports
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.results.summary import change_summary
 from launcher.speedup import best_k, paired, predict
-from launcher.results.records import profiling_records, read_profile_export
-from launcher.results.goodput import slo_from_dict
 from launcher.speedup import slo as slo_mod
 
 SPEEDUP_FILE = "speedup.json"
