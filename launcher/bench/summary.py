@@ -24,7 +24,7 @@ def timing_cell(value, count, total, fmt: str) -> str:
 
 
 def print_table(summary: dict, file=None) -> None:
-    from rich.console import Console  # lazy: the node side runs without rich (tests/node/test_node_spec.py)
+    from rich.console import Console  # lazy: the node side needs no rich (any engine Python; test_node_spec.py)
     from rich.table import Table  # lazy: as Console above
 
     out = file or sys.stdout
