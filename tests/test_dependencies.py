@@ -110,6 +110,12 @@ def test_server_ready_json_is_named_in_one_module():
                            "known_answer_server_ready.json") == ["launcher/contracts/server_ready.py"]
 
 
+def test_job_json_is_named_in_one_module():
+    """job.json is written (JobSpec.write) and read (JobSpec.read on the node, read_recorded_job
+    by the tools that read results) through launcher/contracts/job.py only."""
+    assert _modules_naming("job.json") == ["launcher/contracts/job.py"]
+
+
 def test_summary_is_changed_through_one_function():
     """Only launcher/results/summary.py reads summary.json to write it back (change_summary):
     no other module calls both read_summary and write_summary."""
@@ -259,3 +265,24 @@ def test_sizes_fit_in_a_head():
                     isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and size > MAX_FUNCTION_LINES:
                 big.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.name} {size} lines")
     assert not big, "too long to hold in a head:\n" + "\n".join(big)
+
+
+LAZY_REASON = "# lazy:"
+
+
+def test_every_import_inside_a_function_says_why():
+    """An import inside a function breaks a real cost (an optional or heavy dependency, a
+    Python that lacks it) and says so on its line: ``import x  # lazy: REASON``."""
+    bare = []
+    for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                        not any(LAZY_REASON in lines[i - 1] and lines[i - 1].split(LAZY_REASON, 1)[1].strip()
+                                for i in range(node.lineno, node.end_lineno + 1)):
+                    bare.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not bare, ("imports inside functions without a reason (move them to the top, or add "
+                      "'# lazy: REASON' naming the cost they avoid):\n" + "\n".join(sorted(set(bare))))

@@ -11,7 +11,6 @@ job spec, and runs that.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -25,18 +24,18 @@ from launcher.bench import slo_probe
 from launcher.bench.golden_check import golden_verdict
 from launcher.bench.resume import resume
 from launcher.bench.lossless import run_lossless_from_args
-from launcher.contracts.job import BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec, RuntimeParams, SpecError
+from launcher.contracts.job import (BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec, RuntimeParams,
+                                    SpecError, point_dir_name, read_recorded_job)
 from launcher.golden import summary_line
 from launcher.results import read_point
 from launcher.bench.summary import print_table
-from launcher.results.summary import write_summary
+from launcher.results.summary import PointRow, write_summary
 from launcher.runtime.datasets import DatasetError, get_dataset
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
-from launcher.results.status import write_error, write_progress
-from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine, num_speculative_tokens
+from launcher.results.status import JobProgress, write_error, write_progress
+from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine
 from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.contracts.server_ready import ServerReady, read_server_ready
-from launcher.contracts.job import point_dir_name
 
 
 def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
@@ -150,11 +149,10 @@ class PointOutcome:
         return point_dir_name(self.dataset, self.temperature, self.concurrency)
 
     def row(self) -> dict:
-        return {"dataset": self.dataset, "temperature": self.temperature, "concurrency": self.concurrency,
-                "dir": self.dir, "status": self.status, "reason": self.reason,
-                "Average_AL": None, "Server_AL": None, "Output TPS": None, "TTFT median s": None,
-                "Decode tok/s median": None, "failed_requests": 0, "benchmark_duration_s": None, **self.values,
-                **({"search_probe": True} if getattr(self, "search_probe", False) else {})}
+        """summary.json's row of the point (launcher.results.summary.PointRow)."""
+        row = PointRow.begun(self.dataset, self.temperature, self.concurrency, self.dir, self.status,
+                             self.reason).with_figures(self.values)
+        return (replace(row, search_probe=True) if getattr(self, "search_probe", False) else row).to_dict()
 
 
 def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
@@ -243,9 +241,9 @@ class Progress:
         if line.split("|", 1)[1] != self._last.split("|", 1)[-1]:
             print(line, file=sys.stderr, flush=True)
         self._last = line
-        write_progress(self.save_dir, {
-            "points_total": self.total, "points_done": self.done, "current": current, "running": self.running,
-            "elapsed_s": round(time.time() - self.start, 1)})
+        write_progress(self.save_dir, JobProgress(points_total=self.total, points_done=self.done, current=current,
+                                                  running=list(self.running),
+                                                  elapsed_s=round(time.time() - self.start, 1)))
 
 
 def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path) -> list[dict]:
@@ -286,12 +284,12 @@ def preflight(base_url: str, model: str, source: AcceptanceSource, engine) -> No
         check_spec_stats(base_url, model, engine)
 
 
-def forced_check(summary: dict, job: dict, outcomes: list, save_dir: Path) -> None:
+def forced_check(summary: dict, job: Optional[JobSpec], outcomes: list, save_dir: Path) -> None:
     """The known answer of a forced run: the server's counters give the forced AL."""
-    forced = forced_from_speculative_config(job.get("speculative_config"))
+    forced = forced_from_speculative_config(job.speculative_config if job else None)
     if not forced:
         return
-    k = num_speculative_tokens(job.get("speculative_config")) or 0
+    k = job.num_speculative_tokens or 0
     summary["forced_acceptance"] = run_verdicts(forced, k, counter_windows(summary["prometheus_runs"], outcomes,
                                                                            save_dir))
     by_point = {pt: r for r in summary["forced_acceptance"]["runs"] for pt in r["points"]}
@@ -364,11 +362,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
 
     ready = read_server_ready(save_dir) or ServerReady()
-    job = json.loads((save_dir / "job.json").read_text()) if (save_dir / "job.json").exists() else {}
-    engine = get_engine(job.get("engine") or DEFAULT_ENGINE)
+    job = read_recorded_job(save_dir)  # None: a hand run without a job folder
+    engine = get_engine(job.engine if job else DEFAULT_ENGINE)
     version = engine_version(base_url, engine) or ready.engine_version
     speculative = not args.no_preflight
-    source = AcceptanceSource(args.acceptance_source or ready.acceptance_source or job.get("acceptance_source")
+    source = AcceptanceSource(args.acceptance_source or ready.acceptance_source
+                              or (job.acceptance_source if job else None)
                               or AcceptanceSource.PER_REQUEST_STATS.value)
     outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature
                 for c in args.concurrency]
@@ -408,14 +407,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-def _new_summary(args, save_dir: Path, ready: ServerReady, job: dict, version: Optional[str],
+def _new_summary(args, save_dir: Path, ready: ServerReady, job: Optional[JobSpec], version: Optional[str],
                  acceptance_source: Optional[str]) -> dict:
     """summary.json as the benchmark starts it (its points are filled as they run)."""
     summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
                "server_startup_s": ready.startup_s, "wall_time_s": None, "points": [], "lossless": None,
                "prometheus_runs": []}
-    summary.update({k: job.get(k) for k in ("recipe", "server_id", "method")})
-    summary["num_speculative_tokens"] = num_speculative_tokens(job.get("speculative_config"))
+    summary.update({k: (getattr(job, k) or None) if job else None for k in ("recipe", "server_id", "method")})
+    summary["num_speculative_tokens"] = job.num_speculative_tokens if job else None
     summary["acceptance_source"] = acceptance_source
     return summary
 
@@ -442,7 +441,7 @@ def _run_groups(ctx, datasets: dict, todo: list, save_dir: Path, progress, summa
         flush()
 
 
-def _after_sweep_checks(summary: dict, job: dict, outcomes: list, save_dir: Path, args, flush) -> None:
+def _after_sweep_checks(summary: dict, job: Optional[JobSpec], outcomes: list, save_dir: Path, args, flush) -> None:
     """Forced acceptance, golden, lossless: each check's verdict is on disk before the next one runs."""
     forced_check(summary, job, outcomes, save_dir)
     flush()

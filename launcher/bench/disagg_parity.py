@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
 from launcher.results import read_point
 from launcher.results.disagg_parity import one_line, parity_verdict, read_outputs, write_parity
-from launcher.results.summary import read_summary, update_summary
+from launcher.results.summary import PointRow, point_rows, read_summary, update_summary
 from launcher.contracts.job import JobSpec, SpecError
 
 
@@ -35,23 +36,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               file=sys.stderr)
         return 2
     d_dir, a_dir = Path(job.job_dir), Path(par.job_dir)
-    d_sum, a_sum = read_summary(d_dir) or {}, read_summary(a_dir) or {}
-    for job_dir, s in ((d_dir, d_sum), (a_dir, a_sum)):  # the step counts behind each side's AL
-        for pt in s.get("points") or []:
-            try:
-                ext = read_point(job_dir / pt["dir"]).acc_ext
-            except Exception:  # noqa: BLE001 - a point without files: its row says so
-                continue
-            pt.update({k: ext.get(k) for k in ("num_spec_steps", "num_accepted_draft_tokens", "num_turns")})
-    outputs = {pt["dir"]: (read_outputs(d_dir / pt["dir"]), read_outputs(a_dir / pt["dir"]))
-               for pt in d_sum.get("points") or [] if float(pt.get("temperature", 1)) == 0.0}
-    verdict = parity_verdict(d_sum, a_sum, par.al_tolerance, outputs)
+    d_rows, a_rows = _with_step_counts(d_dir), _with_step_counts(a_dir)
+    outputs = {pt.dir: (read_outputs(d_dir / pt.dir), read_outputs(a_dir / pt.dir))
+               for pt in d_rows if float(1 if pt.temperature is None else pt.temperature) == 0.0}
+    verdict = parity_verdict(d_rows, a_rows, par.al_tolerance, outputs)
     verdict.update({"disagg_job": str(d_dir), "aggregated_job": str(a_dir)})
     write_parity(d_dir, verdict)
     update_summary(d_dir, disagg_parity={"verdict": verdict["verdict"], "checks": verdict["checks"],
                                          "aggregated_job": str(a_dir), "problems": verdict["problems"]})
     print(one_line(verdict), file=sys.stderr)
     return 0 if verdict["verdict"] == "pass" else 1
+
+
+def _with_step_counts(job_dir: Path) -> list[PointRow]:
+    """The job's summary rows with the step counts behind each point's AL (from its files)."""
+    rows = []
+    for pt in point_rows(read_summary(job_dir)):
+        try:
+            ext = read_point(job_dir / pt.dir).acc_ext
+        except Exception:  # noqa: BLE001 - a point without files: its row says so
+            rows.append(pt)
+            continue
+        rows.append(replace(pt, num_spec_steps=ext.get("num_spec_steps"), num_turns=ext.get("num_turns"),
+                            num_accepted_draft_tokens=ext.get("num_accepted_draft_tokens")))
+    return rows
 
 
 if __name__ == "__main__":

@@ -7,15 +7,16 @@ from pathlib import Path
 
 from launcher import golden
 from launcher.results import read_point
+from launcher.results.summary import PointRow, point_rows
 
 
-def point_run(p: dict, res, args) -> dict:
+def point_run(p: PointRow, res, args) -> dict:
     """The workload one point ran, in the table's terms."""
     pp = res.acc_ext.get("per_position") or {}
     turns = args.max_turns
     if turns is None and res.num_requests and isinstance(res.tim_ext.get("num_turns"), int):
         turns = -(-res.tim_ext["num_turns"] // res.num_requests)
-    return {"dataset": p["dataset"], "temperature": p["temperature"], "concurrency": p["concurrency"],
+    return {"dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency,
             "num_prompts": res.num_requests, "turns": turns, "output_tokens": args.output_length,
             "k": len(pp.get("accepted_per_position") or []) or None}
 
@@ -26,19 +27,19 @@ def golden_verdict(golden_id: str, save_dir: Path, summary: dict, args) -> dict:
         return {"id": golden_id, "verdict": "error", "points": [],
                 "problems": [f"unknown reference; known: {', '.join(golden.known_ids())}"]}
     judged = []
-    for p in summary.get("points", []):
-        if p["dataset"] != entry["dataset"] or float(p["temperature"]) != float(entry["workload"]["temperature"]):
+    for p in point_rows(summary):
+        if p.dataset != entry["dataset"] or float(p.temperature) != float(entry["workload"]["temperature"]):
             continue
-        if p["status"] not in ("complete", "skipped"):
+        if not p.done:
             continue
-        res = read_point(Path(save_dir) / p["dir"])
+        res = read_point(Path(save_dir) / p.dir)
         ext = res.acc_ext
         al = ext.get("Server_AL_request_mean") if entry.get("al_definition") == "mean_per_request" \
             else ext.get("Server_AL")
         drafts = (ext.get("per_position") or {}).get("num_drafts")
         v = golden.check(entry, al, res.per_position_rates, point_run(p, res, args), num_drafts=drafts,
                          recorded_on=res.conf_ext.get("recorded_on"))
-        judged.append(v | {"point": p["dir"]})
+        judged.append(v | {"point": p.dir})
     return {"id": golden_id, "verdict": golden.overall([v["verdict"] for v in judged]), "entry": entry,
             "points": judged,
             "problems": [] if judged else [f"no complete point on {entry['dataset']} at "

@@ -23,6 +23,7 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -32,7 +33,7 @@ from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
 from launcher.engines import DEFAULT_ENGINE, get_engine, known_defects
 from launcher.runtime.telemetry import gpu_names
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
-from launcher.results.summary import change_summary
+from launcher.results.summary import change_summary, point_rows, row_dicts
 from launcher.runtime.apikey import auth_headers
 from launcher.runtime.files import write_json_atomic
 
@@ -119,13 +120,10 @@ def mark_points(summary: dict, result: dict) -> dict:
     bad = {e["temperature"]: e for e in result.get("temperatures", [])
            if not e["passed"] and e.get("applicable", True)}
     points = []
-    for p in summary.get("points", []):
-        p = dict(p)
-        e = bad.get(float(p.get("temperature", -1)))
-        if e is not None:
-            p["engine_warning"] = defect_message(e)
-        points.append(p)
-    out["points"] = points
+    for p in point_rows(summary):
+        e = bad.get(float(p.temperature if p.temperature is not None else -1))
+        points.append(p if e is None else replace(p, engine_warning=defect_message(e)))
+    out["points"] = row_dicts(points)
     return out
 
 
@@ -157,7 +155,7 @@ def memory_skip_reason(model: str, tp: int, free_bytes_per_device: Optional[int]
 def free_bytes_per_device() -> Optional[int]:
     """Free memory of the least free visible GPU (pynvml), else the host's available memory."""
     try:
-        import pynvml  # noqa: PLC0415
+        import pynvml  # noqa: PLC0415  # lazy: pynvml (nvidia-ml-py) is optional; a CPU host has none
 
         pynvml.nvmlInit()
         try:

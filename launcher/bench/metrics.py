@@ -38,6 +38,7 @@ from launcher.results.records import (  # noqa: F401 (the record model, re-expor
     profiling_records,
     read_profile_export,
 )
+from launcher.bench.stream_chunks import stats_from_chunks
 
 
 DEFAULT_METRICS: MetricNames = default_engine().metrics  # the counters' names belong to the engine seam
@@ -75,8 +76,6 @@ def attach_stream_stats(records: Sequence, chunks: Mapping[tuple[str, int], list
     """Records whose acceptance comes from their streamed chunks
     (:mod:`launcher.bench.stream_chunks`): each successful profiling record gets the
     stats its chunks imply, in vLLM's per-request shape; one without chunks keeps none."""
-    from launcher.bench.stream_chunks import stats_from_chunks
-
     out = []
     for r in _as_records(records):
         c = chunks.get((r.conversation_id, r.turn_index))

@@ -21,6 +21,7 @@ from launcher.bench.recorded_on import this_point
 from launcher.bench.result_files import (build_configuration, checkpoint_info, response_texts_from_raw,
                                          speculative_algorithm, write_point)
 from launcher.bench.stream_chunks import read_raw_chunks
+from launcher.contracts.job import JobSpec
 from launcher.contracts.server_ready import ServerReady
 from launcher.engines import default_engine, Engine, MetricNames, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
@@ -44,7 +45,7 @@ class PointContext:
     speculative: bool
     gates: dict
     server_ready: ServerReady
-    job: dict
+    job: Optional[JobSpec]  # the job folder's job.json (launcher.contracts.job.read_recorded_job), None without one
     acceptance_source: str = "per_request_stats"  # launcher.engines.AcceptanceSource
     stream_extra: dict = field(default_factory=dict)  # request fields the acceptance source needs
     metric_names: MetricNames = DEFAULT_METRICS  # the engine's Prometheus counters
@@ -500,8 +501,14 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     shutil.rmtree(group_dir, ignore_errors=True)
 
 
+def _recorded(ctx: PointContext, name: str):
+    """A field of the job's job.json (None without one, or when it is not recorded)."""
+    v = getattr(ctx.job, name) if ctx.job is not None else None
+    return None if v == "" else v
+
+
 def _spec_cfg(ctx: PointContext) -> Optional[dict]:
-    spec_cfg = ctx.job.get("speculative_config") or ctx.server_ready.speculative_config
+    spec_cfg = _recorded(ctx, "speculative_config") or ctx.server_ready.speculative_config
     return spec_cfg if ctx.speculative else None
 
 
@@ -562,7 +569,6 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                   total_hint: int = 0) -> None:
     args = ctx.args
     aip = point_dir / "aiperf"
-    job = ctx.job
     spec_cfg = _spec_cfg(ctx)
     try:
         acc, tim, ok_records = _measure(ctx, spec, questions, aip / "profile_export.jsonl", aip, spec_cfg,
@@ -586,15 +592,15 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         **specdec_dataset_keys(spec.name, dataset_path(args, spec.name)),
         "num_requests": args.num_requests,
         "speculative_algorithm": speculative_algorithm((spec_cfg or {}).get("method")),
-        "model_dir": job.get("model") or args.tokenizer,
+        "model_dir": _recorded(ctx, "model") or args.tokenizer,
         "draft_model_dir": (spec_cfg or {}).get("model"),
         "runtime_params": ctx.runtime, "temperature": o.temperature, "output_length": args.output_length,
         "draft_length": num_speculative_tokens(spec_cfg), "tp_size": args.num_gpus,
         "ep_size": 1, "concurrency": o.concurrency, "save_dir": str(point_dir),
         "ignore_eos": bool(sampling.get("ignore_eos", False)), "postprocess": "base", "trust_remote_code": False,
     }
-    serving = {"server_id": job.get("server_id"), "server_argv": ctx.server_ready.argv,
-               "server_flags": job.get("server_flags"), "url": ctx.base_url, "served_model_name": args.model,
+    serving = {"server_id": _recorded(ctx, "server_id"), "server_argv": ctx.server_ready.argv,
+               "server_flags": _recorded(ctx, "server_flags"), "url": ctx.base_url, "served_model_name": args.model,
                "speculative_config": spec_cfg, "sampling": {"temperature": o.temperature, **sampling}}
     reason = check_point(acc, tim, spec.name, ctx.speculative, ctx.gates, args.min_tokens_per_step,
                          args.max_failed_fraction)
@@ -602,8 +608,8 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     tim[EXTENSION_KEY].update(status)
     gpu = _gpu_name(point_dir)
     where = this_point(engine=ctx.engine.name, version=ctx.engine_version, gpu=gpu,
-                       server_argv=ctx.server_ready.argv or job.get("server_flags") or [],
-                       model=job.get("model") or args.tokenizer)
+                       server_argv=ctx.server_ready.argv or _recorded(ctx, "server_flags") or [],
+                       model=_recorded(ctx, "model") or args.tokenizer)
     sched = schedule_check(ctx, spec_cfg, ok_records, aip)
     if sched is not None:  # a dynamic k schedule: did the engine apply it? (docs/slo.md)
         tim[EXTENSION_KEY]["schedule_check"] = sched
@@ -612,8 +618,8 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         tim[EXTENSION_KEY]["goodput"] = good
     conf = build_configuration(
         run_args=run_args, serving_config=serving, engine_version=ctx.engine_version or "", argv=sys.argv,
-        gpu=gpu, checkpoint=checkpoint_info(job.get("model")),
-        extension={"recipe": job.get("recipe"), "dataset": spec.name, "model": job.get("model") or args.tokenizer,
+        gpu=gpu, checkpoint=checkpoint_info(_recorded(ctx, "model")),
+        extension={"recipe": _recorded(ctx, "recipe"), "dataset": spec.name, "model": _recorded(ctx, "model") or args.tokenizer,
                    "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
                    "tool_version": _tool_version(), "git_sha": _git_sha(),

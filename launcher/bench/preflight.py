@@ -9,6 +9,7 @@ from typing import Optional
 
 from launcher.runtime.apikey import auth_headers
 from launcher.engines import Engine
+from launcher.bench.stream_chunks import stream_chat_chunks
 
 
 class PreflightError(RuntimeError):
@@ -62,8 +63,6 @@ def check_spec_stats(base_url: str, model: str, engine: Engine) -> dict:
 def check_stream_usage(base_url: str, model: str) -> list[int]:
     """One short streamed request; every chunk must carry cumulative usage, so that
     acceptance can be counted from the stream (engines without per-request stats)."""
-    from launcher.bench.stream_chunks import stream_chat_chunks
-
     try:
         chunks, _ = stream_chat_chunks(base_url, model, "Say hello.", 8, {"temperature": 0.0},
                                        headers=auth_headers())

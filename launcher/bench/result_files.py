@@ -27,6 +27,7 @@ from launcher.results.layout import SPECBENCH, dataset_kind, responses_file
 from launcher.results.specbench_results import SPECBENCH_PLOT_FILE, write_specbench_results
 from launcher.results.responses import response_rows
 from launcher.results.store import utc_now
+from launcher.bench.specbench_plot import draw
 
 MASK = "***REDACTED***"  # what specdec_bench writes for a secret
 
@@ -266,8 +267,6 @@ def build_configuration(
 
 def _specbench_plot(point_dir: Path, acceptance: Mapping, questions: Sequence[Question],
                     texts: Mapping[tuple[str, int], str]) -> None:
-    from launcher.bench.specbench_plot import draw
-
     ral = acceptance.get("Request_AL") or {}
     rows = [(q, ral.get(_row_id(q.question_id), ral.get(q.question_id))) for q in questions]
     rows = [(q, al) for q, al in rows if al is not None]

@@ -32,9 +32,9 @@ def length_bin(chars: float) -> str:
 def draw(path: Path, request_al: Sequence[float], categories: Sequence[str],
          response_chars: Sequence[float]) -> Optional[Path]:
     try:
-        import matplotlib
+        import matplotlib  # lazy: matplotlib is heavy (~0.3 s) and optional; only this plot needs it
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: after matplotlib.use("Agg") (see above)
     except ImportError:
         return None
     if not request_al:

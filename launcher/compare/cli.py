@@ -24,7 +24,7 @@ def _fraction(s: str) -> float:
 def recipe_threshold(jobs, key: str, default: float) -> float:
     """The candidate's recipe thresholds (job.json's compare_thresholds), when recorded."""
     for job in jobs:
-        value = ((getattr(job, "plan", None) or {}).get("compare_thresholds") or {}).get(key)
+        value = ((job.spec.compare_thresholds if job.spec else None) or {}).get(key)
         if value is not None:
             return float(value)
     return default
@@ -33,7 +33,7 @@ def recipe_threshold(jobs, key: str, default: float) -> float:
 def recipe_min_speedup(jobs) -> dict:
     """bench.gates.min_speedup of the candidate's recipe (job.json), {} when unset."""
     for job in jobs:
-        gates = ((getattr(job, "plan", None) or {}).get("compare_thresholds") or {}).get("min_speedup")
+        gates = ((job.spec.compare_thresholds if job.spec else None) or {}).get("min_speedup")
         if gates:
             return {str(k): float(v) for k, v in gates.items()}
     return {}

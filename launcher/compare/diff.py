@@ -127,7 +127,7 @@ def judge_point(job: str, a: Point, b: Point, th: Thresholds) -> PointDiff:
         if rep is not None and rep.noisy:
             d.notes.append(f"{side} noisy (TPS rel. MAD {rep.rel_mad:.0%})")
     _judge_speedup(d, a, b, th)
-    warning = b.row.get("engine_warning") or a.row.get("engine_warning")
+    warning = b.row.engine_warning or a.row.engine_warning
     flags = {d.al_flag, d.tps_flag, d.speedup_flag, REGRESSION if d.gate else None}
     if warning:
         d.suspect = warning

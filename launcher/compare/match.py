@@ -33,10 +33,10 @@ def point_k(job: Job, p: Point) -> Optional[int]:
         return 0
     if isinstance(cfg.get("draft_length"), int) and alg:
         return cfg["draft_length"]
-    plan = job.plan or {}
-    if plan.get("method") == "none" or job.summary.get("method") == "none":
+    spec = job.spec
+    if (spec and spec.method == "none") or job.summary.get("method") == "none":
         return 0
-    k = num_speculative_tokens(plan.get("speculative_config")) or job.summary.get("num_speculative_tokens")
+    k = num_speculative_tokens(spec.speculative_config if spec else None) or job.summary.get("num_speculative_tokens")
     return int(k) if isinstance(k, int) else None
 
 

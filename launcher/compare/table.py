@@ -4,6 +4,9 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from rich.console import Console
+from rich.table import Table
+
 from launcher.compare.diff import IMPROVEMENT, MISSING, REGRESSION, SUSPECT, PointDiff, Thresholds
 
 _STYLE = {REGRESSION: "bold red", IMPROVEMENT: "green", MISSING: "yellow", SUSPECT: "magenta", "ok": "dim"}
@@ -42,9 +45,6 @@ def _dtps(d: PointDiff) -> str:
 
 
 def render(diffs: list[PointDiff], a_name: str, b_name: str, th: Thresholds, file: TextIO | None = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     out = file or sys.stdout
     console = Console(file=out, width=None if out.isatty() else 170, highlight=False)
     table = Table(title=f"A = {a_name}\nB = {b_name}\n(thresholds: AL {th.al:.1%}, TPS {th.tps:.1%} and beyond "

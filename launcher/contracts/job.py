@@ -374,6 +374,61 @@ class SpecError(ValueError):
     """A job spec that cannot be used; the message is one line."""
 
 
+# ---------------------------------------------------------------- job.json of a finished job
+
+# Keys earlier planners wrote that moved (spec_version 1 before the typed bench section):
+# k twice (it lives in speculative_config) and the runtime params (now bench.runtime_params).
+_MOVED_KEYS = ("num_speculative_tokens", "runtime_params")
+# What a recorded spec may lack (a hand-written or partial job.json): "" reads as "not recorded".
+_NOT_RECORDED = {"recipe": "", "server_id": "", "job_dir": "", "model": "", "served_name": "",
+                 "server_command": "", "server_flags": [], "method": ""}
+_SECTIONS = ("launch", "bench", "known_answer", "baseline", "topology")
+
+
+def job_path(job_dir) -> Path:
+    return Path(job_dir) / SPEC_FILE
+
+
+def recorded_job_from_dict(d: dict) -> JobSpec:
+    """A job.json of any earlier version, for the tools that read results (report, compare,
+    speedup, the benchmark's summary): keys that moved or that this version does not know are
+    dropped, identity keys the file lacks read as "" (not recorded), and a section this version
+    cannot read is left out. The node reads strictly (``JobSpec.read``)."""
+    known = {f.name for f in fields(JobSpec)}
+    d = {**_NOT_RECORDED, **{k: v for k, v in d.items() if k in known and k not in _MOVED_KEYS}}
+    if not isinstance(d.get("points"), list) or not all(isinstance(p, dict) for p in d["points"]):
+        d["points"] = []
+    core = {k: v for k, v in d.items() if k not in _SECTIONS}
+    for sec in _SECTIONS:  # each section on its own: one unreadable section costs only itself
+        if sec in d:
+            try:
+                JobSpec.from_dict({**core, sec: d[sec]})
+            except (SpecError, TypeError, ValueError, KeyError, AttributeError):
+                d.pop(sec)
+    try:
+        return JobSpec.from_dict(d)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return JobSpec.from_dict(core | {"points": []})
+
+
+def read_recorded_job(job_dir) -> Optional[JobSpec]:
+    """The job.json of ``job_dir`` (a folder, or the file) as recorded_job_from_dict reads it;
+    None when there is none or it is not a JSON object."""
+    p = Path(job_dir)
+    if p.is_dir():
+        p = job_path(p)
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return recorded_job_from_dict(data)
+    except (SpecError, TypeError, ValueError, KeyError, AttributeError):
+        return None
+
+
 def _check_keys(cls, d: dict, where: str) -> dict:
     if not isinstance(d, dict):
         raise SpecError(f"{where or 'the spec'}: expected a JSON object")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Optional, Sequence
+import json
 
 KV_CACHE_FLAG = "--kv-cache-memory-bytes"
 SERVED_NAME_FLAG = "--served-model-name"
@@ -106,8 +107,6 @@ def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
 
 def speculative_config(server_args: Sequence[str]) -> Optional[dict]:
     """The JSON of --speculative-config in a hand-written server argv (run.sh's), or None."""
-    import json
-
     raw = flag_value(server_args, "--speculative-config")
     try:
         v = json.loads(raw) if raw else None

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", "-j", type=_jobs, default=32, metavar="N", help="parallel reads (default 32)")
     args = ap.parse_args(argv)
 
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError, ClientError  # lazy: boto is heavy; only S3 history needs it
 
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="specdec-history-") as mirror:

@@ -21,6 +21,9 @@ from typing import Optional
 
 from launcher.results.layout import COMPLETE_FILE, RUN_FILES
 from launcher.results.repeats.record import REPEATS_FILE
+from upload.manifest import MANIFEST_NAME
+from upload.destination import parse_destination
+from upload.errors import UploadError
 
 SPEEDUP_FILE = "speedup.json"   # launcher.speedup's per-point file (compare reads it)
 # What the history reads of a run: its provenance, its metric files, its repeats and speedup.
@@ -68,8 +71,6 @@ def local_runs(root: Path) -> Fetched:
 def group_keys(keys: dict[str, int], prefix: str) -> tuple[dict[str, dict[str, int]], list[str]]:
     """{run prefix: {file name: size}} of the wanted files, and the run prefixes without a
     manifest. A run prefix is the folder of a run file, outside artefact folders."""
-    from upload.manifest import MANIFEST_NAME
-
     runs: dict[str, dict[str, int]] = {}
     manifests: set[str] = set()
     for key, size in keys.items():
@@ -88,10 +89,8 @@ def group_keys(keys: dict[str, int], prefix: str) -> tuple[dict[str, dict[str, i
 
 def s3_runs(url: str, mirror: Path, endpoint_url: Optional[str] = None, jobs: int = 32) -> Fetched:
     """List ``s3://bucket/prefix`` once, fetch each complete run's wanted files in parallel."""
-    from upload.destination import parse_destination
-    from upload.errors import UploadError
-    from upload.remote import list_objects
-    from upload.s3settings import make_client, resolve_settings
+    from upload.remote import list_objects  # lazy: imports botocore; only an s3:// source needs it
+    from upload.s3settings import make_client, resolve_settings  # lazy: boto3 (~0.1 s); only an s3:// source needs it
 
     try:
         dest = parse_destination(url)

@@ -7,6 +7,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from launcher.login.config.compose import compose_recipe
 from launcher.login.config.validate import validate
 from launcher.login.errors import UserError
@@ -154,7 +156,6 @@ def main(argv: list[str] | None = None) -> int:
 
         cfg = compose_recipe(overrides)
         if show_cfg:
-            from omegaconf import OmegaConf
             try:
                 print(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
             except BrokenPipeError:  # `--cfg | head`

@@ -17,7 +17,7 @@ from launcher.golden import summary_line
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
-from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL
+from launcher.contracts.job import TIME_LIMIT_SIGNAL, JobSpec, job_path, recorded_job_from_dict
 from launcher.runtime.files import REPO_ROOT
 
 
@@ -52,13 +52,14 @@ def build_job_report(job_dir: Path, timeout_s: float = 900) -> str | None:
 
 
 def run_job(spec: dict) -> dict:
-    job_dir = Path(spec["job_dir"])
+    """The job on its node (submitit's function): ``spec`` is job.json's content (JobSpec.to_dict)."""
+    job = recorded_job_from_dict(spec)
+    job_dir = Path(job.job_dir)
     (job_dir / "logs").mkdir(parents=True, exist_ok=True)
-    spec_path = job_dir / SPEC_FILE
+    spec_path = job_path(job_dir)
     if not spec_path.exists():  # submit writes it; a hand call may not have
-        from launcher.contracts.job import JobSpec
-        JobSpec.from_dict({k: v for k, v in spec.items()}).write(spec_path)
-    print(f"[specdec] job {spec['server_id']} on {os.uname().nodename} "
+        JobSpec.from_dict(spec).write(spec_path)
+    print(f"[specdec] job {job.server_id} on {os.uname().nodename} "
           f"(SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')})", flush=True)
     proc = subprocess.Popen(node_command(spec_path), env=node_environment())
 
@@ -91,9 +92,9 @@ def run_job(spec: dict) -> dict:
         for s, h in old.items():
             signal.signal(s, h)
     summary = read_summary(job_dir)
-    result = {"server_id": spec["server_id"], "exit_code": rc, "job_dir": str(job_dir),
+    result = {"server_id": job.server_id, "exit_code": rc, "job_dir": str(job_dir),
               "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "summary": summary}
-    if spec.get("report", True):  # the job's own report, so a cluster user opens it from the results folder
+    if job.report:  # the job's own report, so a cluster user opens it from the results folder
         result["report"] = build_job_report(job_dir)
     write_job_result(job_dir, result)
     if held and callable(old[warning]):  # submitit's handling of its signal, now that the node has ended
@@ -101,7 +102,7 @@ def run_job(spec: dict) -> dict:
     if rc != 0:
         err = read_error(job_dir)
         reason = f": {err}" if err else ""
-        raise RuntimeError(f"job {spec['server_id']} failed (exit {rc}){reason}; logs in {job_dir / 'logs'}")
+        raise RuntimeError(f"job {job.server_id} failed (exit {rc}){reason}; logs in {job_dir / 'logs'}")
     known = (summary or {}).get("known_answer")
     notes = [known_answer_line(known)] if known else []
     golden = summary_line((summary or {}).get("golden"))  # pass, or too small to judge (a fail fails the job)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from omegaconf import OmegaConf
+
 from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
                                     LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
 from launcher.engines import get_engine
@@ -20,6 +22,7 @@ from launcher.engines.flags import drop_flags, kv_cache_cap_bytes, pick_flags
 from launcher.engines.forced_acceptance import resolve_length
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
+from launcher.results.goodput import slo_from_dict
 from launcher.runtime.files import REPO_ROOT
 
 RUN_SH = REPO_ROOT / "common" / "specdec_aiperf" / "run.sh"
@@ -80,9 +83,6 @@ def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
 
 def slo_spec(cfg: LauncherConfig) -> Optional[dict]:
     """The job spec's copy of sweep.slo (None without a limit)."""
-    from omegaconf import OmegaConf
-
-    from launcher.results.goodput import slo_from_dict
     raw = cfg.sweep.slo
     d = OmegaConf.to_container(raw) if OmegaConf.is_config(raw) else dict(raw.__dict__)
     slo = slo_from_dict(d)
@@ -94,8 +94,6 @@ def slo_spec(cfg: LauncherConfig) -> Optional[dict]:
 def schedule_config(cfg: LauncherConfig) -> tuple:
     """(k, its recipe, flags, speculative config) of the server that serves sweep.k_schedule: k is the
     schedule's largest (vLLM caps each entry at num_speculative_tokens)."""
-    import copy
-
     schedule = [[int(x) for x in e] for e in cfg.sweep.k_schedule]
     k = max(e[2] for e in schedule)
     c2 = copy.deepcopy(cfg)

@@ -17,10 +17,13 @@ import shlex
 import sys
 from pathlib import Path
 
+from submitit.slurm.slurm import _make_sbatch_string
+
 from launcher.login.config.schema import ClusterConfig
 from launcher.login.node_job import node_command
 from launcher.runtime.files import REPO_ROOT
 from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
+from launcher.engines import get_engine
 
 
 def container_srun_args(cl: ClusterConfig) -> list[str]:
@@ -72,7 +75,6 @@ def describe_commands(job: JobSpec) -> list[str]:
     lines = [f"# job {job.server_id}: {len(job.points)} client points, results in {job.job_dir}",
              f"#   node:   {shell_join(node_command(Path(job.job_dir) / SPEC_FILE))}"]
     if job.topology is not None and job.topology.kind == "disagg":  # each server its own process, then the router
-        from launcher.engines import get_engine
 
         t, eng = job.topology, get_engine(job.engine)
         urls: dict[str, list[str]] = {"prefill": [], "decode": []}
@@ -120,8 +122,6 @@ def sbatch_setup(cl: ClusterConfig, jobs: list[JobSpec]) -> list[str]:
 
 def render_sbatch(cl: ClusterConfig, jobs: list[JobSpec], folder: str | Path, job_name: str) -> str:
     """The sbatch script submitit will submit for these jobs (an array when several)."""
-    from submitit.slurm.slurm import _make_sbatch_string
-
     params = slurm_parameters(cl, job_name)
     params["setup"] = sbatch_setup(cl, jobs)
     if len(jobs) > 1:

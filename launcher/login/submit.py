@@ -12,13 +12,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import submitit
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.node_job import run_job
 from launcher.login.plan import JobPlan, Plan
 from launcher.login.sbatch import render_standalone, sbatch_setup, slurm_parameters
 from launcher.results.job_end import finalize_job_dir
-from launcher.results.status import read_error, read_progress
-from launcher.results.summary import read_summary
+from launcher.results.status import JobProgress, read_error, read_progress
+from launcher.results.summary import point_rows, read_summary
 
 STANDALONE_SCRIPT = "job.sbatch"
 
@@ -52,8 +57,6 @@ def submitit_folder(plan: Plan) -> Path:
 
 
 def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
-    import submitit
-
     cl = cfg.cluster
     if cl.executor == "local":
         ex = submitit.LocalExecutor(folder=str(folder / "%j"))
@@ -93,15 +96,17 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
 def points_complete(job: JobPlan, default: int = 0) -> int:
     """Points complete or skipped-as-complete, from summary.json."""
     try:
-        pts = read_summary(job.job_dir)["points"]
-        return sum(1 for p in pts if p.get("status") in ("complete", "skipped"))
+        summary = read_summary(job.job_dir)
+        if summary is None or not isinstance(summary.get("points"), list):
+            return default
+        return sum(1 for p in point_rows(summary) if p.done)
     except (OSError, ValueError, KeyError, TypeError):
         return default
 
 
-def job_progress(job: JobPlan) -> dict:
+def job_progress(job: JobPlan) -> JobProgress:
     """What the node side reported so far (progress.json, written by the benchmark)."""
-    return read_progress(job.job_dir)
+    return read_progress(job.job_dir) or JobProgress()
 
 
 def job_end_reason(job: JobPlan) -> str | None:
@@ -170,10 +175,6 @@ def left_queue_without_result(s: Submitted, grace_s: float = 30.0) -> bool:
 
 def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
     """Live progress until every job ends. True when all succeeded."""
-    from rich.console import Console
-    from rich.live import Live
-    from rich.table import Table
-
     console = Console(stderr=True)
     start = time.time()
     outcomes: dict[str, tuple[bool, str]] = {}
@@ -193,8 +194,8 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
                     state = s.handle.state
                 except Exception:  # noqa: BLE001 - state lookups can fail transiently
                     state = "?"
-                cur = prog.get("current", "")
-            done = prog.get("points_done", 0)
+                cur = prog.current or ""
+            done = prog.points_done or 0
             if s.job_id in outcomes:  # the final count: every point complete on disk
                 done = points_complete(s.job, done)
             t.add_row(s.job_id, s.job.server_id, state, f"{done}/{len(s.job.points)}", str(cur))

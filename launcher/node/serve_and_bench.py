@@ -71,7 +71,7 @@ from launcher.node.lifecycle import (DEFAULT_STOP_GRACE_S, describe_returncode, 
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line  # noqa: F401 (re-exported)
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import clear_error, read_error, write_error
-from launcher.results.summary import has_summary
+from launcher.results.summary import has_summary, point_rows
 from launcher.runtime import apikey
 from launcher.runtime.inputs import check_job_inputs
 from launcher.runtime.telemetry import GpuMemorySampler
@@ -264,8 +264,8 @@ class NodeJob(ClientRun):
                                  points=[(p.dataset, p.temperature, p.concurrency) for p in self.spec.points],
                                  identity=self.spec.identity(), blamed=self.blamed_points)
             counts: dict[str, int] = {}
-            for p in s["points"]:
-                counts[p["status"]] = counts.get(p["status"], 0) + 1
+            for p in point_rows(s):
+                counts[p.status] = counts.get(p.status, 0) + 1
             self.log("summary.json finalized: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         except Exception as e:  # noqa: BLE001 - never hide the job's own status
             self.log(f"could not finalize summary.json: {type(e).__name__}: {e}", logging.ERROR)

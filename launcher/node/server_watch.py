@@ -61,7 +61,7 @@ class ServerWatch:
         if not self.alive():
             return "exited"
         try:
-            import psutil
+            import psutil  # lazy: a bare python3 lacks it (run.sh --help loads the node side)
             return psutil.Process(self.proc.pid).status()
         except Exception:  # noqa: BLE001 - a description, never a failure
             return ""
@@ -71,7 +71,7 @@ class ServerWatch:
         if not self.alive():
             return
         try:
-            import psutil
+            import psutil  # lazy: a bare python3 lacks it (run.sh --help loads the node side)
             kids = psutil.Process(self.proc.pid).children(recursive=True)
         except Exception:  # noqa: BLE001
             return
@@ -97,7 +97,7 @@ class ServerWatch:
         before ended while the API server runs? (One /proc read per engine process.)"""
         if not self.engines or not self.alive():
             return
-        import psutil
+        import psutil  # lazy: a bare python3 lacks it (run.sh --help loads the node side)
         now = time.time()
         for pid, name in self.engines.items():
             if any(g.pid == pid for g in self.engine_gone):

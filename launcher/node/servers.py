@@ -23,7 +23,7 @@ from launcher.node.context import JobContext
 from launcher.node.lifecycle import (ServerDiedError, ServerProcess, ServerStartError, describe_returncode, log_tail,
                                      spawn, terminate_trees)
 from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line
-from launcher.results.status import read_progress
+from launcher.results.status import JobProgress, read_progress
 from launcher.runtime import apikey
 from launcher.runtime.cpuinfo import cpu_flags
 
@@ -105,7 +105,7 @@ class ServerGroup(JobContext):
 
     def blame_running_points(self) -> None:
         """Note the points the benchmark is running now (progress.json): a server is failing."""
-        self.blamed_points.update(read_progress(self.job_dir).get("running") or [])
+        self.blamed_points.update((read_progress(self.job_dir) or JobProgress()).running)
 
     def server_failure(self, server: ServerProcess, during: str) -> ServerDiedError:
         """The error for a server that failed after it was ready: which server, what ended

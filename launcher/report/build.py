@@ -5,7 +5,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from launcher.report import html, plots
-from launcher.results.job_dir import Job, load_results
+from launcher.report.slo_section import slo_section
+from launcher.report.speedup_section import speedup_section
+from launcher.results.job_dir import Job, load_results, read_json
+from launcher.speedup.collect import SLO_FILE, load_analysis
 
 
 def _job_figures(job: Job, out: Path, prefix: str) -> list[tuple[str, str]]:
@@ -43,18 +46,11 @@ def _overview(jobs: list[Job], out: Path) -> str:
 
 def _speedup(results_dir: Path, jobs: list[Job], out: Path) -> str:
     """The speedup section when the results hold a matched baseline."""
-    from launcher.report.speedup_section import speedup_section
-    from launcher.speedup.collect import load_analysis
-
     return speedup_section(load_analysis(results_dir, jobs), out)
 
 
 def _slo(results_dir: Path, out: Path) -> str:
     """The "At your SLO" section when the results hold slo_summary.json (python -m launcher.speedup)."""
-    from launcher.report.slo_section import slo_section
-    from launcher.results.job_dir import read_json
-    from launcher.speedup.collect import SLO_FILE
-
     res = read_json(results_dir / SLO_FILE)
     return slo_section(res if isinstance(res, dict) else None, out)
 

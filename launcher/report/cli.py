@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results_dir", help="a job folder (with summary.json) or a folder of job folders")
     ap.add_argument("--out", help="output folder (default: RESULTS_DIR/report)")
     args = ap.parse_args(argv)
-    from launcher.report.build import build_report  # matplotlib is imported only when needed
+    from launcher.report.build import build_report  # lazy: matplotlib (~0.3 s), not for --help
     try:
         index = build_report(args.results_dir, args.out)
     except ResultsError as e:

@@ -145,7 +145,7 @@ def print_results(jobs: list[Job], console: Console) -> None:
                 reason = p.reason or ("; ".join(p.problems) if p.problems else p.status)
                 word = "FAILED" if p.status != "complete" else "invalid"
                 console.print(Text(f"{word} {p.dir}: {reason}", style="red"))
-        warnings = sorted({str(p.row.get("engine_warning")) for p in job.points if p.row.get("engine_warning")})
+        warnings = sorted({str(p.row.engine_warning) for p in job.points if p.row.engine_warning})
         for w in warnings:
             console.print(Text(f"{SUSPECT} {w}", style="magenta"))
         for line in verdict_lines(job):

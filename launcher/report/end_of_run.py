@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_report:
         console.print("report: not built (report=false)", markup=False)
         return 0
-    from launcher.report.build import build_report
+    from launcher.report.build import build_report  # lazy: matplotlib (~0.3 s), report=true only
     try:
         index = build_report(args.results_dir)
     except (ResultsError, OSError, ValueError) as e:

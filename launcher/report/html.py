@@ -10,6 +10,8 @@ from typing import Any, Iterable
 from launcher.engines.forced_acceptance import label as forced_label
 from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.job_dir import Job, Point
+from launcher.results.summary import PointRow, as_row
+from launcher.report.marks import FEW, LEGEND, NOISY, SUSPECT, point_marks
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -143,7 +145,7 @@ def provenance_block(job: Job) -> str:
     extra = []
     spec = job.spec  # without a recorded argv: the one job.json describes (port as planned)
     argv = (cfg.get("serving") or {}).get("server_argv") or (
-        spec.server_argv(spec.bind_host, spec.port or "<port>") if spec else None)
+        spec.server_argv(spec.bind_host, spec.port or "<port>") if spec and spec.server_command else None)
     if argv:
         extra.append(f"<details><summary>server argv</summary><pre>{_e(' '.join(map(str, argv)))}</pre></details>")
     rp = (cfg.get("run_args") or {}).get("runtime_params")
@@ -235,14 +237,14 @@ _COLS = [("point", "l"), ("status", "l"), ("reason", "l"), ("Average_AL", ""), (
 
 
 def _row(p: Point) -> str:
-    bench_s = p.row.get("benchmark_duration_s")
+    bench_s = p.row.benchmark_duration_s
     if bench_s is None and p.result:
         bench_s = p.result.tim_ext.get("duration_s")
-    failed_req = p.row.get("failed_requests", p.result.failed_requests if p.result else None)
+    failed_req = (p.row.failed_requests if "failed_requests" in p.row.held
+                  else p.result.failed_requests if p.result else None)
     forced = p.result.forced_acceptance if p.result else None
     rates = p.result.per_position_rates if p.result else None
     forced_tag = f' <span class="st-failed">{_e(forced_label(forced).upper())}</span>' if forced else ""
-    from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
     mk = point_marks(p)
     if mk.suspect:
         forced_tag += f' <span class="st-failed" title="{_e(mk.suspect)}">{SUSPECT} SUSPECT T</span>'
@@ -266,7 +268,6 @@ def _row(p: Point) -> str:
 
 def points_table(points: list[Point]) -> str:
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in _COLS)
-    from launcher.report.marks import LEGEND
     return (f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(p) for p in points)}</tbody></table>'
             f'<p class="sub">Output TPS with repeats: mean ± the 95% half-interval (n repeats). {_e(LEGEND)}.</p>')
 
@@ -304,7 +305,8 @@ def _known_verdict(e: dict) -> str:
 def known_answer_block(known: dict | None, points: list | None = None) -> str:
     """summary.json's known-answer probe: the target as its own draft must accept
     every draft (AL = k + 1) at each temperature; a failure marks that temperature's
-    points as measuring an engine defect."""
+    points (``points``: summary rows, PointRow or as summary.json holds them) as measuring
+    an engine defect."""
     if not isinstance(known, dict):
         return ('<div class="card"><span class="badge none">NOT RUN</span> '
                 '<span class="sub">No known-answer probe in summary.json (bench.known_answer=true runs it).</span></div>')
@@ -320,12 +322,12 @@ def known_answer_block(known: dict | None, points: list | None = None) -> str:
     head = "".join(f'<th class="{c}">{n}</th>' for n, c in [
         ("T", ""), ("AL", ""), ("expected (k+1)", ""), ("histogram (steps accepting 0..k)", "l"),
         ("short steps / steps", ""), ("verdict", "l")])
-    warned = [p for p in (points or []) if isinstance(p, dict) and p.get("engine_warning")]
+    warned = [p for p in map(as_row, (p for p in points or [] if isinstance(p, (dict, PointRow)))) if p.engine_warning]
     warn = ""
     if warned:
         warn = (f'<p class="warn">{len(warned)} point(s) measured at a temperature where the probe failed: '
-                f'{_e(warned[0]["engine_warning"])}; their acceptance figures reflect the engine, not the draft: '
-                + ", ".join(_e(p.get("dir")) for p in warned) + "</p>")
+                f'{_e(warned[0].engine_warning)}; their acceptance figures reflect the engine, not the draft: '
+                + ", ".join(_e(p.dir) for p in warned) + "</p>")
     return (f'<div class="card">{badge} the target as its own draft (k={_e(known.get("k"))}) '
             f'must accept every draft at every temperature</div>'
             f'<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{warn}')
@@ -454,7 +456,7 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"<h3>Lossless check</h3>{lossless_block(job.summary.get('lossless'))}"
             f"<h3>Golden reference</h3>{golden_block(job.summary.get('golden'))}"
             f"<h3>Known-answer probe</h3>"
-            f"{known_answer_block(job.summary.get('known_answer'), job.summary.get('points'))}"
+            f"{known_answer_block(job.summary.get('known_answer'), [p.row for p in job.points])}"
             f"{disagg_block(read_parity(job.path))}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")

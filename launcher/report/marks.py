@@ -38,5 +38,5 @@ def point_marks(p) -> Marks:
     few = tuple(s for s in ("TTFT Time", "Request Generation Tokens Per Second") if p.thin(s))
     doc = record.read(p.path)
     tps = record.figure(doc, "Output TPS")
-    return Marks(few=few, noisy=bool((doc or {}).get("noisy")), suspect=(p.row or {}).get("engine_warning"),
+    return Marks(few=few, noisy=bool((doc or {}).get("noisy")), suspect=p.row.engine_warning,
                  repeats=int((doc or {}).get("repeats") or 1), tps=tps if tps is not None and tps.n > 1 else None)

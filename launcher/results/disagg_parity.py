@@ -26,10 +26,11 @@ from typing import Mapping, Optional
 
 from launcher.runtime.files import jsonl_lines, write_json_atomic
 from launcher.results.layout import responses_file
+from launcher.results.summary import ROW_KEY, PointRow, as_row, point_rows
 
 DISAGG_PARITY_FILE = "disagg_parity.json"
-SIDE_BY_SIDE = ("Average_AL", "Server_AL", "TTFT median s", "Decode tok/s median", "Output TPS", "num_turns",
-                "num_spec_steps", "num_accepted_draft_tokens")
+SIDE_BY_SIDE = ("average_al", "server_al", "ttft_median_s", "decode_tps_median", "output_tps", "num_turns",
+                "num_spec_steps", "num_accepted_draft_tokens")  # PointRow fields, shown under summary.json's keys
 
 
 def read_outputs(point_dir) -> dict:
@@ -54,20 +55,20 @@ def per_step_al(accepted: Optional[float], steps: Optional[float], structural_st
     return 1.0 + accepted / (steps - structural_steps)
 
 
-def post_transfer_steps(disagg: Mapping) -> Optional[float]:
+def post_transfer_steps(disagg: PointRow) -> Optional[float]:
     """The decode side's structural steps: one per transfer (per turn when no count)."""
-    kv = disagg.get("kv_transfer") or {}
-    n = kv.get("transfers") if kv.get("transfers") is not None else disagg.get("num_turns")
+    kv = disagg.kv_transfer or {}
+    n = kv.get("transfers") if kv.get("transfers") is not None else disagg.num_turns
     return float(n) if n is not None else None
 
 
-def _acceptance(row: dict, disagg: Mapping, aggregated: Mapping, tolerance: float) -> None:
-    al_d, al_a = disagg.get("Average_AL"), aggregated.get("Average_AL")
+def _acceptance(row: dict, disagg: PointRow, aggregated: PointRow, tolerance: float) -> None:
+    al_d, al_a = disagg.average_al, aggregated.average_al
     avg_diff = round(al_d / al_a - 1.0, 6) if al_d is not None and al_a else None
     row["al_rel_diff"] = avg_diff
     structural = post_transfer_steps(disagg)
-    step_d = per_step_al(disagg.get("num_accepted_draft_tokens"), disagg.get("num_spec_steps"), structural or 0)
-    step_a = per_step_al(aggregated.get("num_accepted_draft_tokens"), aggregated.get("num_spec_steps"))
+    step_d = per_step_al(disagg.num_accepted_draft_tokens, disagg.num_spec_steps, structural or 0)
+    step_a = per_step_al(aggregated.num_accepted_draft_tokens, aggregated.num_spec_steps)
     if structural is not None and step_d is not None and step_a:
         row["al_basis"] = "per_drafted_step"
         row["per_step_al"] = {"disagg": round(step_d, 6), "aggregated": round(step_a, 6)}
@@ -81,25 +82,25 @@ def _acceptance(row: dict, disagg: Mapping, aggregated: Mapping, tolerance: floa
     row["al_ok"] = judged is not None and abs(judged) <= tolerance
 
 
-def point_parity(disagg: Mapping, aggregated: Mapping, tolerance: float,
+def point_parity(disagg: PointRow, aggregated: PointRow, tolerance: float,
                  outputs: Optional[tuple[dict, dict]] = None) -> dict:
     """One point's comparison: the two summary rows, and at T=0 their outputs."""
-    row: dict = {"point": disagg["dir"], "temperature": disagg["temperature"],
-                 "disagg": {k: disagg.get(k) for k in SIDE_BY_SIDE},
-                 "aggregated": {k: aggregated.get(k) for k in SIDE_BY_SIDE},
-                 "kv_transfer": disagg.get("kv_transfer")}
-    if disagg.get("status") not in ("complete", "skipped") or aggregated.get("status") not in ("complete", "skipped"):
+    row: dict = {"point": disagg.dir, "temperature": disagg.temperature,
+                 "disagg": {ROW_KEY[a]: getattr(disagg, a) for a in SIDE_BY_SIDE},
+                 "aggregated": {ROW_KEY[a]: getattr(aggregated, a) for a in SIDE_BY_SIDE},
+                 "kv_transfer": disagg.kv_transfer}
+    if not (disagg.done and aggregated.done):
         row["compared"] = False
-        row["why_not"] = f"disagg {disagg.get('status')}, aggregated {aggregated.get('status')}"
+        row["why_not"] = f"disagg {disagg.status}, aggregated {aggregated.status}"
         return row
     row["compared"] = True
     _acceptance(row, disagg, aggregated, tolerance)
-    kv = disagg.get("kv_transfer") or {}
+    kv = disagg.kv_transfer or {}
     row["transferred"] = bool(kv.get("every_prompt_transferred"))
-    steps = [x.get("num_spec_steps") for x in (disagg, aggregated)]
-    if None not in steps and disagg.get("num_turns"):  # verify steps decode took beyond the aggregated server's
-        row["extra_verify_steps_per_turn"] = round((steps[0] - steps[1]) / disagg["num_turns"], 4)
-    if float(disagg["temperature"]) == 0.0 and outputs is not None:
+    steps = [x.num_spec_steps for x in (disagg, aggregated)]
+    if None not in steps and disagg.num_turns:  # verify steps decode took beyond the aggregated server's
+        row["extra_verify_steps_per_turn"] = round((steps[0] - steps[1]) / disagg.num_turns, 4)
+    if float(disagg.temperature) == 0.0 and outputs is not None:
         d_out, a_out = outputs
         keys = sorted(set(d_out) | set(a_out), key=str)
         differ = [k for k in keys if d_out.get(k) != a_out.get(k)]
@@ -111,17 +112,23 @@ def point_parity(disagg: Mapping, aggregated: Mapping, tolerance: float,
     return row
 
 
-def parity_verdict(disagg_summary: Mapping, aggregated_summary: Mapping, tolerance: float,
+def _rows(side) -> list[PointRow]:
+    """A summary (its points) or a list of rows, as PointRows."""
+    return point_rows(side) if isinstance(side, Mapping) else [as_row(r) for r in side]
+
+
+def parity_verdict(disagg_summary, aggregated_summary, tolerance: float,
                    outputs: Mapping[str, tuple[dict, dict]]) -> dict:
-    """The verdict over every point (``outputs``: point dir -> (disagg, aggregated) outputs)."""
-    agg = {p["dir"]: p for p in aggregated_summary.get("points") or []}
+    """The verdict over every point (``outputs``: point dir -> (disagg, aggregated) outputs);
+    each side a summary (dict) or its rows (PointRow)."""
+    agg = {p.dir: p for p in _rows(aggregated_summary)}
     rows, problems = [], []
-    for p in disagg_summary.get("points") or []:
-        a = agg.get(p["dir"])
+    for p in _rows(disagg_summary):
+        a = agg.get(p.dir)
         if a is None:
-            problems.append(f"{p['dir']}: the aggregated server did not run it")
+            problems.append(f"{p.dir}: the aggregated server did not run it")
             continue
-        r = point_parity(p, a, tolerance, outputs.get(p["dir"]))
+        r = point_parity(p, a, tolerance, outputs.get(p.dir))
         rows.append(r)
         if not r["compared"]:
             problems.append(f"{r['point']}: not compared ({r['why_not']})")

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from launcher.results import ACCEPTANCE_FILE, TIMING_FILE, PointResult, ValidityRule, point_problems, read_point
-from launcher.contracts.job import JobSpec, SpecError
+from launcher.contracts.job import JobSpec, read_recorded_job
 from launcher.results.layout import is_run_dir
 from launcher.results.store import is_complete
-from launcher.results.summary import has_summary, read_summary, summary_path as summary_file
+from launcher.results.summary import PointRow, has_summary, point_rows, read_summary, summary_path as summary_file
 from launcher.results.validity import thin_sample
 
 POINT_DIR = re.compile(r"^t(?P<t>[0-9.eE+-]+)_c(?P<c>\d+)$")
@@ -55,7 +55,7 @@ class Point:
     status: str
     reason: str | None
     path: Path
-    row: dict = field(default_factory=dict)      # the summary.json entry (may be empty)
+    row: PointRow = field(default_factory=PointRow)  # the summary.json entry (may be empty)
     result: PointResult | None = None             # the files, read by launcher.results
 
     @property
@@ -82,31 +82,31 @@ class Point:
         """Complete (or skipped on resume, i.e. complete earlier) and valid."""
         return self.status in ("complete", "skipped") and self.acceptance is not None and not self.problems
 
-    def _value(self, v, key: str) -> float | None:
+    def _value(self, v, attr: str) -> float | None:
         if v is not None:
             return float(v)
-        r = self.row.get(key)
+        r = getattr(self.row, attr)
         return float(r) if isinstance(r, (int, float)) and not isinstance(r, bool) else None
 
     @property
     def average_al(self) -> float | None:
-        return self._value(self.result and self.result.average_al, "Average_AL")
+        return self._value(self.result and self.result.average_al, "average_al")
 
     @property
     def server_al(self) -> float | None:
-        return self._value(self.result and self.result.server_al, "Server_AL")
+        return self._value(self.result and self.result.server_al, "server_al")
 
     @property
     def prometheus_al(self) -> float | None:
-        return self._value(self.result and self.result.prometheus_al, "Prometheus_AL")
+        return self._value(self.result and self.result.prometheus_al, "prometheus_al")
 
     @property
     def output_tps(self) -> float | None:
-        return self._value(self.result and self.result.output_tps, "Output TPS")
+        return self._value(self.result and self.result.output_tps, "output_tps")
 
     @property
     def output_tps_per_gpu(self) -> float | None:
-        return self._value(self.result and self.result.output_tps_per_gpu, "Output TPS/gpu")
+        return self._value(self.result and self.result.output_tps_per_gpu, "output_tps_per_gpu")
 
     @property
     def num_gpus(self) -> int | None:
@@ -118,13 +118,13 @@ class Point:
     @property
     def decode_tps_p50(self) -> float | None:
         """Per-user decode speed: median over requests of generation tokens/s."""
-        return self._value(self.result and self.result.decode_tps_median, "Decode tok/s median")
+        return self._value(self.result and self.result.decode_tps_median, "decode_tps_median")
 
     @property
     def ttft_p50_ms(self) -> float | None:
         v = self.result.ttft_median_s if self.result else None
-        if v is None and isinstance(self.row.get("TTFT median s"), (int, float)):
-            v = self.row["TTFT median s"]
+        if v is None and isinstance(self.row.ttft_median_s, (int, float)):
+            v = self.row.ttft_median_s
         return None if v is None else v * 1e3
 
     def thin(self, statistic: str) -> bool:
@@ -161,19 +161,11 @@ class Job:
     summary: dict
     points: list[Point]
     telemetry: dict | None = None
-    plan: dict | None = None          # job.json
+    spec: Optional[JobSpec] = None    # job.json (launcher.contracts.job.read_recorded_job), None when absent
 
     @property
     def name(self) -> str:
         return self.summary.get("server_id") or self.path.name
-
-    @property
-    def spec(self) -> Optional[JobSpec]:
-        """job.json as the node read it (JobSpec), None when absent or not a job spec."""
-        try:
-            return JobSpec.from_dict(self.plan) if self.plan else None
-        except (SpecError, TypeError, ValueError):
-            return None
 
     @property
     def configuration(self) -> dict:
@@ -188,14 +180,14 @@ def _fmt_t(t: float) -> str:
     return f"{t:g}"
 
 
-def _point_from_row(job_dir: Path, row: dict) -> Point:
-    rel = row.get("dir") or f"{row.get('dataset')}/t{_fmt_t(float(row.get('temperature') or 0))}_c{row.get('concurrency')}"
+def _point_from_row(job_dir: Path, row: PointRow) -> Point:
+    rel = row.dir or f"{row.dataset}/t{_fmt_t(float(row.temperature or 0))}_c{row.concurrency}"
     pdir = job_dir / rel
     return Point(
-        dataset=str(row.get("dataset") or rel.split("/")[0]),
-        temperature=float(row.get("temperature") or 0.0),
-        concurrency=int(row.get("concurrency") or 0),
-        dir=rel, status=str(row.get("status") or "unknown"), reason=row.get("reason"),
+        dataset=str(row.dataset or rel.split("/")[0]),
+        temperature=float(row.temperature or 0.0),
+        concurrency=int(row.concurrency or 0),
+        dir=rel, status=str(row.status or "unknown"), reason=row.reason,
         path=pdir, row=row, result=read_point(pdir),
     )
 
@@ -235,7 +227,7 @@ def _specdec_runs(d: Path) -> list[Path]:
         return []
 
 
-def _scan_points(job_dir: Path) -> list[dict]:
+def _scan_points(job_dir: Path) -> list[PointRow]:
     """Summary-like rows for the point folders of a job that has no summary.json."""
     rows = []
     for ds in sorted(p for p in job_dir.iterdir() if p.is_dir() and p.name not in _SKIP):
@@ -244,9 +236,9 @@ def _scan_points(job_dir: Path) -> list[dict]:
             if not m:
                 continue
             done = is_complete(pd)
-            rows.append({"dataset": ds.name, "temperature": float(m["t"]), "concurrency": int(m["c"]),
-                         "dir": f"{ds.name}/{pd.name}", "status": "complete" if done else "failed",
-                         "reason": None if done else "no COMPLETE marker (no summary.json)"})
+            rows.append(PointRow(ds.name, float(m["t"]), int(m["c"]), f"{ds.name}/{pd.name}",
+                                 "complete" if done else "failed",
+                                 None if done else "no COMPLETE marker (no summary.json)"))
     return rows
 
 
@@ -270,19 +262,19 @@ def load_job(job_dir: Path) -> Job:
         summary = read_summary(job_dir)
         if summary is None:
             raise ResultsError(f"{summary_path}: not a JSON object")
-        rows = summary.get("points") or []
+        if not isinstance(summary.get("points") or [], list):
+            raise ResultsError(f"{summary_path}: 'points' is not a list")
+        rows = point_rows(summary)
     else:
         summary, rows = {}, _scan_points(job_dir)
-    if not isinstance(rows, list):
-        raise ResultsError(f"{summary_path}: 'points' is not a list")
     try:
-        points = [_point_from_row(job_dir, r) for r in rows if isinstance(r, dict)]
+        points = [_point_from_row(job_dir, r) for r in rows]
     except (TypeError, ValueError) as e:
         raise ResultsError(f"{summary_path}: a point entry cannot be read ({e})") from None
     points.sort(key=lambda p: (p.dataset, p.temperature, p.concurrency))
     return Job(path=job_dir, summary=summary, points=points,
                telemetry=read_json(job_dir / "gpu_telemetry.json"),
-               plan=read_json(job_dir / "job.json"))
+               spec=read_recorded_job(job_dir))
 
 
 def find_job_dirs(root: Path) -> list[Path]:

@@ -12,17 +12,18 @@ points never started are ``not_run``). Standard library only.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
 from launcher.results.layout import COMPLETE_FILE, point_dir_name
 from launcher.results.status import read_progress, write_progress
-from launcher.results.summary import change_summary
+from launcher.results.summary import PointRow, as_row, change_summary, point_rows, row_dicts
 
 DONE = ("complete", "skipped")
 
 
-def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], running: Iterable[str],
+def finalize_points(points: Sequence[Mapping | PointRow], complete_dirs: Iterable[str], running: Iterable[str],
                     cause: Optional[str], blamed: Iterable[str] = ()) -> list[dict]:
     """Pure: the final status of every point.
 
@@ -36,34 +37,37 @@ def finalize_points(points: Sequence[Mapping], complete_dirs: Iterable[str], run
     """
     complete, running, blamed = set(complete_dirs), set(running), set(blamed)
     out = []
-    for p in points:
-        row = dict(p)
-        d, st = row.get("dir"), row.get("status") or "pending"
+    for row in map(as_row, points):
+        d, st = row.dir, row.status or "pending"
         if d in complete:
             if st not in DONE:
-                row["status"], row["reason"] = "complete", None
+                row = _set_status(row, "complete", None)
         elif st in DONE:  # said complete, but the marker is gone
-            row["status"], row["reason"] = "failed", "results incomplete on disk (no COMPLETE marker)"
-        elif st == "failed" and row.get("reason") and d in blamed and cause:
-            row["reason"] = f"{cause} during this point (the benchmark: {row['reason']})"
-        elif st == "failed" and row.get("reason"):
+            row = _set_status(row, "failed", "results incomplete on disk (no COMPLETE marker)")
+        elif st == "failed" and row.reason and d in blamed and cause:
+            row = _set_status(row, "failed", f"{cause} during this point (the benchmark: {row.reason})")
+        elif st == "failed" and row.reason:
             pass  # the benchmark's own verdict
         elif d in running:
-            row["status"] = "failed"
-            row["reason"] = f"{cause or 'the job ended'} during this point"
+            row = _set_status(row, "failed", f"{cause or 'the job ended'} during this point")
         elif cause is not None:
-            row["status"], row["reason"] = "not_run", f"{cause} before this point started"
+            row = _set_status(row, "not_run", f"{cause} before this point started")
         out.append(row)
-    return out
+    return row_dicts(out)
 
 
-def end_reason(cause: Optional[str], points: Sequence[Mapping], running: Iterable[str] = ()) -> str:
+def _set_status(row: PointRow, status: str, reason: Optional[str]) -> PointRow:
+    return replace(row, status=status, reason=reason, held=row.held | {"status", "reason"})
+
+
+def end_reason(cause: Optional[str], points: Sequence[Mapping | PointRow], running: Iterable[str] = ()) -> str:
     """Pure: one sentence for the launcher's table, e.g. "server exited with SIGKILL
     during point mtbench/t0_c2; 1 of 4 points complete, 1 failed, 2 not run"."""
-    running = [r for r in running if any(p.get("dir") == r for p in points)]
+    rows = [as_row(p) for p in points]
+    running = [r for r in running if any(p.dir == r for p in rows)]
     counts: dict[str, int] = {}
-    for p in points:
-        counts[p.get("status") or "pending"] = counts.get(p.get("status") or "pending", 0) + 1
+    for p in rows:
+        counts[p.status or "pending"] = counts.get(p.status or "pending", 0) + 1
     done = counts.pop("complete", 0) + counts.pop("skipped", 0)
     head = cause or "the job ended"
     if running:
@@ -82,8 +86,7 @@ def job_end_record(rc: int, cause: Optional[str], reason: Optional[str], detail:
 
 def planned_rows(points: Iterable[tuple[str, float, int]]) -> list[dict]:
     """Summary rows (status pending) for the job's planned points (dataset, temperature, concurrency)."""
-    return [{"dataset": ds, "temperature": float(t), "concurrency": int(c), "dir": point_dir_name(ds, t, c),
-             "status": "pending", "reason": None} for ds, t, c in points]
+    return row_dicts(PointRow.planned(ds, float(t), int(c), point_dir_name(ds, t, c)) for ds, t, c in points)
 
 
 def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Optional[str],
@@ -96,7 +99,8 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
     recipe, server_id, method and num_speculative_tokens; ``blamed`` as in finalize_points."""
     job_dir = Path(job_dir)
     progress = read_progress(job_dir)
-    running = progress.get("running") or progress.get("running_at_end") or []  # finalizing twice is harmless
+    # finalizing twice is harmless: the second time, what ran is in running_at_end
+    running = (progress.running or progress.running_at_end or []) if progress else []
     holder: dict = {}
 
     def ended(summary: Optional[dict]) -> dict:
@@ -106,27 +110,24 @@ def finalize_job_dir(job_dir: Path, *, rc: int, cause: Optional[str], reason: Op
 
     summary = change_summary(job_dir, ended)
     words = holder["words"]
-    if progress:
-        done = sum(1 for p in summary["points"] if p["status"] in DONE)
-        progress.update({"running": [], "running_at_end": running, "current": words or "finished",
-                         "points_done_total": done,
-                         "finished": True})
-        write_progress(job_dir, progress, durable=True)
+    if progress is not None:
+        done = sum(1 for p in point_rows(summary) if p.done)
+        write_progress(job_dir, replace(progress, running=[], running_at_end=running, current=words or "finished",
+                                        points_done_total=done, finished=True), durable=True)
     return summary
 
 
 def _ended(job_dir: Path, summary: Optional[dict], rc: int, cause, reason, points, identity,
            running: list, blamed: Iterable[str] = ()) -> tuple[dict, Optional[str]]:
     """The summary made true after the job ended, and the end in words."""
-    if summary is None or not summary.get("points"):
+    if summary is None or not point_rows(summary):
         summary = {**(summary or {}), "schema_version": 1, "save_dir": str(job_dir),
                    "points": planned_rows(points)}
         for k in ("recipe", "server_id", "method", "num_speculative_tokens"):
             summary.setdefault(k, (identity or {}).get(k))
-    complete = [p["dir"] for p in summary["points"]
-                if p.get("dir") and (job_dir / p["dir"] / COMPLETE_FILE).is_file()]
+    complete = [p.dir for p in point_rows(summary) if p.dir and (job_dir / p.dir / COMPLETE_FILE).is_file()]
     point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run
-    summary["points"] = finalize_points(summary["points"], complete, running, point_cause, blamed)
+    summary["points"] = finalize_points(point_rows(summary), complete, running, point_cause, blamed)
     if cause:
         words = end_reason(cause, summary["points"], running)
     elif rc != 0:  # the benchmark ended on its own and said why

@@ -1,6 +1,8 @@
 """File names and dataset kinds of one result folder (docs/results-layout.md)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 ACCEPTANCE_FILE = "acceptance_rate.json"
 TIMING_FILE = "timing.json"
 CONFIGURATION_FILE = "configuration.json"
@@ -43,6 +45,4 @@ RUN_FILES = (CONFIGURATION_FILE, TIMING_FILE, ACCEPTANCE_FILE)
 
 def is_run_dir(d) -> bool:
     """A folder holding result files itself (a point of ours, or a specdec_bench output folder)."""
-    from pathlib import Path
-
     return any((Path(d) / f).is_file() for f in RUN_FILES)

@@ -9,6 +9,7 @@ from typing import Optional
 from launcher.results.layout import (ACCEPTANCE_FILE, COMPLETE_FILE, CONFIGURATION_FILE, EXTENSION_KEY,
                                      TIMING_FILE)
 from launcher.results.store import ResultFileError, load_json, read_last
+from launcher.engines.forced_acceptance import forced_from_speculative_config
 
 
 def _num(x) -> Optional[float]:
@@ -94,8 +95,6 @@ class PointResult:
     @property
     def forced_acceptance(self) -> Optional[dict]:
         """What the server forced the acceptance to (vLLM's synthetic sampling), or None."""
-        from launcher.engines.forced_acceptance import forced_from_speculative_config
-
         return self.conf_ext.get("forced_acceptance") or \
             forced_from_speculative_config(self.conf_ext.get("speculative_config"))
 

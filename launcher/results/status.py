@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
@@ -18,17 +19,46 @@ PROGRESS_FILE = "progress.json"
 ERROR_FILE = "logs/error.txt"
 
 
-def read_progress(job_dir: Path | str) -> dict:
-    """progress.json as a dict ({} when it is missing or torn)."""
+@dataclass(frozen=True)
+class JobProgress:
+    """progress.json. The benchmark writes the first five while it runs; the job's end
+    (launcher.results.job_end) closes it. A key left None is not written, so a file
+    reads back as it was; keys this version does not know are kept (``extra``)."""
+    points_total: Optional[int] = None
+    points_done: Optional[int] = None
+    current: Optional[str] = None  # what the benchmark is doing, in words
+    running: list = field(default_factory=list)  # point folders AIPerf is measuring now
+    elapsed_s: Optional[float] = None
+    running_at_end: Optional[list] = None  # closed: what was running when the job ended
+    points_done_total: Optional[int] = None  # closed: points complete or skipped
+    finished: Optional[bool] = None  # closed by the job's end
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k != "extra" and v is not None}
+        return {**self.extra, **d}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "JobProgress":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        v = {k: d[k] for k in known if k in d}
+        if not isinstance(v.get("running"), list):
+            v["running"] = []
+        return cls(**v, extra={k: x for k, x in d.items() if k not in known})
+
+
+def read_progress(job_dir: Path | str) -> Optional[JobProgress]:
+    """progress.json (None when it is missing or torn)."""
     try:
         v = json.loads((Path(job_dir) / PROGRESS_FILE).read_text())
     except (OSError, ValueError):
-        return {}
-    return v if isinstance(v, dict) else {}
+        return None
+    return JobProgress.from_dict(v) if isinstance(v, dict) else None
 
 
-def write_progress(job_dir: Path | str, doc: dict, durable: bool = False) -> Path:
+def write_progress(job_dir: Path | str, progress: JobProgress, durable: bool = False) -> Path:
     """progress.json, atomically; fsynced only when ``durable`` (its final state)."""
+    doc = progress.to_dict()
     if durable:
         return write_json_atomic(Path(job_dir) / PROGRESS_FILE, doc)
     return write_text_atomic(Path(job_dir) / PROGRESS_FILE, json.dumps(doc), durable=False)

@@ -255,7 +255,7 @@ def read_speed(path: Path | str, num_requests: int | None = None) -> list[Questi
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such file; pass a SPEED-Bench split parquet")
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: pyarrow is optional and heavy; only SPEED-Bench parquet needs it
 
     try:
         rows = pq.read_table(path).to_pylist()

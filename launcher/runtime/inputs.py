@@ -28,6 +28,7 @@ import tempfile
 import warnings
 from pathlib import Path
 from typing import Mapping, Optional
+from launcher.runtime.datasets import DatasetError, get_dataset
 
 HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
@@ -73,8 +74,6 @@ def check_tokenizer(name: str, fix_field: str = "model.tokenizer") -> Optional[s
 
 
 def check_dataset(name: str, path: str, num_requests: Optional[int], field: str) -> Optional[str]:
-    from launcher.runtime.datasets import DatasetError, get_dataset
-
     if not Path(path).is_file():
         return f"{field}: {path}: no such file (fix: point {field} at the dataset file)"
     try:

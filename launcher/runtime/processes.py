@@ -94,7 +94,7 @@ def log_tail(path: str | os.PathLike[str], n: int = TAIL_LINES, start_offset: in
 def _psutil():
     """psutil: every vLLM install has it, and the launcher depends on it. Imported when a
     tree is walked, so run.sh's --help works with any python3."""
-    import psutil
+    import psutil  # lazy: a bare python3 lacks it (run.sh --help, see above)
 
     return psutil
 

@@ -85,7 +85,7 @@ __all__ = [
 def _real_nvml() -> Any:
     """The pynvml module, or None when nvidia-ml-py is not installed."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # type: ignore[import-not-found]  # lazy: optional (nvidia-ml-py); a CPU host has none
     except Exception:  # ImportError, or a broken install
         return None
     return pynvml

@@ -25,12 +25,14 @@ from typing import Optional
 from launcher.engines import num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config, label
 from launcher.results.job_dir import Job, load_results, Point, read_json, ResultsError
-from launcher.results.records import RecordError
+from launcher.results.goodput import slo_from_dict
+from launcher.results.records import RecordError, profiling_records, read_profile_export  # the one reader of the exports
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.results.summary import change_summary
 from launcher.speedup import best_k, paired, predict
+from launcher.speedup import slo as slo_mod
 
 SPEEDUP_FILE = "speedup.json"
 SUMMARY_FILE = "speedup_summary.json"
@@ -42,8 +44,6 @@ SCHEMA_VERSION = 1
 
 def point_records(point: Point) -> list[paired.RequestTiming]:
     """The successful profiling turns of a point, as RequestTiming (seconds)."""
-    from launcher.results.records import profiling_records, read_profile_export  # the one reader of the exports
-
     path = point.path / "aiperf" / "profile_export.jsonl"
     if not path.is_file():
         return []
@@ -57,29 +57,33 @@ def point_records(point: Point) -> list[paired.RequestTiming]:
         histogram=None if r.spec is None else dict(r.spec.histogram)) for r in ok]
 
 
+def job_speculative_config(job: Job) -> dict:
+    """The job's speculative config as job.json records it ({} without one, or without job.json)."""
+    return (job.spec.speculative_config if job.spec else None) or {}
+
+
 def job_method(job: Job) -> Optional[str]:
-    return (job.plan or {}).get("method") or job.summary.get("method")
+    return (job.spec.method if job.spec else None) or job.summary.get("method")
 
 
 def job_k(job: Job) -> Optional[int]:
-    k = num_speculative_tokens((job.plan or {}).get("speculative_config")) or job.summary.get("num_speculative_tokens")
+    k = num_speculative_tokens(job_speculative_config(job)) or job.summary.get("num_speculative_tokens")
     return int(k) if k else None
 
 
 def job_model(job: Job) -> Optional[str]:
-    return (job.plan or {}).get("model") or job.summary.get("model")
+    return (job.spec.model if job.spec else None) or job.summary.get("model")
 
 
 def job_draft(job: Job) -> Optional[str]:
     """What drafts for the job: the draft model, or the method where it has none (n-gram)."""
-    sc = (job.plan or {}).get("speculative_config") or {}
+    sc = job_speculative_config(job)
     return sc.get("model") or sc.get("method") or job_method(job)
 
 
 def job_forced(job: Job) -> Optional[dict]:
     """The forced (synthetic) acceptance of the job's server, None for a real draft."""
-
-    return forced_from_speculative_config((job.plan or {}).get("speculative_config"))
+    return forced_from_speculative_config(job_speculative_config(job) or None)
 
 
 def is_baseline(job: Job) -> bool:
@@ -88,7 +92,7 @@ def is_baseline(job: Job) -> bool:
 
 def is_schedule(job: Job) -> bool:
     """A server with a dynamic k schedule (num_speculative_tokens_per_batch_size, docs/slo.md)."""
-    return bool(((job.plan or {}).get("speculative_config") or {}).get("num_speculative_tokens_per_batch_size"))
+    return bool(job_speculative_config(job).get("num_speculative_tokens_per_batch_size"))
 
 
 def slo_k(job: Job) -> Optional[int]:
@@ -99,7 +103,7 @@ def slo_k(job: Job) -> Optional[int]:
 def recipe_slo(jobs: list[Job]) -> Optional[dict]:
     """The recipe's sweep.slo as the job specs hold it (the first job that has one)."""
     for j in jobs:
-        slo = ((j.plan or {}).get("bench") or {}).get("slo")
+        slo = j.spec.bench.slo if j.spec and j.spec.bench else None
         if slo:
             return slo
     return None
@@ -108,10 +112,6 @@ def recipe_slo(jobs: list[Job]) -> Optional[dict]:
 def write_slo(root: Path, slo_arg: Optional[str], tie_rel: float) -> Optional[dict]:
     """slo_summary.json in ``root``: goodput vs load, the max load and the recommendation
     under ``slo_arg`` (``--slo``) or the recipe's sweep.slo; None when neither gives one."""
-    from launcher.results.goodput import slo_from_dict
-    from launcher.results.store import write_json_atomic
-    from launcher.speedup import slo as slo_mod
-
     jobs = load_results(root)
     slo = slo_from_dict(slo_mod.parse_slo_arg(slo_arg)) if slo_arg else slo_from_dict(recipe_slo(jobs))
     if slo is None:

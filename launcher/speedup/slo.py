@@ -170,9 +170,10 @@ def point_row(job, point, slo: Slo, k: Optional[int]) -> Optional[dict]:
             "good_fraction": g["good_fraction"], "meets_slo": g["meets_slo"], "verdict": verdict,
             "goodput_repeats": [x["goodput_rps"] for x in rep_goods] if len(rep_goods) > 1 else None,
             "output_tps": point.output_tps,
-            "schedule": ((job.plan or {}).get("speculative_config") or {}).get("num_speculative_tokens_per_batch_size"),
-            "search_probe": bool(ext.get("search_probe") or point.row.get("search_probe")),
-            "schedule_check": point.row.get("schedule_check") or ext.get("schedule_check"),
+            "schedule": ((job.spec.speculative_config if job.spec else None) or {}).get(
+                "num_speculative_tokens_per_batch_size"),
+            "search_probe": bool(ext.get("search_probe") or point.row.search_probe),
+            "schedule_check": point.row.schedule_check or ext.get("schedule_check"),
             "agrees_with_aiperf": g["agrees_with_aiperf"]}
 
 

@@ -19,8 +19,8 @@ SYS_ARCH_PRCTL = 158  # x86-64
 
 
 def _request_amx() -> None:
-    import ctypes
-    import platform
+    import ctypes  # lazy: runs at every start of the engine's Python; AMX only
+    import platform  # lazy: as ctypes above (every interpreter start pays for a top-level import)
 
     if sys.platform != "linux" or platform.machine() != "x86_64":
         return
@@ -31,7 +31,7 @@ def _request_amx() -> None:
 
 def _chain() -> None:
     """Run the sitecustomize this one shadows, if the interpreter has one."""
-    import importlib.util
+    import importlib.util  # lazy: as ctypes above; only when another sitecustomize is chained
 
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [p for p in sys.path if os.path.abspath(p or ".") != here]

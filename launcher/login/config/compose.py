@@ -11,6 +11,9 @@ import re
 import typing
 from pathlib import Path
 
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -31,8 +34,6 @@ def specdec_home() -> str:
 
 
 def _register() -> None:
-    from hydra.core.config_store import ConfigStore
-
     ConfigStore.instance().store(name="launcher_schema", node=LauncherConfig)
     if not OmegaConf.has_resolver("specdec_home"):
         OmegaConf.register_new_resolver("specdec_home", specdec_home)
@@ -122,9 +123,6 @@ def _unknown_key(key: str) -> ConfigError:
 
 def compose_recipe(overrides: list[str]) -> LauncherConfig:
     """Compose recipes/config.yaml with the overrides; return the typed, resolved config."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-
     _register()
     try:
         with initialize_config_dir(config_dir=str(recipes_dir()), version_base=None, job_name="launcher"):

@@ -16,6 +16,7 @@ from statistics import median
 from typing import Optional, Sequence
 
 from launcher.results.repeats.stats import NOISY_REL_MAD, Summary, summarize
+from launcher.results.point import stat
 
 REPEATS_FILE = "repeats.json"
 REPEATS_ARTIFACTS = "aiperf_repeats"   # <point>/aiperf_repeats/r<i>/: the other repeats' AIPerf records
@@ -37,7 +38,6 @@ NOISE_FIGURE = "Output TPS"
 
 
 def _median_stat(doc: dict, name: str) -> Optional[float]:
-    from launcher.results.point import stat
     return stat(doc, name, "median")
 
 
