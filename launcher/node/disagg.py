@@ -14,7 +14,7 @@ import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
-from launcher.contracts.job import BENCH_MODULE, cpu_core_sets
+from launcher.contracts.job import BENCH_MODULE, disagg_core_sets
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
 from launcher.node.context import NodeContext
@@ -34,11 +34,13 @@ class _NoServer:
         return ""
 
 
-def serve(job: NodeContext) -> ServerProcess:
+def serve(job: NodeContext, speculative_config: object = "spec", phase: str = "") -> ServerProcess:
     """topology=disagg: the prefill and decode servers, each its own process with its own
     port, NIXL side-channel port, log (logs/<role><i>.log) and readiness, then the router
     in front of them (logs/router.log). Returns the router: what the benchmark talks to.
-    The servers start together (each one's wait covers the others' deaths)."""
+    The servers start together (each one's wait covers the others' deaths).
+    ``speculative_config=None``: the same servers without speculation (the matched baseline,
+    sweep.baseline=true); ``phase`` prefixes their log names (``baseline-prefill0.log``)."""
     sp, t = job.spec, job.spec.topology
     eng = get_engine(sp.engine)
     host, probe = sp.bind_host, client_host(sp.bind_host)
@@ -57,19 +59,19 @@ def serve(job: NodeContext) -> ServerProcess:
     job.members = []
     cores = None
     if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and eng.cpu_bind_env not in sp.env:
-        cores = cpu_core_sets(sorted(os.sched_getaffinity(0)), len(t.roles()), sp.launch.tp)
+        cores = disagg_core_sets(sorted(os.sched_getaffinity(0)), [r for r, _ in t.roles()], sp.launch.tp)
         job.log("CPU cores per server: " + (", ".join(
             f"{r}{i} {c}" for (r, i), c in zip(t.roles(), cores)) if cores else
             "shared (fewer cores than server ranks)"))
     for n, (role, i) in enumerate(t.roles()):
         p, side = port(), port()
-        argv = sp.server_argv(host, p, disagg_role=role)
+        argv = sp.server_argv(host, p, disagg_role=role, speculative_config=speculative_config)
         env, key = job.server_launch(eng.disagg_env(side, cores[n] if cores else None))
         m = ServerProcess(argv + key.argv, probe_host=probe, port=p, served_name=sp.served_name,
-                          log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
+                          log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
                           engine=eng, key=key)
         m.role, m.side_channel_port = f"{role}{i}", side
-        m.label = f"{role}{i} server"
+        m.label = f"{phase + ' ' if phase else ''}{role}{i} server"
         m.cpu_cores = cores[n] if cores else None
         job.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
                  f"{subprocess_line(argv)}")
@@ -83,7 +85,7 @@ def serve(job: NodeContext) -> ServerProcess:
                            tuple(t.router_extra_args))
     job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
-                           log_path=job.logs / "router.log", log=job.log, env=job.server_env(),
+                           log_path=job.logs / f"{phase + '-' if phase else ''}router.log", log=job.log, env=job.server_env(),
                            api_key=job.api_key, engine=eng)
     router.label = "router"
     job.server = router
@@ -134,7 +136,7 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
             "topology": {"kind": t.kind, "prefill": t.prefill, "decode": t.decode, "router": t.router,
                          "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
                          "kv_lease_duration_s": t.kv_lease_duration_s,
-                         "decode_prefix_caching": t.decode_prefix_caching,
+                         "decode_prefix_caching": t.decode_prefix_caching, "router_policy": t.router_policy,
                          "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
 def parity(job: NodeContext, rc: int) -> int:
