@@ -310,6 +310,11 @@ class Engine(abc.ABC):
 
     # -- disaggregated prefill/decode (engines with disaggregated_serving)
 
+    def router_with_key(self, argv: list[str], key: str) -> tuple[list[str], dict[str, str]]:
+        """The router's argv and extra environment that give it the servers' API key (never
+        on its command line)."""
+        raise EngineError(f"{self.name}: no router that takes an API key")
+
     def _no_disagg(self):
         return EngineError(f"{self.name} has no disaggregated serving here (fix: topology=aggregated)")
 

@@ -84,8 +84,13 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
     argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], t.router_policy,
                            tuple(t.router_extra_args))
     job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
+    renv = job.server_env()
+    if job.api_key:  # the servers' key, from the router's environment (never its command line)
+        argv, key_env = eng.router_with_key(argv, job.api_key)
+        renv = {**renv, **key_env}
+        job.log("the router sends the servers' API key (from its environment)")
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
-                           log_path=job.logs / f"{phase + '-' if phase else ''}router.log", log=job.log, env=job.server_env(),
+                           log_path=job.logs / f"{phase + '-' if phase else ''}router.log", log=job.log, env=renv,
                            api_key=job.api_key, engine=eng)
     router.label = "router"
     job.server = router
