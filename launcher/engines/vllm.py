@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
@@ -35,13 +34,8 @@ NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
 # Every server's own prefix cache, in tokens (vLLM 0.32 v1/metrics/loggers.py): looked up, found
 PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
 PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
-# vllm-router's key for the servers, from the environment into its parsed arguments (router_with_key)
-ROUTER_KEY_ENV = "SPECDEC_ROUTER_API_KEY"
-ROUTER_KEY_START = ("import os, sys\n"
-                    "from vllm_router.launch_router import launch_router, parse_router_args\n"
-                    "args = parse_router_args(sys.argv[1:])\n"
-                    f"args.api_key = os.environ.pop({ROUTER_KEY_ENV!r})\n"
-                    "launch_router(args)\n")
+# Where vllm-router's P/D mode reads the key it sends to the servers (router_with_key)
+ROUTER_KEY_ENV = "OPENAI_API_KEY"
 # vllm-router 0.1.17's --policy choices in its P/D mode (vllm-router --help). cache_aware keeps
 # a prefix tree of the request texts it sent to each prefill server and sends a request where
 # the longest prefix went (a conversation's later turns to the server holding its earlier
@@ -65,19 +59,6 @@ PER_REQUEST_VERIFIED_FROM = (0, 32, 0)
 # draft_sample_method ("probabilistic") and synthetic acceptance: both in 0.26.0 (H200) and 0.32.0.
 PROBABILISTIC_DRAFTING_FROM = (0, 26, 0)
 SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
-
-
-def _script_interpreter(command: str) -> Optional[list[str]]:
-    """The interpreter line of a Python console script (``#!/venv/bin/python``), or None."""
-    path = shutil.which(command) or command
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(512).decode(errors="replace")
-    except OSError:
-        return None
-    if not first.startswith("#!") or "python" not in first:
-        return None
-    return shlex.split(first[2:].strip())
 
 
 class VLLM(Engine):
@@ -303,17 +284,14 @@ class VLLM(Engine):
         return a + ["--policy", policy, "--host", host, "--port", str(port)] + list(extra)
 
     def router_with_key(self, argv: list[str], key: str) -> tuple[list[str], dict[str, str]]:
-        """The router argv and environment that give it the servers' API key without putting
-        the key on its command line. vllm-router 0.1.17 sends its own ``--api-key`` to the
-        servers (it does not pass the client's Authorization on: measured, the servers
-        answered its requests 401) and reads no variable for it, so its own Python entry point
-        runs with a start that takes the key from ROUTER_KEY_ENV (and drops it from the
-        environment) into the parsed arguments. The client still sends its key to the router."""
-        python = _script_interpreter(argv[0])
-        if python is None:
-            raise EngineError(f"cannot give {argv[0]} the API key without its command line: it is not a "
-                              "Python entry point (fix: topology.router_command=<the vllm-router script>)")
-        return [*python, "-c", ROUTER_KEY_START, *argv[1:]], {ROUTER_KEY_ENV: key}
+        """The router argv and environment that give it the servers' API key, never on its
+        command line. vllm-router 0.1.17's P/D mode sends ``Authorization: Bearer
+        $OPENAI_API_KEY`` from its own environment to the prefill and decode servers (its debug
+        log: "vLLM Proxy headers: Authorization: Bearer $OPENAI_API_KEY"); it does not pass the
+        client's key on (without the variable the servers answered it 401) and does not check
+        it either (a wrong client key got 200: measured). Its ``--api-key`` is for its
+        data-parallel mode and is a command-line flag."""
+        return list(argv), {ROUTER_KEY_ENV: key}
 
     def request_stats(self, response: dict) -> Optional[dict]:
         return (response.get("metrics") or {}).get("speculative_decoding") or None
