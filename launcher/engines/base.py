@@ -139,6 +139,7 @@ class KvTransferMetrics:
     # router sent a conversation's later turns shows as hits on the server holding its prefix
     prefix_cache_queries: Optional[str] = None
     prefix_cache_hits: Optional[str] = None
+    requests_done: Optional[str] = None  # requests a server finished (each prefill/decode server warmed)
 
 
 @dataclass(frozen=True)

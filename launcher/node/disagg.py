@@ -13,7 +13,9 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 from pathlib import Path
+from typing import Optional
 
+from launcher.bench.metrics import parse_prometheus_text
 from launcher.contracts.job import BENCH_MODULE, disagg_core_sets
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
@@ -100,23 +102,50 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
     first_transfer(job, router)
     return router
 
-def first_transfer(job: NodeContext, router: ServerProcess) -> None:
-    """The KV path's readiness: one request through the router, prefill -> NIXL -> decode.
-    The first transfer between two servers pays the NIXL handshake (36 s measured on a
-    2-core machine, minutes under load), which no benchmark point should carry."""
-
+def _request(job: NodeContext, router: ServerProcess, text: str, timeout_s: float) -> None:
     body = json.dumps({"model": job.spec.served_name, "max_tokens": 2, "temperature": 0,
-                       "messages": [{"role": "user", "content": "first transfer"}]}).encode()
+                       "messages": [{"role": "user", "content": text}]}).encode()
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {job.api_key}"}
                                                       if job.api_key else {})}
+    req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
+    with urllib.request.urlopen(req, timeout=max(1.0, timeout_s)) as r:
+        r.read()
+
+
+def _requests_done(server: ServerProcess, name: Optional[str]) -> Optional[float]:
+    """How many requests a server finished (its /metrics), None where it cannot say."""
+    if not name:
+        return None
+    try:
+        with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
+            return parse_prometheus_text(r.read().decode()).get(name + "_total")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def unwarmed(before: dict, after: dict) -> list[str]:
+    """The servers that have not finished a request since ``before`` (role -> count; a
+    server whose count is unknown on either side is taken as warmed). Pure."""
+    return [r for r, b in before.items() if b is not None and after.get(r) is not None and after[r] <= b]
+
+
+def first_transfer(job: NodeContext, router: ServerProcess) -> None:
+    """The KV path's readiness: requests through the router, prefill -> NIXL -> decode,
+    until every prefill and decode server has served one. The first transfer between two
+    servers pays the NIXL handshake (36 s measured on a 2-core machine, minutes under load),
+    which no benchmark point should carry: with 2 prefill servers, one request warmed one
+    pair only, and the first request the router sent to the other prefill server waited
+    30 to 40 s inside the concurrency-2 point (docs/disagg.md). Each request's text starts
+    differently, so a prefix-aware policy has no reason to keep them on one server."""
+    names = get_engine(job.spec.engine).kv_transfer_metrics
+    done_name = names.requests_done if names else None
+    before = {m.role: _requests_done(m, done_name) for m in job.members}
     t0 = time.monotonic()
     deadline = t0 + job.spec.ready_timeout_s
     while True:
         job.check()
-        req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as r:
-                r.read()
+            _request(job, router, "first transfer", deadline - time.monotonic())
             break
         except (urllib.error.URLError, OSError) as e:
             if time.monotonic() >= deadline:
@@ -126,6 +155,24 @@ def first_transfer(job: NodeContext, router: ServerProcess) -> None:
             time.sleep(1.0)
     job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
              f"{time.monotonic() - t0:.1f} s")
+    sent, limit = 1, 4 * len(job.members)
+    left = unwarmed(before, {m.role: _requests_done(m, done_name) for m in job.members})
+    while left and sent < limit and time.monotonic() < deadline:
+        job.check()
+        t1 = time.monotonic()
+        try:
+            _request(job, router, f"{sent} kv path check for {', '.join(left)}", deadline - time.monotonic())
+        except (urllib.error.URLError, OSError) as e:
+            job.log(f"a warm-up request through the router failed: {e}")
+        sent += 1
+        now = unwarmed(before, {m.role: _requests_done(m, done_name) for m in job.members})
+        if now != left:
+            job.log(f"warm-up request {sent} took {time.monotonic() - t1:.1f} s; not yet served: "
+                     f"{', '.join(now) or 'none'}")
+        left = now
+    job.log(f"KV path warm-up: {sent} request(s) through the router in {time.monotonic() - t0:.1f} s; "
+             + (f"servers the router sent none of them: {', '.join(left)} (their first transfer falls in "
+                "a point)" if left else "every prefill and decode server served one"))
 
 def ready_info(job: NodeContext, router: ServerProcess) -> dict:
     """What server_ready.json adds for topology=disagg: every server and the router, the
