@@ -273,7 +273,8 @@ class VLLM(Engine):
         return env
 
     def router_argv(self, command: str, host: str, port: int | str, prefill_urls: list[str],
-                    decode_urls: list[str], policy: str = "round_robin", extra: tuple = ()) -> list[str]:
+                    decode_urls: list[str], policy: str = "round_robin", extra: tuple = (),
+                    metrics_port: Optional[int] = None) -> list[str]:
         """vLLM's router (PyPI vllm-router, vllm-project/router) in its prefill/decode mode
         with the NIXL connector: a request goes to a prefill server with max_tokens 1 and
         do_remote_decode, then to a decode server with the returned kv_transfer_params."""
@@ -282,16 +283,14 @@ class VLLM(Engine):
             a += ["--prefill", u]
         for u in decode_urls:
             a += ["--decode", u]
-        return a + ["--policy", policy, "--host", host, "--port", str(port)] + list(extra)
+        a += ["--policy", policy, "--host", host, "--port", str(port)]
+        # its own Prometheus port (default 29000: a second router on the host failed to start)
+        return a + (["--prometheus-port", str(metrics_port)] if metrics_port else []) + list(extra)
 
     def router_with_key(self, argv: list[str], key: str) -> tuple[list[str], dict[str, str]]:
-        """The router argv and environment that give it the servers' API key, never on its
-        command line. vllm-router 0.1.17's P/D mode sends ``Authorization: Bearer
-        $OPENAI_API_KEY`` from its own environment to the prefill and decode servers (its debug
-        log: "vLLM Proxy headers: Authorization: Bearer $OPENAI_API_KEY"); it does not pass the
-        client's key on (without the variable the servers answered it 401) and does not check
-        it either (a wrong client key got 200: measured). Its ``--api-key`` is for its
-        data-parallel mode and is a command-line flag."""
+        """vllm-router 0.1.17's P/D mode sends ``Bearer $OPENAI_API_KEY`` from its environment
+        to the servers; it neither passes on nor checks the client's key (measured:
+        docs/disagg.md). Its --api-key (DP mode) would be on its command line."""
         return list(argv), {ROUTER_KEY_ENV: key}
 
     def request_stats(self, response: dict) -> Optional[dict]:

@@ -25,6 +25,9 @@ from launcher.node.net import client_host, pick_free_port, subprocess_line
 from launcher.results.disagg_parity import one_line, read_parity
 
 
+WARM_UP_POLICY = "round_robin"
+
+
 class _NoServer:
     """A client that needs no server (the parity verdict reads files): never exits."""
     url = ""
@@ -82,25 +85,46 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
     for m in job.members:
         m.wait_ready(sp.ready_timeout_s, check=job.check)
     urls = {r: [m.url for m in job.members if m.role.startswith(r)] for r in ("prefill", "decode")}
-    rport = port()
-    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], t.router_policy,
-                           tuple(t.router_extra_args))
-    job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
+    name = f"{phase + '-' if phase else ''}router"
+    if t.router_policy != WARM_UP_POLICY and len(job.members) > 2:
+        # a prefix-aware policy keeps distinct warm-up requests on one prefill server (measured:
+        # cache_aware sent 12 of 12 to prefill0): a round-robin router warms every pair first
+        warm = _router(job, (port(), port()), urls, WARM_UP_POLICY, f"{name}-warmup", "warm-up router")
+        first_transfer(job, warm)
+        warm.stop()
+        job.server = None
+        router = _router(job, (port(), port()), urls, t.router_policy, name, "router")
+        first_transfer(job, router, every_server=False)
+        return router
+    router = _router(job, (port(), port()), urls, t.router_policy, name, "router")
+    first_transfer(job, router)
+    return router
+
+
+def _router(job: NodeContext, rport: tuple[int, int], urls: dict, policy: str, log_name: str,
+            label: str) -> ServerProcess:
+    """The router in front of the servers (``urls``: role -> server URLs), started and ready."""
+    sp, t, eng = job.spec, job.spec.topology, get_engine(job.spec.engine)
+    host, probe = sp.bind_host, client_host(sp.bind_host)
+    rport, metrics_port = rport
+    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], policy,
+                           tuple(t.router_extra_args), metrics_port=metrics_port)
+    job.log(f"starting the {label} ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
     renv = job.server_env()
     if job.api_key:  # the servers' key, from the router's environment (never its command line)
         argv, key_env = eng.router_with_key(argv, job.api_key)
         renv = {**renv, **key_env}
         job.log("the router sends the servers' API key (from its environment)")
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
-                           log_path=job.logs / f"{phase + '-' if phase else ''}router.log", log=job.log, env=renv,
+                           log_path=job.logs / f"{log_name}.log", log=job.log, env=renv,
                            api_key=job.api_key, engine=eng)
-    router.label = "router"
+    router.label = label
     job.server = router
     router.start()
     router.wait_ready(sp.ready_timeout_s, check=job.check)
     router.engine_version = router.engine_version or job.members[0].engine_version
-    first_transfer(job, router)
     return router
+
 
 def _request(job: NodeContext, router: ServerProcess, text: str, timeout_s: float) -> None:
     body = json.dumps({"model": job.spec.served_name, "max_tokens": 2, "temperature": 0,
@@ -129,7 +153,7 @@ def unwarmed(before: dict, after: dict) -> list[str]:
     return [r for r, b in before.items() if b is not None and after.get(r) is not None and after[r] <= b]
 
 
-def first_transfer(job: NodeContext, router: ServerProcess) -> None:
+def first_transfer(job: NodeContext, router: ServerProcess, every_server: bool = True) -> None:
     """The KV path's readiness: requests through the router, prefill -> NIXL -> decode,
     until every prefill and decode server has served one. The first transfer between two
     servers pays the NIXL handshake (36 s measured on a 2-core machine, minutes under load),
@@ -155,6 +179,8 @@ def first_transfer(job: NodeContext, router: ServerProcess) -> None:
             time.sleep(1.0)
     job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
              f"{time.monotonic() - t0:.1f} s")
+    if not every_server:
+        return
     sent, limit = 1, 4 * len(job.members)
     left = unwarmed(before, {m.role: _requests_done(m, done_name) for m in job.members})
     while left and sent < limit and time.monotonic() < deadline:

@@ -150,3 +150,13 @@ def test_router_gets_the_servers_key_from_its_environment_never_its_command_line
     keyed, env = eng.router_with_key(argv, "s3cret")
     assert keyed == argv and not any("s3cret" in a for a in keyed)
     assert env == {"OPENAI_API_KEY": "s3cret"}  # what vllm-router's P/D mode sends the servers
+
+
+def test_kv_path_warm_up_waits_for_every_server():
+    from launcher.node.disagg import unwarmed
+
+    before = {"prefill0": 0.0, "prefill1": 0.0, "decode0": 0.0}
+    assert unwarmed(before, {"prefill0": 1.0, "prefill1": 0.0, "decode0": 1.0}) == ["prefill1"]
+    assert unwarmed(before, {"prefill0": 1.0, "prefill1": 1.0, "decode0": 2.0}) == []
+    # a server whose counter cannot be read is not waited for
+    assert unwarmed({"prefill0": None, "decode0": 0.0}, {"prefill0": None, "decode0": None}) == []
