@@ -137,12 +137,13 @@ def _request(job: NodeContext, router: ServerProcess, text: str, timeout_s: floa
 
 
 def _requests_done(server: ServerProcess, name: Optional[str]) -> Optional[float]:
-    """How many requests a server finished (its /metrics), None where it cannot say."""
+    """How many requests a server finished (its /metrics; 0 before its first: a labelled
+    counter appears with its first sample), None where it cannot say."""
     if not name:
         return None
     try:
         with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
-            return parse_prometheus_text(r.read().decode()).get(name + "_total")
+            return parse_prometheus_text(r.read().decode()).get(name + "_total", 0.0)
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
