@@ -64,7 +64,7 @@ def topology_note(topology: dict) -> dict:
     """What configuration.json records of a disaggregated point's serving topology,
     including how the prefix-cache effect is controlled."""
     keys = ("kind", "prefill", "decode", "router", "kv_connector", "kv_buffer_device", "kv_lease_duration_s",
-            "decode_prefix_caching")
+            "decode_prefix_caching", "router_policy")
     out = {k: topology.get(k) for k in keys}
     out["prefix_cache_control"] = (
         "prefix caching off on the decode servers: every request's prompt KV comes by transfer"

@@ -13,14 +13,19 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 from pathlib import Path
+from typing import Optional
 
-from launcher.contracts.job import BENCH_MODULE, cpu_core_sets
+from launcher.bench.metrics import parse_prometheus_text
+from launcher.contracts.job import BENCH_MODULE, disagg_core_sets
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
 from launcher.node.context import NodeContext
 from launcher.node.lifecycle import describe_returncode, ServerProcess, ServerStartError
 from launcher.node.net import client_host, pick_free_port, subprocess_line
 from launcher.results.disagg_parity import one_line, read_parity
+
+
+WARM_UP_POLICY = "round_robin"
 
 
 class _NoServer:
@@ -34,11 +39,13 @@ class _NoServer:
         return ""
 
 
-def serve(job: NodeContext) -> ServerProcess:
+def serve(job: NodeContext, speculative_config: object = "spec", phase: str = "") -> ServerProcess:
     """topology=disagg: the prefill and decode servers, each its own process with its own
     port, NIXL side-channel port, log (logs/<role><i>.log) and readiness, then the router
     in front of them (logs/router.log). Returns the router: what the benchmark talks to.
-    The servers start together (each one's wait covers the others' deaths)."""
+    The servers start together (each one's wait covers the others' deaths).
+    ``speculative_config=None``: the same servers without speculation (the matched baseline,
+    sweep.baseline=true); ``phase`` prefixes their log names (``baseline-prefill0.log``)."""
     sp, t = job.spec, job.spec.topology
     eng = get_engine(sp.engine)
     host, probe = sp.bind_host, client_host(sp.bind_host)
@@ -57,19 +64,19 @@ def serve(job: NodeContext) -> ServerProcess:
     job.members = []
     cores = None
     if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and eng.cpu_bind_env not in sp.env:
-        cores = cpu_core_sets(sorted(os.sched_getaffinity(0)), len(t.roles()), sp.launch.tp)
+        cores = disagg_core_sets(sorted(os.sched_getaffinity(0)), [r for r, _ in t.roles()], sp.launch.tp)
         job.log("CPU cores per server: " + (", ".join(
             f"{r}{i} {c}" for (r, i), c in zip(t.roles(), cores)) if cores else
             "shared (fewer cores than server ranks)"))
     for n, (role, i) in enumerate(t.roles()):
         p, side = port(), port()
-        argv = sp.server_argv(host, p, disagg_role=role)
+        argv = sp.server_argv(host, p, disagg_role=role, speculative_config=speculative_config)
         env, key = job.server_launch(eng.disagg_env(side, cores[n] if cores else None))
         m = ServerProcess(argv + key.argv, probe_host=probe, port=p, served_name=sp.served_name,
-                          log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
+                          log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
                           engine=eng, key=key)
         m.role, m.side_channel_port = f"{role}{i}", side
-        m.label = f"{role}{i} server"
+        m.label = f"{phase + ' ' if phase else ''}{role}{i} server"
         m.cpu_cores = cores[n] if cores else None
         job.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
                  f"{subprocess_line(argv)}")
@@ -78,38 +85,92 @@ def serve(job: NodeContext) -> ServerProcess:
     for m in job.members:
         m.wait_ready(sp.ready_timeout_s, check=job.check)
     urls = {r: [m.url for m in job.members if m.role.startswith(r)] for r in ("prefill", "decode")}
-    rport = port()
-    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], t.router_policy,
-                           tuple(t.router_extra_args))
-    job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
+    name = f"{phase + '-' if phase else ''}router"
+    if t.router_policy != WARM_UP_POLICY and len(job.members) > 2:
+        # a prefix-aware policy keeps distinct warm-up requests on one prefill server (measured:
+        # cache_aware sent 12 of 12 to prefill0): a round-robin router warms every pair first
+        warm = _router(job, (port(), port()), urls, WARM_UP_POLICY, f"{name}-warmup", "warm-up router")
+        first_transfer(job, warm)
+        warm.stop()
+        job.server = None
+        router = _router(job, (port(), port()), urls, t.router_policy, name, "router")
+        first_transfer(job, router, every_server=False)
+        return router
+    router = _router(job, (port(), port()), urls, t.router_policy, name, "router")
+    first_transfer(job, router)
+    return router
+
+
+def _router(job: NodeContext, rport: tuple[int, int], urls: dict, policy: str, log_name: str,
+            label: str) -> ServerProcess:
+    """The router in front of the servers (``urls``: role -> server URLs), started and ready."""
+    sp, t, eng = job.spec, job.spec.topology, get_engine(job.spec.engine)
+    host, probe = sp.bind_host, client_host(sp.bind_host)
+    rport, metrics_port = rport
+    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], policy,
+                           tuple(t.router_extra_args), metrics_port=metrics_port)
+    job.log(f"starting the {label} ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
+    renv = job.server_env()
+    if job.api_key:  # the servers' key, from the router's environment (never its command line)
+        argv, key_env = eng.router_with_key(argv, job.api_key)
+        renv = {**renv, **key_env}
+        job.log("the router sends the servers' API key (from its environment)")
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
-                           log_path=job.logs / "router.log", log=job.log, env=job.server_env(),
+                           log_path=job.logs / f"{log_name}.log", log=job.log, env=renv,
                            api_key=job.api_key, engine=eng)
-    router.label = "router"
+    router.label = label
     job.server = router
     router.start()
     router.wait_ready(sp.ready_timeout_s, check=job.check)
     router.engine_version = router.engine_version or job.members[0].engine_version
-    first_transfer(job, router)
     return router
 
-def first_transfer(job: NodeContext, router: ServerProcess) -> None:
-    """The KV path's readiness: one request through the router, prefill -> NIXL -> decode.
-    The first transfer between two servers pays the NIXL handshake (36 s measured on a
-    2-core machine, minutes under load), which no benchmark point should carry."""
 
+def _request(job: NodeContext, router: ServerProcess, text: str, timeout_s: float) -> None:
     body = json.dumps({"model": job.spec.served_name, "max_tokens": 2, "temperature": 0,
-                       "messages": [{"role": "user", "content": "first transfer"}]}).encode()
+                       "messages": [{"role": "user", "content": text}]}).encode()
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {job.api_key}"}
                                                       if job.api_key else {})}
+    req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
+    with urllib.request.urlopen(req, timeout=max(1.0, timeout_s)) as r:
+        r.read()
+
+
+def _requests_done(server: ServerProcess, name: Optional[str]) -> Optional[float]:
+    """How many requests a server finished (its /metrics; 0 before its first: a labelled
+    counter appears with its first sample), None where it cannot say."""
+    if not name:
+        return None
+    try:
+        with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
+            return parse_prometheus_text(r.read().decode()).get(name + "_total", 0.0)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def unwarmed(before: dict, after: dict) -> list[str]:
+    """The servers that have not finished a request since ``before`` (role -> count; a
+    server whose count is unknown on either side is taken as warmed). Pure."""
+    return [r for r, b in before.items() if b is not None and after.get(r) is not None and after[r] <= b]
+
+
+def first_transfer(job: NodeContext, router: ServerProcess, every_server: bool = True) -> None:
+    """The KV path's readiness: requests through the router, prefill -> NIXL -> decode,
+    until every prefill and decode server has served one. The first transfer between two
+    servers pays the NIXL handshake (36 s measured on a 2-core machine, minutes under load),
+    which no benchmark point should carry: with 2 prefill servers, one request warmed one
+    pair only, and the first request the router sent to the other prefill server waited
+    30 to 40 s inside the concurrency-2 point (docs/disagg.md). Each request's text starts
+    differently, so a prefix-aware policy has no reason to keep them on one server."""
+    names = get_engine(job.spec.engine).kv_transfer_metrics
+    done_name = names.requests_done if names else None
+    before = {m.role: _requests_done(m, done_name) for m in job.members}
     t0 = time.monotonic()
     deadline = t0 + job.spec.ready_timeout_s
     while True:
         job.check()
-        req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as r:
-                r.read()
+            _request(job, router, "first transfer", deadline - time.monotonic())
             break
         except (urllib.error.URLError, OSError) as e:
             if time.monotonic() >= deadline:
@@ -119,6 +180,26 @@ def first_transfer(job: NodeContext, router: ServerProcess) -> None:
             time.sleep(1.0)
     job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
              f"{time.monotonic() - t0:.1f} s")
+    if not every_server:
+        return
+    sent, limit = 1, 4 * len(job.members)
+    left = unwarmed(before, {m.role: _requests_done(m, done_name) for m in job.members})
+    while left and sent < limit and time.monotonic() < deadline:
+        job.check()
+        t1 = time.monotonic()
+        try:
+            _request(job, router, f"{sent} kv path check for {', '.join(left)}", deadline - time.monotonic())
+        except (urllib.error.URLError, OSError) as e:
+            job.log(f"a warm-up request through the router failed: {e}")
+        sent += 1
+        now = unwarmed(before, {m.role: _requests_done(m, done_name) for m in job.members})
+        if now != left:
+            job.log(f"warm-up request {sent} took {time.monotonic() - t1:.1f} s; not yet served: "
+                     f"{', '.join(now) or 'none'}")
+        left = now
+    job.log(f"KV path warm-up: {sent} request(s) through the router in {time.monotonic() - t0:.1f} s; "
+             + (f"servers the router sent none of them: {', '.join(left)} (their first transfer falls in "
+                "a point)" if left else "every prefill and decode server served one"))
 
 def ready_info(job: NodeContext, router: ServerProcess) -> dict:
     """What server_ready.json adds for topology=disagg: every server and the router, the
@@ -134,7 +215,7 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
             "topology": {"kind": t.kind, "prefill": t.prefill, "decode": t.decode, "router": t.router,
                          "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
                          "kv_lease_duration_s": t.kv_lease_duration_s,
-                         "decode_prefix_caching": t.decode_prefix_caching,
+                         "decode_prefix_caching": t.decode_prefix_caching, "router_policy": t.router_policy,
                          "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
 def parity(job: NodeContext, rc: int) -> int:

@@ -333,6 +333,11 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
         add("topology.router", f"is '{t.router}'", f"use one of {', '.join(ROUTERS)}")
     if not t.router_command.strip():
         add("topology.router_command", "is empty", f"set the {t.router} executable")
+    if engine is not None and t.router_policy not in engine.router_policies:
+        why = engine.refused_router_policies.get(t.router_policy)
+        add("topology.router_policy", f"is '{t.router_policy}'" + (f" ({why})" if why else ""),
+            f"use one of {', '.join(engine.router_policies)} (cache_aware: a conversation's later turns go "
+            "to the prefill server that has its prefix)")
     if cl.nodes > 1 or par.dp > 1:
         add("topology", "disagg runs every server on one node, one replica each",
             "use cluster.nodes=1 and parallel.dp=1 with topology=disagg")
@@ -340,9 +345,6 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
         add("topology", f"{t.prefill} prefill + {t.decode} decode servers of tp {par.tp} need "
             f"{(t.prefill + t.decode) * par.tp} GPUs; a node has {cl.gpus_per_node}",
             "fewer servers or a smaller tp")
-    if cfg.sweep.baseline:
-        add("sweep.baseline", "is not supported with topology=disagg yet",
-            "run the baseline with topology=aggregated, or bench.disagg_parity=true for the aggregated comparison")
     if cl.executor == "slurm" and cl.container_scope == "server" and cl.container_image:
         add("topology", "disagg starts its servers as processes of the job, not as container steps",
             "cluster.container_scope=job (the whole job in the image)")
