@@ -34,6 +34,7 @@ def test_disagg_block_shows_acceptance_per_drafted_step_and_the_structural_cost(
 def test_prefix_cache_block_shows_each_servers_hits_per_point(tmp_path):
     from launcher.report.html import prefix_cache_block
     from launcher.results.job_dir import Job, Point
+    from launcher.results.summary import PointRow
 
     def point(name, p0, p1):
         w = {"router_policy": "cache_aware", "prefill_queries": p0[1] + p1[1], "prefill_hits": p0[0] + p1[0],
@@ -41,7 +42,7 @@ def test_prefix_cache_block_shows_each_servers_hits_per_point(tmp_path):
              "servers": [{"server": "prefill0", "hits": p0[0], "queries": p0[1]},
                          {"server": "prefill1", "hits": p1[0], "queries": p1[1]}]}
         return Point(dataset="mtbench", temperature=0.0, concurrency=1, dir=name, status="complete", reason=None,
-                     path=tmp_path / name, row={"prefix_cache": w})
+                     path=tmp_path / name, row=PointRow.from_dict({"prefix_cache": w}))
 
     job = Job(path=tmp_path, summary={}, points=[point("mtbench/t0_c1", (64, 300), (32, 200))])
     html = prefix_cache_block(job)
