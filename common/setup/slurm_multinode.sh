@@ -43,6 +43,8 @@ T0=$(date +%s.%N)
 ACTION="${1:-up}"
 PURGE=0; [ "${2:-}" = "--purge" ] && PURGE=1
 log() { printf '[slurm_multinode] %s\n' "$*" >&2; }
+# Daemons start with fds 3-9 closed: a caller's lock (e.g. `flock FILE slurm_up.sh`) must
+# not be held for ever by munged/slurmd.
 die() { printf '[slurm_multinode] ERROR: %s\n' "$*" >&2; exit 1; }
 
 NNODES="${SPECDEC_SLURM_NODES:-2}"
@@ -307,9 +309,9 @@ start_munge() {
   fi
   chown munge:munge /etc/munge/munge.key; chmod 0400 /etc/munge/munge.key
   log "starting munged"
-  su -s /bin/sh munge -c munged </dev/null >>"$STATE/munged.out" 2>&1 9>&- || true
+  su -s /bin/sh munge -c munged </dev/null >>"$STATE/munged.out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- || true
   for _ in $(seq 1 50); do munge_ok && return 0; sleep 0.1; done
-  su -s /bin/sh munge -c 'munged --force' </dev/null >>"$STATE/munged.out" 2>&1 9>&- || true
+  su -s /bin/sh munge -c 'munged --force' </dev/null >>"$STATE/munged.out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- || true
   for _ in $(seq 1 50); do munge_ok && return 0; sleep 0.1; done
   die "munge does not work"
 }
@@ -349,14 +351,14 @@ up() {
     # Its own UTS namespace: slurmctld runs only where the hostname is SlurmctldHost's.
     # shellcheck disable=SC2086
     unshare --uts sh -c "hostname $CTL; exec slurmctld $clear_state -i -f '$CONF'" \
-      </dev/null >>"$LOGD/daemons.out" 2>&1 9>&- || fail "slurmctld failed to start"
+      </dev/null >>"$LOGD/daemons.out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- || fail "slurmctld failed to start"
   fi
   for i in $(seq 1 "$NNODES"); do
     local n; n="$(node_name "$i")"
     pid_alive "$(slurmd_pidfile "$i")" slurmd && continue
     log "starting slurmd on $n ($(node_addr "$i"):$SLURMD_PORT)"
     nsenter --net="/run/netns/$n" unshare --uts sh -c "hostname $n; exec slurmd -N $n -f '$CONF'" \
-      </dev/null >>"$LOGD/daemons.out" 2>&1 9>&- || fail "slurmd on $n failed to start"
+      </dev/null >>"$LOGD/daemons.out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- || fail "slurmd on $n failed to start"
   done
   local deadline last_resume=0 now st
   deadline=$(( $(date +%s) + TIMEOUT ))
