@@ -208,7 +208,7 @@ class ServerGroup(JobContext):
             try:
                 out.append(json.loads((self.logs / f"rank{rank}.json").read_text()))
             except (OSError, ValueError):
-                out.append({"rank": rank, "node": None, "address": None, "note": "no record (not a Slurm step)"})
+                out.append({"rank": rank, "node": None, "address": None, "note": "no record (a container step, or a rank not started by step_record)"})
         return out
 
     def stop_server(self, what: str = "server") -> None:

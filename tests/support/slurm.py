@@ -137,3 +137,29 @@ def ensure_multinode_cluster(nodes: int = 2, timeout_s: float = 900) -> MultiNod
                                    f"{proc.stdout}\n{proc.stderr}")
         _multi[nodes] = parse_multinode_status(lines[-1])
         return _multi[nodes]
+
+
+def processes_in_nodes(cluster: MultiNodeCluster, *needles: str) -> list[tuple[str, int, str]]:
+    """(node, pid, cmdline) of live processes in the cluster's node namespaces (by
+    /proc/<pid>/ns/net) other than their slurmd, whose command line holds every needle."""
+    inodes = {}
+    for node in cluster.nodes:
+        try:
+            inodes[f"net:[{os.stat(f'/run/netns/{node}').st_ino}]"] = node
+        except OSError:
+            continue
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ns = os.readlink(f"/proc/{pid}/ns/net")
+            if ns not in inodes:
+                continue
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z" or cmd.startswith("slurmd "):
+            continue
+        if all(n in cmd for n in needles):
+            out.append((inodes[ns], int(pid), cmd))
+    return out
