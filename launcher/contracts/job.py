@@ -306,7 +306,7 @@ class JobSpec:
                                   prefix_caching=disagg_role != "decode" or t.decode_prefix_caching)
         if L.nodes > 1:
             f += eng.multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
-                                     L.gpus_per_node)
+                                     L.gpus_per_node or 1)  # a CPU node (gpus_per_node 0) runs one rank
         return eng.server_argv(self.server_command, self.model, f, host, port)
 
     @property

@@ -18,7 +18,8 @@ SERVER_READY_FILE = "server_ready.json"
 PHASE_FILES = {None: SERVER_READY_FILE, "lossless": "lossless/reference_server_ready.json",
                "known_answer": "known_answer_server_ready.json"}
 # Keys written only when set (a plain server has no topology; a phase's server no engine keys).
-_OPTIONAL = ("engine", "acceptance_source", "speculative_config", "amx_permission_hook", "metrics_urls", "topology")
+_OPTIONAL = ("engine", "acceptance_source", "speculative_config", "amx_permission_hook", "metrics_urls", "topology",
+             "ranks")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class ServerReady:
     amx_permission_hook: Optional[bool] = None  # the engine's CPU build asks for the AMX state at start
     metrics_urls: Optional[list] = None  # topology=disagg: the decode servers' /metrics
     topology: Optional[dict] = None  # topology=disagg: every server and the router
+    ranks: Optional[list] = None  # multi-node: each rank's node, address, interface and pid, as it saw them
     extra: dict = field(default_factory=dict)  # keys this version does not know (a newer writer's)
 
     def to_dict(self) -> dict:

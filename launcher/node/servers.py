@@ -6,8 +6,10 @@ and API key, what server_ready.json says of it, and a failed server put in words
 (launcher.node.serve_and_bench.NodeJob), on its context (launcher.node.context.JobContext)."""
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
 import tempfile
 import time
 from dataclasses import replace
@@ -22,7 +24,7 @@ from launcher.node import server_fault, slurm_steps
 from launcher.node.context import JobContext
 from launcher.node.lifecycle import (ServerDiedError, ServerProcess, ServerStartError, describe_returncode, log_tail,
                                      spawn, terminate_trees)
-from launcher.node.net import client_host, pick_free_port, port_is_free, subprocess_line
+from launcher.node.net import client_host, node_address, pick_free_port, port_is_free, subprocess_line
 from launcher.results.status import JobProgress, read_progress
 from launcher.runtime import apikey
 from launcher.runtime.cpuinfo import cpu_flags
@@ -139,15 +141,16 @@ class ServerGroup(JobContext):
         for attempt in range(attempts):
             port = sp.port if sp.port is not None else pick_free_port(host)
             rpc_port = pick_free_port(host) if L.nodes > 1 else None
-            head = nodes[0] or probe  # process launch: the ranks meet on this host
+            head = self.head_address(nodes[0]) if nodes[0] else probe  # process launch: the ranks meet on this host
             self.workers = []
             for rank in range(1, L.nodes):
-                wargv = L.server_step_prefix(nodes[rank]) + sp.server_argv(host, port, rank, head, rpc_port,
-                                                                           speculative_config)
+                wargv = L.server_step_prefix(nodes[rank]) + self.rank_record(rank, nodes[rank]) + sp.server_argv(
+                    host, port, rank, head, rpc_port, speculative_config)
                 self.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(self.logs / f"server.node{rank}.log", "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self.server_env()))
-            argv = L.server_step_prefix(nodes[0]) + sp.server_argv(host, port, 0, head, rpc_port, speculative_config)
+            argv = L.server_step_prefix(nodes[0]) + self.rank_record(0, nodes[0]) + sp.server_argv(
+                host, port, 0, head, rpc_port, speculative_config)
             self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             env, key = self.server_launch()
@@ -167,6 +170,46 @@ class ServerGroup(JobContext):
                     continue
                 raise
         raise AssertionError("unreachable")
+
+    def head_address(self, head_node: str) -> str:
+        """The head node's address for the other ranks, resolved on the head (this job runs
+        there: its hostname, else its first non-loopback interface), never a loopback one."""
+        here = socket.gethostname().split(".")[0]
+        if here == head_node.split(".")[0]:
+            addr, iface = node_address()
+            how = f"resolved on the head ({here}{', ' + iface if iface else ''})"
+        else:  # the job's own task is not on the head: resolve its name here
+            addr, _ = node_address(head_node)
+            how = f"resolved from {here}: this job's task does not run on the head"
+        if addr.startswith("127."):
+            raise ServerStartError(f"the head node {head_node} has no address other nodes can reach ({addr}, {how}): "
+                                   "give it a non-loopback address (/etc/hosts or an interface)")
+        self.log(f"head node {head_node}: address {addr} ({how})")
+        return addr
+
+    def rank_record(self, rank: int, node: Optional[str]) -> list[str]:
+        """A multi-node rank as a Slurm step runs under launcher.node.step_record: it writes where it
+        runs (node, address, pid) to logs/rank<N>.json and sets the engine's per-node environment.
+        Not in a container (the image lacks this package) nor for a process launch."""
+        L = self.spec.launch
+        if L.nodes <= 1 or L.server != "srun" or L.container_image or node is None:
+            return []
+        rec = self.logs / f"rank{rank}.json"
+        rec.unlink(missing_ok=True)
+        return [self.python, "-m", "launcher.node.step_record", "--record", str(rec), "--rank", str(rank),
+                "--engine", self.spec.engine, "--"]
+
+    def rank_placements(self) -> Optional[list]:
+        """What each multi-node rank wrote of where it ran (logs/rank<N>.json), rank order."""
+        if self.spec.launch.nodes <= 1:
+            return None
+        out = []
+        for rank in range(self.spec.launch.nodes):
+            try:
+                out.append(json.loads((self.logs / f"rank{rank}.json").read_text()))
+            except (OSError, ValueError):
+                out.append({"rank": rank, "node": None, "address": None, "note": "no record (a container step, or a rank not started by step_record)"})
+        return out
 
     def stop_server(self, what: str = "server") -> None:
         """Stop the server phase: its processes (srun clients forward SIGTERM to their
@@ -196,4 +239,7 @@ class ServerGroup(JobContext):
                        amx_permission_hook=self._amx_permission_hook())
         if self.members:
             info = replace(info, **disagg_node.ready_info(self, server))
+        ranks = self.rank_placements()
+        if ranks is not None:
+            info = replace(info, ranks=ranks)
         return write_server_ready(ready_path(self.job_dir), info)

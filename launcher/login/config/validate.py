@@ -144,9 +144,13 @@ def _check_parallelism(cfg: LauncherConfig, add, errs: list) -> None:
         elif cl.nodes > 1 and par.dp > 1 and par.tp * par.pp <= cl.gpus_per_node and par.dp % cl.nodes:
             add("parallel.dp", f"is {par.dp}: data parallel across {cl.nodes} nodes needs dp divisible by nodes",
                 f"set parallel.dp to a multiple of {cl.nodes}")
-    elif gpus > 1:
+    elif gpus > 1 and cl.nodes > 1 and gpus != cl.nodes:  # a CPU cluster: one rank per node
+        add("cluster.nodes", f"is {cl.nodes} on a CPU cluster (gpus_per_node=0), where each node runs one rank, but "
+            f"tp x pp x dp = {gpus}", f"set cluster.nodes={gpus}, or tp x pp x dp = {cl.nodes}")
+    elif gpus > 1 and cl.nodes == 1:
         add("parallel.tp", f"tp x pp x dp = {gpus} but cluster '{cl.name}' has no GPUs (gpus_per_node=0)",
-            "use parallel=tp1 on a CPU cluster, or a GPU cluster such as cluster=gb300")
+            f"use parallel=tp1 on a CPU cluster, cluster.nodes={gpus} (one CPU rank per node), or a GPU cluster "
+            "such as cluster=gb300")
     if cl.nodes > 1 and cl.executor != "slurm":
         add("cluster.nodes", f"is {cl.nodes} on the {cl.executor} executor", "multi-node servers need a Slurm cluster")
     if cl.container_scope not in ("server", "job"):
