@@ -66,6 +66,30 @@ PROBABILISTIC_DRAFTING_FROM = (0, 26, 0)
 SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
 
 
+def multinode_flags(node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
+                    gpus_per_node: int) -> list[str]:
+    """vLLM's own multi-node launch flags for the server on node ``node_rank``.
+
+    Data parallel across nodes (each replica fits on a node): every node runs
+    ``dp / nodes`` local replicas; the head serves the API, the others are
+    ``--headless`` with their starting DP rank. Otherwise one model spans the
+    nodes (TP x PP > one node): ``--nnodes/--node-rank/--master-addr/--master-port``,
+    ranks > 0 ``--headless``.
+    """
+    if nodes <= 1:
+        return []
+    if dp > 1 and tp * pp <= gpus_per_node and dp % nodes == 0:
+        local = dp // nodes
+        f = ["--data-parallel-size-local", str(local), "--data-parallel-address", head,
+             "--data-parallel-rpc-port", str(rpc_port)]
+        if node_rank > 0:
+            f += ["--data-parallel-start-rank", str(node_rank * local), "--headless"]
+        return f
+    f = ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--master-addr", head,
+         "--master-port", str(rpc_port)]
+    return f + (["--headless"] if node_rank > 0 else [])
+
+
 class VLLM(Engine):
     name = "vllm"
     result_name = "VLLM"
@@ -169,26 +193,7 @@ class VLLM(Engine):
 
     def multinode_flags(self, node_rank: int, nodes: int, head: str, rpc_port: int, tp: int, pp: int, dp: int,
                         gpus_per_node: int) -> list[str]:
-        """vLLM's own multi-node launch flags for the server on node ``node_rank``.
-
-        Data parallel across nodes (each replica fits on a node): every node runs
-        ``dp / nodes`` local replicas; the head serves the API, the others are
-        ``--headless`` with their starting DP rank. Otherwise one model spans the
-        nodes (TP x PP > one node): ``--nnodes/--node-rank/--master-addr/--master-port``,
-        ranks > 0 ``--headless``.
-        """
-        if nodes <= 1:
-            return []
-        if dp > 1 and tp * pp <= gpus_per_node and dp % nodes == 0:
-            local = dp // nodes
-            f = ["--data-parallel-size-local", str(local), "--data-parallel-address", head,
-                 "--data-parallel-rpc-port", str(rpc_port)]
-            if node_rank > 0:
-                f += ["--data-parallel-start-rank", str(node_rank * local), "--headless"]
-            return f
-        f = ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--master-addr", head,
-             "--master-port", str(rpc_port)]
-        return f + (["--headless"] if node_rank > 0 else [])
+        return multinode_flags(node_rank, nodes, head, rpc_port, tp, pp, dp, gpus_per_node)
 
     def read_user_args(self, server_args: Sequence[str], model: str) -> UserServerArgs:
         """run.sh's server argv (vLLM's flags): the speculative config, TP, tokenizer, served

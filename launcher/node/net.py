@@ -2,9 +2,11 @@
 and an argv as the job's log shows it; a plain GET of a server's endpoint."""
 from __future__ import annotations
 
+import fcntl
 import http.client
 import shlex
 import socket
+import struct
 from typing import Optional, Sequence
 
 
@@ -62,9 +64,6 @@ def http_get(host: str, port: int, path: str, timeout: float,
 
 def _interface_addresses() -> list[tuple[str, str]]:
     """(interface, IPv4) of this network namespace's interfaces that have one (Linux ioctl)."""
-    import fcntl
-    import struct
-
     out = []
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for _, name in socket.if_nameindex():
