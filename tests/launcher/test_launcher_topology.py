@@ -77,7 +77,7 @@ def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
     (("topology=disagg", "topology.kv_lease_duration_s=30"), "topology.kv_lease_duration_s: is 30"),
     (("topology=disagg", "topology.kv_buffer_device=cuda"), "topology.kv_buffer_device: is cuda on a cluster"),
     (("topology=disagg", "sweep.baseline=true"), "sweep.baseline: is not supported with topology=disagg"),
-    (("topology=disagg", "parallel.dp=2"), "topology: disagg runs every server on one node"),
+    (("topology=disagg", "parallel.dp=2"), "parallel.dp: is 2: a disaggregated server is one replica"),
 ])
 def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, line):
     errs = [e.line() for e in validate(compose(*overrides, f"output_dir={tmp_path}"))]
