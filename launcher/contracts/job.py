@@ -216,6 +216,7 @@ class TopologySpec:
     # (launcher.contracts.placement); empty: every server on the head
     server_nodes: list[int] = field(default_factory=list)
     placement: str = "one_node"  # one_node | split (what topology.placement resolved to)
+    decode_draft_model: Optional[str] = None  # an injected fault: the decode servers' own draft
 
     def node_of(self, n: int) -> int:
         """The node index of the n-th server of roles()."""
@@ -291,6 +292,9 @@ class JobSpec:
             f += eng.speculative_flags(cfg) + list(self.acceptance_flags)
         if disagg_role is not None:
             t = self.topology or TopologySpec()
+            if disagg_role == "decode" and t.decode_draft_model and cfg:  # the injected fault
+                f = list(self.server_flags) + eng.speculative_flags({**cfg, "model": t.decode_draft_model}) \
+                    + list(self.acceptance_flags)
             f += eng.disagg_flags(disagg_role, t.kv_connector, t.kv_buffer_device, t.kv_lease_duration_s,
                                   prefix_caching=disagg_role != "decode" or t.decode_prefix_caching)
         if L.nodes > 1 and disagg_role is None:  # a disaggregated server is one node's (its placement)

@@ -209,6 +209,7 @@ def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: B
                         router_command=t.router_command, router_policy=t.router_policy,
                         router_extra_args=list(t.router_extra_args), pin_cpu_cores=t.pin_cpu_cores, parity=parity,
                         placement=placement.resolve(t.placement, cfg.cluster.nodes),
+                        decode_draft_model=t.decode_draft_model,
                         server_nodes=placement.server_nodes(t.prefill, t.decode, cfg.cluster.nodes, t.placement,
                                                             t.prefill_nodes))
 

@@ -218,6 +218,7 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
                          "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
                          "kv_lease_duration_s": t.kv_lease_duration_s,
                          "decode_prefix_caching": t.decode_prefix_caching, "placement": t.placement,
+                         "decode_draft_model": t.decode_draft_model,
                          "router_node": socket.gethostname(),
                          "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 

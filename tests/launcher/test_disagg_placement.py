@@ -122,3 +122,21 @@ def test_node_facts_probe_and_parse():
     facts = parse_facts(out)
     assert facts["n1"].address == "10.0.0.11" and facts["n0"].ports == [1, 2]
     assert not node_address().startswith("127.")  # this machine has a non-loopback interface
+
+
+def test_injected_fault_gives_only_the_decode_servers_another_draft(compose):
+    (job,) = make_plan(compose("topology=disagg", "draft=tiny_identical",
+                               "topology.decode_draft_model=/models/other-draft")).jobs
+
+    def draft(argv):
+        return json.loads(argv[argv.index("--speculative-config") + 1])["model"]
+
+    decode, prefill = (job.server_argv("h", 1, disagg_role=r) for r in ("decode", "prefill"))
+    assert draft(decode) == "/models/other-draft" and argv_count(decode, "--speculative-config") == 1
+    assert draft(prefill) == draft(job.server_argv("h", 1)) != "/models/other-draft"  # prefill and the aggregated reference
+    errs = [e.line() for e in validate(compose("topology=disagg", "draft=ngram", "topology.decode_draft_model=/m"))]
+    assert any(e.startswith("topology.decode_draft_model: is set but draft.method=ngram") for e in errs), errs
+
+
+def argv_count(argv, flag):
+    return sum(a == flag for a in argv)

@@ -201,6 +201,9 @@ class TopologyConfig:
     # the rest, round-robin within a role); the router runs on the head node
     placement: str = "auto"
     prefill_nodes: Optional[int] = None  # split: nodes for the prefill servers (None: in proportion)
+    # A fault to inject, for checking the parity verdict: the decode servers speculate with this
+    # draft instead of the recipe's (prefill and the aggregated reference keep the recipe's)
+    decode_draft_model: Optional[str] = None
 
 
 @dataclass

@@ -336,6 +336,10 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
         add("topology.router", f"is '{t.router}'", f"use one of {', '.join(ROUTERS)}")
     if not t.router_command.strip():
         add("topology.router_command", "is empty", f"set the {t.router} executable")
+    if t.decode_draft_model is not None and (cfg.draft.method in METHODS_WITHOUT_DRAFT_CKPT
+                                             or not t.decode_draft_model.strip()):
+        add("topology.decode_draft_model", f"is set but draft.method={cfg.draft.method} has no draft model"
+            if t.decode_draft_model.strip() else "is empty", "use a draft-model recipe, or drop it")
     if par.dp > 1:
         add("parallel.dp", f"is {par.dp}: a disaggregated server is one replica",
             "use parallel.dp=1 and more servers (topology.prefill / topology.decode)")
