@@ -1,0 +1,113 @@
+"""topology=disagg across nodes, for real (docs/disagg.md "Across nodes").
+
+- On the multi-node test cluster (`slurm_multinode`: two network namespaces with their own
+  hostnames and addresses, one slurmd each): `python -m launcher topology=disagg
+  cluster=slurm cluster.nodes=2 bench.disagg_parity=true` puts the prefill server on one
+  node and the decode server on the other, each its own Slurm step, the KV cache moving
+  over NIXL between the nodes' bridge addresses, the router on the head; the parity verdict
+  against the aggregated server passes and every prompt's KV was transferred.
+- An injected acceptance loss (`topology.decode_draft_model`: the decode server speculates
+  with a weaker draft than the recipe's, which prefill and the aggregated reference keep)
+  fails the verdict, on acceptance alone, and fails the job (exit 1). One host (local
+  executor): the verdict's logic does not depend on where the servers run.
+
+Reduced sweeps (MT-Bench, T=0, 2 questions x 2 turns, 32 output tokens).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from launcher.results import read_point
+from tests.e2e.procs import processes_matching
+from tests.support import stack
+
+SMALL = ("bench.disagg_parity=true", "bench.known_answer=false", "sweep.temperatures=[0]",
+         "sweep.datasets=[mtbench]", "sweep.num_requests=2", "server.ready_timeout_s=900")
+
+
+def _jobs(out):
+    return {d.name: d for d in (out / "smoke").iterdir() if (d / "job.json").exists()}
+
+
+def _conf(cluster) -> str:
+    """The multi-node cluster's slurm.conf (the fixture yields it, or an object that has it)."""
+    for attr in ("slurm_conf", "conf"):
+        if hasattr(cluster, attr):
+            return str(getattr(cluster, attr))
+    return str(cluster)
+
+
+def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack, tmp_path):
+    out = tmp_path / "results"
+    env = {**os.environ, "SLURM_CONF": _conf(slurm_multinode)}
+    proc = subprocess.run(stack.launcher_cmd("topology=disagg", "cluster=slurm", "cluster.nodes=2", "wait=true",
+                                             "sweep.concurrencies=[1,2]", *SMALL, f"output_dir={out}"),
+                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=1800, env=env)
+    jobs = _jobs(out)
+    disagg = next((d for n, d in jobs.items() if "-pd1x1-" in n), None)
+    assert disagg is not None, f"no disagg job folder: {sorted(jobs)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    log = (disagg / "logs" / "job.log").read_text()
+    assert proc.returncode == 0, f"launcher failed:\n{proc.stdout[-2000:]}\n{log[-5000:]}"
+    assert json.loads((disagg / "job_result.json").read_text())["slurm_job_id"]
+
+    # prefill and decode on different nodes, each its own Slurm step there, at that node's address
+    ready = json.loads((disagg / "server_ready.json").read_text())
+    topo = ready["topology"]
+    servers = {s["role"]: s for s in topo["servers"]}
+    assert servers["prefill0"]["node"] != servers["decode0"]["node"], servers
+    assert topo["router_node"] == servers["prefill0"]["node"] and topo["placement"] == "split"
+    for s in servers.values():
+        assert s["argv"][:2] == ["srun", "--overlap"] and f"--nodelist={s['node']}" in s["argv"], s["argv"]
+        assert not s["address"].startswith("127.") and s["url"].startswith(f"http://{s['address']}:"), s
+    assert servers["prefill0"]["address"] != servers["decode0"]["address"]
+    router_argv = topo["router_ready"]["argv"]
+    assert servers["decode0"]["url"] in router_argv and servers["prefill0"]["url"] in router_argv
+    assert f"on {servers['decode0']['node']} ({servers['decode0']['address']}:" in log
+    # the decode node's NIXL handshake went to the prefill node's address, not loopback
+    decode_log = (disagg / "logs" / "decode0.log").read_text()
+    assert "127.0.0.1" not in " ".join(ln for ln in decode_log.splitlines() if "remote_host" in ln)
+
+    summary = json.loads((disagg / "summary.json").read_text())
+    assert [p["status"] for p in summary["points"]] == ["complete", "complete"], summary["points"]
+    for p in summary["points"]:
+        res = read_point(disagg / p["dir"])
+        kv = res.conf_ext["kv_transfer"]
+        assert kv["every_prompt_transferred"] and kv["transfers"] >= 4 and kv["bytes"] > 0, kv
+        assert res.conf_ext["topology"]["server_nodes"] == {r: s["node"] for r, s in servers.items()}
+        assert res.server_al is not None and res.server_al > 1.0
+
+    parity = json.loads((disagg / "disagg_parity.json").read_text())
+    assert parity["verdict"] == "pass", parity["problems"]
+    assert parity["checks"] == {"outputs_equal_at_t0": True, "acceptance_within_tolerance": True,
+                                "every_request_transferred": True}
+    agg = jobs[next(n for n in jobs if "-pd" not in n)]
+    agg_ready = json.loads((agg / "server_ready.json").read_text())
+    assert f"--nodelist={servers['prefill0']['node']}" in agg_ready["argv"]  # the reference on the head node
+    # nothing left on any node (one process table: the namespaces share it)
+    for s in list(servers.values()) + [agg_ready]:
+        assert processes_matching("vllm.entrypoints.openai.api_server", f"--port {s['port']}") == []
+    q = subprocess.run(["squeue", "-h"], capture_output=True, text=True, env=env)
+    assert q.stdout.strip() == "", q.stdout
+
+
+def test_an_injected_acceptance_loss_fails_the_verdict(real_stack, tmp_path):
+    out = tmp_path / "results"
+    weaker = stack.TARGET.parent / "tiny-draft-noisy"
+    proc = subprocess.run(stack.launcher_cmd("topology=disagg", "draft=tiny_identical", "sweep.concurrencies=[1]",
+                                             f"topology.decode_draft_model={weaker}", *SMALL, f"output_dir={out}"),
+                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=1500)
+    jobs = _jobs(out)
+    disagg = next(d for n, d in jobs.items() if "-pd1x1-" in n)
+    log = (disagg / "logs" / "job.log").read_text()
+    assert proc.returncode == 1, f"{proc.stdout[-2000:]}\n{log[-4000:]}"
+    parity = json.loads((disagg / "disagg_parity.json").read_text())
+    assert parity["verdict"] == "fail"
+    # the loss is the decode side's acceptance; the outputs (lossless) and the transfers are as they should be
+    assert parity["checks"] == {"outputs_equal_at_t0": True, "acceptance_within_tolerance": False,
+                                "every_request_transferred": True}, parity["problems"]
+    (point,) = parity["points"]
+    assert point["disagg"]["num_accepted_draft_tokens"] < point["aggregated"]["num_accepted_draft_tokens"], point
+    assert point["per_step_al_rel_diff"] < -0.05, point
+    assert "disagg parity" in log and "fail" in log
