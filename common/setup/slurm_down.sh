@@ -8,6 +8,11 @@
 #   common/setup/slurm_down.sh --purge   # also delete the state dir and the
 #                                        # /etc/slurm files slurm_up wrote
 set -euo pipefail
+# SPECDEC_SLURM_NODES=N (N >= 2): the separate multi-node test cluster instead
+# (common/setup/slurm_multinode.sh, selected with SLURM_CONF); this one is untouched.
+if [ -n "${SPECDEC_SLURM_NODES:-}" ] && [ "${SPECDEC_SLURM_NODES}" != 1 ]; then
+  exec bash "$(dirname "${BASH_SOURCE[0]}")/slurm_multinode.sh" down "$@"
+fi
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 log() { printf '[slurm_down] %s\n' "$*" >&2; }
 

@@ -29,6 +29,11 @@
 #
 # stdout: exactly one status line at the end; progress and errors go to stderr.
 set -euo pipefail
+# SPECDEC_SLURM_NODES=N (N >= 2): the separate multi-node test cluster instead
+# (common/setup/slurm_multinode.sh, selected with SLURM_CONF); this one is untouched.
+if [ -n "${SPECDEC_SLURM_NODES:-}" ] && [ "${SPECDEC_SLURM_NODES}" != 1 ]; then
+  exec bash "$(dirname "${BASH_SOURCE[0]}")/slurm_multinode.sh" up "$@"
+fi
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 T0=$(date +%s.%N)

@@ -93,3 +93,47 @@ def ensure_slurm_cluster(timeout_s: float = 900) -> SlurmCluster:
             )
         _cluster = parse_status_line(lines[-1])
         return _cluster
+
+
+# ------------------------------------------------------- multi-node cluster
+@dataclass(frozen=True)
+class MultiNodeCluster:
+    """The separate multi-node test cluster (SPECDEC_SLURM_NODES=N common/setup/slurm_up.sh):
+    node i is network namespace and hostname specdec-n<i> at its own bridge address."""
+    status_line: str
+    slurm_conf: str  # select it with SLURM_CONF=<this>
+    nodes: dict  # hostname -> address
+    state_dir: Path
+
+    def env(self, base: dict | None = None) -> dict:
+        """An environment whose sbatch/srun/sinfo/submitit talk to this cluster."""
+        return {**(os.environ if base is None else base), "SLURM_CONF": self.slurm_conf}
+
+
+_multi: dict[int, MultiNodeCluster] = {}
+
+
+def parse_multinode_status(line: str) -> MultiNodeCluster:
+    addrs = dict(kv.split("=", 1) for kv in _field(line, "addrs").split(",") if "=" in kv)
+    return MultiNodeCluster(status_line=line, slurm_conf=_field(line, "SLURM_CONF"), nodes=addrs,
+                            state_dir=Path(_field(line, "state_dir")))
+
+
+def ensure_multinode_cluster(nodes: int = 2, timeout_s: float = 900) -> MultiNodeCluster:
+    """Bring up (or find up) the multi-node cluster with ``nodes`` nodes and describe it."""
+    with _lock:
+        if nodes in _multi:
+            return _multi[nodes]
+        env = {**os.environ, "SPECDEC_SLURM_NODES": str(nodes)}
+        env.pop("SLURM_CONF", None)
+        try:
+            proc = subprocess.run(["bash", str(SLURM_UP)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=timeout_s, env=env)
+        except subprocess.TimeoutExpired as e:
+            raise SlurmUnavailable(f"{SLURM_UP} (SPECDEC_SLURM_NODES={nodes}) timed out:\n{e.stderr or ''}") from e
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("slurm:") and "multi-node" in ln]
+        if proc.returncode != 0 or not lines:
+            raise SlurmUnavailable(f"SPECDEC_SLURM_NODES={nodes} {SLURM_UP} failed (rc={proc.returncode}):\n"
+                                   f"{proc.stdout}\n{proc.stderr}")
+        _multi[nodes] = parse_multinode_status(lines[-1])
+        return _multi[nodes]
