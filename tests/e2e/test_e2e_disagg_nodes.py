@@ -16,7 +16,6 @@ Reduced sweeps (MT-Bench, T=0, 2 questions x 2 turns, 32 output tokens).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 from launcher.results import read_point
@@ -31,17 +30,9 @@ def _jobs(out):
     return {d.name: d for d in (out / "smoke").iterdir() if (d / "job.json").exists()}
 
 
-def _conf(cluster) -> str:
-    """The multi-node cluster's slurm.conf (the fixture yields it, or an object that has it)."""
-    for attr in ("slurm_conf", "conf"):
-        if hasattr(cluster, attr):
-            return str(getattr(cluster, attr))
-    return str(cluster)
-
-
 def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack, tmp_path):
     out = tmp_path / "results"
-    env = {**os.environ, "SLURM_CONF": _conf(slurm_multinode)}
+    env = slurm_multinode.env()
     proc = subprocess.run(stack.launcher_cmd("topology=disagg", "cluster=slurm", "cluster.nodes=2", "wait=true",
                                              "sweep.concurrencies=[1,2]", *SMALL, f"output_dir={out}"),
                           cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=1800, env=env)
@@ -61,7 +52,8 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
     for s in servers.values():
         assert s["argv"][:2] == ["srun", "--overlap"] and f"--nodelist={s['node']}" in s["argv"], s["argv"]
         assert not s["address"].startswith("127.") and s["url"].startswith(f"http://{s['address']}:"), s
-    assert servers["prefill0"]["address"] != servers["decode0"]["address"]
+    for s in servers.values():  # the bridge address of the node it ran on
+        assert slurm_multinode.nodes[s["node"]] == s["address"], (s, slurm_multinode.nodes)
     router_argv = topo["router_ready"]["argv"]
     assert servers["decode0"]["url"] in router_argv and servers["prefill0"]["url"] in router_argv
     assert f"on {servers['decode0']['node']} ({servers['decode0']['address']}:" in log
