@@ -176,13 +176,19 @@ def server_metrics(point_aiperf_dir: Path) -> Optional[dict]:
         return None
 
 
-def prometheus_window(point_aiperf_dir: Path, names: MetricNames = DEFAULT_METRICS) -> Optional[dict]:
+def prometheus_window(point_aiperf_dir: Path, names: MetricNames = DEFAULT_METRICS,
+                      endpoints: Optional[list] = None) -> Optional[dict]:
     """What AIPerf's scrape of the server's /metrics counted over the point's window:
     {"num_drafts": d(drafts counter), "num_accepted_tokens": d(accepted)} with the engine's
-    counter names, or None when the export or the counters are missing."""
+    counter names, or None when the export or the counters are missing. ``endpoints``: only
+    the series scraped from these /metrics URLs (topology=disagg: the decode servers, not the
+    prefill servers AIPerf also scrapes for their prefix caches)."""
     metrics = server_metrics(point_aiperf_dir)
     if metrics is None:
         return None
+    if endpoints:
+        metrics = {k: {**m, "series": [s for s in (m or {}).get("series", []) if s.get("endpoint_url") in endpoints]}
+                   for k, m in metrics.items() if isinstance(m, dict)}
 
     def total(name: str) -> Optional[float]:
         m = metrics.get(name)

@@ -15,6 +15,7 @@ import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.kv_transfer import kv_transfer_window, topology_note
+from launcher.bench.prefix_cache import prefix_cache_window, scrape_urls
 from launcher.bench.metrics import (acceptance_rate, attach_stream_stats, DEFAULT_METRICS, profiling_records,
                                     read_profile_export, RecordError, timing)
 from launcher.bench.recorded_on import this_point
@@ -169,7 +170,7 @@ def schedule_check(ctx: PointContext, spec_cfg: Optional[dict], ok_records: list
     reqs = [{"id": f"{r.conversation_id}/{r.turn_index}", "start_ns": r.start_ns, "end_ns": r.last_response_ns,
              "max_accepted": max(r.spec.histogram) if r.spec is not None and r.spec.histogram else None}
             for r in ok_records]
-    window = ar.prometheus_window(aip, ctx.metric_names) or {}
+    window = ar.prometheus_window(aip, ctx.metric_names, endpoints=ctx.server_ready.metrics_urls) or {}
     per_pos = window.get("accepted_per_position")
     per_pos = per_pos if isinstance(per_pos, list) else None
     return {"schedule": schedule, **schedules.check_point(schedule, reqs, per_pos)}
@@ -240,7 +241,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                             watch.total, progress)
     check = None
     if ctx.speculative and counts is not None:
-        check = sweep_prometheus_check(ar.prometheus_window(group_dir, ctx.metric_names), *counts,
+        check = sweep_prometheus_check(ar.prometheus_window(group_dir, ctx.metric_names, endpoints=ctx.server_ready.metrics_urls), *counts,
                                        stream_counted=ctx.stream_counted)
         if check is not None:
             check = {"dataset": dataset, "temperature": temperature, "points": [o.dir for o in outcomes]} | check
@@ -290,7 +291,7 @@ def _write_group_config(ctx: PointContext, questions: list[Question], temperatur
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
                                artifact_dir=group_dir, phases=([plan.warm] if plan.warm else []) + plan.phases,
                                request_timeout_s=args.request_timeout_s,
-                               server_metrics=tuple(ctx.server_ready.metrics_urls or ()),
+                               server_metrics=tuple(scrape_urls(ctx.server_ready.metrics_urls or (), ctx.server_ready.topology)),
                                slos=_aiperf_slos(ctx))
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
@@ -476,7 +477,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
     concurrencies = run.concurrencies
     argv = ar.aiperf_argv(args.aiperf, model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, run=run,
                           request_timeout_s=args.request_timeout_s, api_key=client_key(),
-                          server_metrics=tuple(ctx.server_ready.metrics_urls or ()),
+                          server_metrics=tuple(scrape_urls(ctx.server_ready.metrics_urls or (), ctx.server_ready.topology)),
                           goodput=_aiperf_goodput_arg(ctx))
     n_turns = sum(len(q.turns) for q in questions)
     total = len(concurrencies) * n_turns
@@ -515,7 +516,7 @@ def _measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], ex
     if ctx.stream_counted:
         k = num_speculative_tokens(spec_cfg) or 0
         records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
-    prom = ar.prometheus_window(aip, ctx.metric_names) if prometheus else None
+    prom = ar.prometheus_window(aip, ctx.metric_names, endpoints=ctx.server_ready.metrics_urls) if prometheus else None
     acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
                           max_tokens=args.output_length, speculative=ctx.speculative, prometheus_window=prom,
                           acceptance_source=ctx.acceptance_source)
@@ -559,7 +560,10 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         disagg = {"topology": topology_note(topology),
                   "kv_transfer": kv_transfer_window(ar.server_metrics(aip) or {},
                                                     endpoints=ctx.server_ready.metrics_urls or None,
-                                                    names=ctx.engine.kv_transfer_metrics)}
+                                                    names=ctx.engine.kv_transfer_metrics),
+                  "prefix_cache": prefix_cache_window(ar.server_metrics(aip) or {}, topology,
+                                                      router_policy=topology.get("router_policy"),
+                                                      names=ctx.engine.kv_transfer_metrics)}
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
     sampling = dict(ctx.runtime.get("sampling_kwargs") or {})
@@ -611,6 +615,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     o.values.update(point_values(read_point(point_dir), duration))
     if disagg:
         o.values["kv_transfer"] = disagg["kv_transfer"]
+        o.values["prefix_cache"] = disagg["prefix_cache"]
     if ctx.stream_counted:  # one AIPerf run per point: its own window is the check (phases: the run's)
         o.values["acceptance_exact"] = bool((acc[EXTENSION_KEY].get("prometheus_window") or {}).get("is_the_points_own"))
     o.status, o.reason = ("complete", None) if reason is None else ("failed", reason)

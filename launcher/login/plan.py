@@ -224,6 +224,11 @@ def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint
                 "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
     readable = f"{_slug(cfg.model.served_name)}-none-tp{cfg.parallel.tp}" + \
                (f"-ep{cfg.parallel.ep}" if cfg.parallel.ep > 1 else "")
+    t = cfg.topology
+    if t.kind == "disagg":  # the same topology without speculation: its own folder (docs/disagg.md)
+        identity["topology"] = {"kind": t.kind, "prefill": t.prefill, "decode": t.decode,
+                                "router_policy": t.router_policy}
+        readable += f"-pd{t.prefill}x{t.decode}"
     server_id = f"{readable}-{_digest(identity)}"
     job_dir = results_dir / server_id
     base = copy.deepcopy(cfg)

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
-import socket
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from launcher.contracts.job import BENCH_MODULE, TopologySpec, cpu_core_sets
+from launcher.bench.metrics import parse_prometheus_text
+from launcher.contracts.job import BENCH_MODULE, TopologySpec, disagg_core_sets
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
 from launcher.node.context import NodeContext
@@ -26,6 +27,9 @@ from launcher.node import slurm_steps
 from launcher.node.net import client_host, pick_free_port, subprocess_line
 from launcher.node.node_facts import NodeFacts, probe_nodes
 from launcher.results.disagg_parity import one_line, read_parity
+
+
+WARM_UP_POLICY = "round_robin"
 
 
 class _NoServer:
@@ -63,7 +67,7 @@ def place_servers(t: TopologySpec, tp: int, pin: bool, *, nodes: Optional[list[s
     out between them. As processes of the job: every server on this host."""
     roles = t.roles()
     if nodes is None:
-        cores = cpu_core_sets(local_cores or [], len(roles), tp) if pin else None
+        cores = disagg_core_sets(local_cores or [], [r for r, _ in roles], tp) if pin else None
         return [PlacedServer(r, i, None, local_host, pick_port(), pick_port(), cores[n] if cores else None)
                 for n, (r, i) in enumerate(roles)]
     facts = facts or {}
@@ -74,7 +78,7 @@ def place_servers(t: TopologySpec, tp: int, pin: bool, *, nodes: Optional[list[s
     if pin:
         for m in set(machine.values()):
             on_m = [n for n, h in enumerate(names) if machine[h] == m]
-            sets = cpu_core_sets(facts[names[on_m[0]]].cpus, len(on_m), tp)
+            sets = disagg_core_sets(facts[names[on_m[0]]].cpus, [roles[n][0] for n in on_m], tp)
             if sets:
                 cores_of.update(zip(on_m, sets))
     out = []
@@ -121,15 +125,25 @@ def _placement(job: NodeContext) -> list[PlacedServer]:
     return place_servers(t, sp.launch.tp, pin, nodes=alloc, facts=facts)
 
 
-def serve(job: NodeContext) -> ServerProcess:
-    """topology=disagg: the prefill and decode servers, each its own process (or its own
-    Slurm step on its node, launcher.contracts.placement) with its own port, NIXL
-    side-channel port and host, log (logs/<role><i>.log) and readiness, then the router on
-    this (the head) node in front of them (logs/router.log). Returns the router: what the
-    benchmark talks to. The servers start together (each one's wait covers the others' deaths)."""
+def serve(job: NodeContext, speculative_config: object = "spec", phase: str = "") -> ServerProcess:
+    """topology=disagg: the prefill and decode servers, each its own process with its own
+    port, NIXL side-channel port, log (logs/<role><i>.log) and readiness, then the router
+    in front of them (logs/router.log). Returns the router: what the benchmark talks to.
+    The servers start together (each one's wait covers the others' deaths).
+    ``speculative_config=None``: the same servers without speculation (the matched baseline,
+    sweep.baseline=true); ``phase`` prefixes their log names (``baseline-prefill0.log``)."""
     sp, t = job.spec, job.spec.topology
     eng = get_engine(sp.engine)
-    host, probe = sp.bind_host, client_host(sp.bind_host)
+    host = sp.bind_host
+    taken: set[int] = set()
+
+    def port() -> int:  # the router's, on this node
+        while True:
+            p = pick_free_port(host)
+            if p not in taken:
+                taken.add(p)
+                return p
+
     job.members = []
     placed = _placement(job)
     if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and eng.cpu_bind_env not in sp.env:
@@ -138,18 +152,19 @@ def serve(job: NodeContext) -> ServerProcess:
                                             "shared (fewer cores than server ranks)"))
     if any(s.node for s in placed):
         job.log("placement (" + t.placement + "): " + ", ".join(
-            f"{s.role}{s.index} on {s.node} ({s.address})" for s in placed) + f"; the router on this node")
+            f"{s.role}{s.index} on {s.node} ({s.address})" for s in placed) + "; the router on this node")
     step = sp.launch.disagg_server_step()
     for s in placed:
         role, i = s.role, s.index
-        argv = (step.server_step_prefix(s.node) if s.node else []) + sp.server_argv(host, s.port, disagg_role=role)
+        argv = (step.server_step_prefix(s.node) if s.node else []) + sp.server_argv(
+            host, s.port, disagg_role=role, speculative_config=speculative_config)
         env, key = job.server_launch(eng.disagg_env(s.side_channel_port, s.cores,
                                                     side_channel_host=s.address if s.node else None))
         m = ServerProcess(argv + key.argv, probe_host=s.address, port=s.port, served_name=sp.served_name,
-                          log_path=job.logs / f"{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
-                          engine=eng, key=key)
+                          log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env,
+                          api_key=job.api_key, engine=eng, key=key)
         m.role, m.side_channel_port = f"{role}{i}", s.side_channel_port
-        m.label = f"{role}{i} server"
+        m.label = f"{phase + ' ' if phase else ''}{role}{i} server"
         m.cpu_cores = s.cores
         m.node, m.address = s.node, s.address
         where = f"{s.node} ({s.address}:{s.port})" if s.node else f"{host}:{s.port}"
@@ -160,38 +175,91 @@ def serve(job: NodeContext) -> ServerProcess:
     for m in job.members:
         m.wait_ready(sp.ready_timeout_s, check=job.check)
     urls = {r: [m.url for m in job.members if m.role.startswith(r)] for r in ("prefill", "decode")}
-    rport = pick_free_port(host)
-    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], t.router_policy,
-                           tuple(t.router_extra_args))
-    job.log(f"starting the router ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
+    name = f"{phase + '-' if phase else ''}router"
+    if t.router_policy != WARM_UP_POLICY and len(job.members) > 2:
+        # a prefix-aware policy keeps distinct warm-up requests on one prefill server (measured:
+        # cache_aware sent 12 of 12 to prefill0): a round-robin router warms every pair first
+        warm = _router(job, (port(), port()), urls, WARM_UP_POLICY, f"{name}-warmup", "warm-up router")
+        first_transfer(job, warm)
+        warm.stop()
+        job.server = None
+        router = _router(job, (port(), port()), urls, t.router_policy, name, "router")
+        first_transfer(job, router, every_server=False)
+        return router
+    router = _router(job, (port(), port()), urls, t.router_policy, name, "router")
+    first_transfer(job, router)
+    return router
+
+
+def _router(job: NodeContext, rport: tuple[int, int], urls: dict, policy: str, log_name: str,
+            label: str) -> ServerProcess:
+    """The router in front of the servers (``urls``: role -> server URLs), started and ready."""
+    sp, t, eng = job.spec, job.spec.topology, get_engine(job.spec.engine)
+    host, probe = sp.bind_host, client_host(sp.bind_host)
+    rport, metrics_port = rport
+    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], policy,
+                           tuple(t.router_extra_args), metrics_port=metrics_port)
+    job.log(f"starting the {label} ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
+    renv = job.server_env()
+    if job.api_key:  # the servers' key, from the router's environment (never its command line)
+        argv, key_env = eng.router_with_key(argv, job.api_key)
+        renv = {**renv, **key_env}
+        job.log("the router sends the servers' API key (from its environment)")
     router = ServerProcess(argv, probe_host=probe, port=rport, served_name=sp.served_name,
-                           log_path=job.logs / "router.log", log=job.log, env=job.server_env(),
+                           log_path=job.logs / f"{log_name}.log", log=job.log, env=renv,
                            api_key=job.api_key, engine=eng)
-    router.label = "router"
+    router.label = label
     job.server = router
     router.start()
     router.wait_ready(sp.ready_timeout_s, check=job.check)
     router.engine_version = router.engine_version or job.members[0].engine_version
-    first_transfer(job, router)
     return router
 
-def first_transfer(job: NodeContext, router: ServerProcess) -> None:
-    """The KV path's readiness: one request through the router, prefill -> NIXL -> decode.
-    The first transfer between two servers pays the NIXL handshake (36 s measured on a
-    2-core machine, minutes under load), which no benchmark point should carry."""
 
+def _request(job: NodeContext, router: ServerProcess, text: str, timeout_s: float) -> None:
     body = json.dumps({"model": job.spec.served_name, "max_tokens": 2, "temperature": 0,
-                       "messages": [{"role": "user", "content": "first transfer"}]}).encode()
+                       "messages": [{"role": "user", "content": text}]}).encode()
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {job.api_key}"}
                                                       if job.api_key else {})}
+    req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
+    with urllib.request.urlopen(req, timeout=max(1.0, timeout_s)) as r:
+        r.read()
+
+
+def _requests_done(server: ServerProcess, name: Optional[str]) -> Optional[float]:
+    """How many requests a server finished (its /metrics), None where it cannot say."""
+    if not name:
+        return None
+    try:
+        with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
+            return parse_prometheus_text(r.read().decode()).get(name + "_total")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def unwarmed(before: dict, after: dict) -> list[str]:
+    """The servers that have not finished a request since ``before`` (role -> count; a
+    server whose count is unknown on either side is taken as warmed). Pure."""
+    return [r for r, b in before.items() if b is not None and after.get(r) is not None and after[r] <= b]
+
+
+def first_transfer(job: NodeContext, router: ServerProcess, every_server: bool = True) -> None:
+    """The KV path's readiness: requests through the router, prefill -> NIXL -> decode,
+    until every prefill and decode server has served one. The first transfer between two
+    servers pays the NIXL handshake (36 s measured on a 2-core machine, minutes under load),
+    which no benchmark point should carry: with 2 prefill servers, one request warmed one
+    pair only, and the first request the router sent to the other prefill server waited
+    30 to 40 s inside the concurrency-2 point (docs/disagg.md). Each request's text starts
+    differently, so a prefix-aware policy has no reason to keep them on one server."""
+    names = get_engine(job.spec.engine).kv_transfer_metrics
+    done_name = names.requests_done if names else None
+    before = {m.role: _requests_done(m, done_name) for m in job.members}
     t0 = time.monotonic()
     deadline = t0 + job.spec.ready_timeout_s
     while True:
         job.check()
-        req = urllib.request.Request(router.url + "/v1/chat/completions", data=body, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as r:
-                r.read()
+            _request(job, router, "first transfer", deadline - time.monotonic())
             break
         except (urllib.error.URLError, OSError) as e:
             if time.monotonic() >= deadline:
@@ -201,6 +269,26 @@ def first_transfer(job: NodeContext, router: ServerProcess) -> None:
             time.sleep(1.0)
     job.log(f"first request through the router (prefill -> KV transfer -> decode) took "
              f"{time.monotonic() - t0:.1f} s")
+    if not every_server:
+        return
+    sent, limit = 1, 4 * len(job.members)
+    left = unwarmed(before, {m.role: _requests_done(m, done_name) for m in job.members})
+    while left and sent < limit and time.monotonic() < deadline:
+        job.check()
+        t1 = time.monotonic()
+        try:
+            _request(job, router, f"{sent} kv path check for {', '.join(left)}", deadline - time.monotonic())
+        except (urllib.error.URLError, OSError) as e:
+            job.log(f"a warm-up request through the router failed: {e}")
+        sent += 1
+        now = unwarmed(before, {m.role: _requests_done(m, done_name) for m in job.members})
+        if now != left:
+            job.log(f"warm-up request {sent} took {time.monotonic() - t1:.1f} s; not yet served: "
+                     f"{', '.join(now) or 'none'}")
+        left = now
+    job.log(f"KV path warm-up: {sent} request(s) through the router in {time.monotonic() - t0:.1f} s; "
+             + (f"servers the router sent none of them: {', '.join(left)} (their first transfer falls in "
+                "a point)" if left else "every prefill and decode server served one"))
 
 def ready_info(job: NodeContext, router: ServerProcess) -> dict:
     """What server_ready.json adds for topology=disagg: every server and the router, the
@@ -217,9 +305,9 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
             "topology": {"kind": t.kind, "prefill": t.prefill, "decode": t.decode, "router": t.router,
                          "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
                          "kv_lease_duration_s": t.kv_lease_duration_s,
-                         "decode_prefix_caching": t.decode_prefix_caching, "placement": t.placement,
+                         "decode_prefix_caching": t.decode_prefix_caching, "router_policy": t.router_policy,
+                         "placement": t.placement, "router_node": socket.gethostname(),
                          "decode_draft_model": t.decode_draft_model,
-                         "router_node": socket.gethostname(),
                          "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
 def parity(job: NodeContext, rc: int) -> int:

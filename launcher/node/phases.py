@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 from launcher.bench import known_answer as ka
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import num_speculative_tokens
+from launcher.node import disagg
 from launcher.node.context import NodeContext
 from launcher.node.lifecycle import ServerError, ServerProcess
 from launcher.node.net import subprocess_line
@@ -23,8 +25,14 @@ def restart_without_speculation(job: NodeContext, why: str) -> ServerProcess:
     the lossless reference and the matched baseline share this one start."""
     job.log(f"restarting the server without speculation ({why})")
     job.stop_server("speculative server")
+    if is_disagg(job):  # the same prefill/decode servers and router, without speculation
+        return disagg.serve(job, speculative_config=None, phase="baseline" if "baseline" in why else "reference")
     return job.serve(speculative_config=None,
                      phase="baseline server" if "baseline" in why else "reference server")
+
+
+def is_disagg(job: NodeContext) -> bool:
+    return job.spec.topology is not None and job.spec.topology.kind == "disagg"
 
 
 def lossless_reference(job: NodeContext, server: ServerProcess, spec_outputs: Path) -> int:
@@ -40,7 +48,10 @@ def baseline_bench(job: NodeContext, server: ServerProcess, baseline_dir: Path) 
     """The matched baseline (sweep.baseline=true): the baseline's benchmark (this
     job spec's baseline section) against this server."""
     (baseline_dir / "logs").mkdir(parents=True, exist_ok=True)
-    ready = write_server_ready(ready_path(baseline_dir), server.ready_info(job.spec.bind_host))
+    info = server.ready_info(job.spec.bind_host)
+    if is_disagg(job):  # the baseline's points read the same topology (servers, decode /metrics)
+        info = replace(info, **disagg.ready_info(job, server))
+    ready = write_server_ready(ready_path(baseline_dir), info)
     return job.run_client(job.bench_argv(server.url, role="baseline"), server, ready, "baseline benchmark")
 
 

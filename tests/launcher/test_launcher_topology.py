@@ -76,7 +76,10 @@ def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
     (("bench.disagg_parity=true",), "bench.disagg_parity: is set without a disaggregated topology"),
     (("topology=disagg", "topology.kv_lease_duration_s=30"), "topology.kv_lease_duration_s: is 30"),
     (("topology=disagg", "topology.kv_buffer_device=cuda"), "topology.kv_buffer_device: is cuda on a cluster"),
-    (("topology=disagg", "sweep.baseline=true"), "sweep.baseline: is not supported with topology=disagg"),
+    (("topology=disagg", "topology.router_policy=kv_aware"),
+     "topology.router_policy: is 'kv_aware' (needs the prefill servers' KV events"),
+    (("topology=disagg", "topology.router_policy=nearest"),
+     "topology.router_policy: is 'nearest' (fix: use one of round_robin, power_of_two, cache_aware"),
     (("topology=disagg", "parallel.dp=2"), "parallel.dp: is 2: a disaggregated server is one replica"),
 ])
 def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, line):
@@ -104,3 +107,56 @@ def test_each_cpu_server_gets_its_own_cores():
     env = get_engine("vllm").disagg_env(5600, [[0, 1], [2, 3]])
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1|2,3"
     assert "VLLM_CPU_OMP_THREADS_BIND" not in get_engine("vllm").disagg_env(5600)
+
+
+def test_router_policies_stay_available(compose, tmp_path):
+    for policy in ("round_robin", "power_of_two", "cache_aware"):
+        cfg = compose("topology=disagg", "topology.prefill=2", f"topology.router_policy={policy}",
+                      f"output_dir={tmp_path}")
+        assert validate(cfg) == []
+        (job,) = make_plan(cfg).jobs
+        router = next(ln for ln in describe_commands(job) if ln.startswith("#   router: "))
+        assert f"--policy {policy}" in router and router.count("--prefill ") == 2
+
+
+def test_baseline_with_disagg_is_the_same_topology_without_speculation(compose, tmp_path):
+    cfg = compose("topology=disagg", "sweep.baseline=true", f"output_dir={tmp_path}")
+    assert validate(cfg) == []
+    plan = make_plan(cfg)
+    (job,) = plan.jobs
+    assert "-pd1x1-" in plan.baseline.server_id and plan.baseline.server_id.startswith("tiny-none-tp1-pd1x1-")
+    assert plan.baseline.speculative_config is None and job.baseline.run_here
+    # the aggregated baseline keeps its own folder
+    agg = make_plan(compose("sweep.baseline=true", f"output_dir={tmp_path}")).baseline
+    assert agg.server_id != plan.baseline.server_id and "-pd" not in agg.server_id
+    # the disaggregated servers' argv without the speculative flags, the KV-transfer flags kept
+    argv = job.server_argv("127.0.0.1", 1, disagg_role="decode", speculative_config=None)
+    assert "--speculative-config" not in argv and "--kv-transfer-config" in argv
+
+
+def test_three_cpu_servers_on_two_cores_decode_keeps_its_own():
+    from launcher.contracts.job import disagg_core_sets
+
+    assert disagg_core_sets([0, 1], ["prefill", "decode"]) == [[[0]], [[1]]]  # enough cores: disjoint
+    assert disagg_core_sets([0, 1], ["prefill", "prefill", "decode"]) == [[[0]], [[0]], [[1]]]
+    assert disagg_core_sets([0, 1, 2], ["prefill", "prefill", "decode", "decode"]) == [[[0]], [[0]], [[1]], [[2]]]
+    assert disagg_core_sets([0], ["prefill", "decode"]) is None  # no core left for prefill: vLLM's own
+    assert disagg_core_sets([0, 1], ["prefill", "decode"], tp=2) is None
+
+
+def test_router_gets_the_servers_key_from_its_environment_never_its_command_line():
+    eng = get_engine("vllm")
+    argv = eng.router_argv("vllm-router", "127.0.0.1", 9000, ["http://p0"], ["http://d0"], "cache_aware")
+    keyed, env = eng.router_with_key(argv, "s3cret")
+    assert keyed == argv and not any("s3cret" in a for a in keyed)
+    assert env == {"OPENAI_API_KEY": "s3cret"}  # what vllm-router's P/D mode sends the servers
+
+
+def test_kv_path_warm_up_waits_for_every_server():
+    from launcher.node.disagg import unwarmed
+
+    before = {"prefill0": 0.0, "prefill1": 0.0, "decode0": 0.0}
+    assert unwarmed(before, {"prefill0": 1.0, "prefill1": 0.0, "decode0": 1.0}) == ["prefill1"]
+    assert unwarmed(before, {"prefill0": 1.0, "prefill1": 1.0, "decode0": 2.0}) == []
+    # a server whose counter cannot be read is not waited for
+    assert unwarmed({"prefill0": None, "decode0": 0.0}, {"prefill0": None, "decode0": None}) == []

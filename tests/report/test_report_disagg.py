@@ -29,3 +29,22 @@ def test_disagg_block_shows_acceptance_per_drafted_step_and_the_structural_cost(
     html = disagg_block(parity)
     assert "acceptance per drafted step within 5%: True" in html
     assert "<td>2.259</td><td>2.259</td><td>-5.2%</td>" in html and "post-transfer step" in html
+
+
+def test_prefix_cache_block_shows_each_servers_hits_per_point(tmp_path):
+    from launcher.report.html import prefix_cache_block
+    from launcher.results.job_dir import Job, Point
+
+    def point(name, p0, p1):
+        w = {"router_policy": "cache_aware", "prefill_queries": p0[1] + p1[1], "prefill_hits": p0[0] + p1[0],
+             "prefill_hit_rate": (p0[0] + p1[0]) / (p0[1] + p1[1]),
+             "servers": [{"server": "prefill0", "hits": p0[0], "queries": p0[1]},
+                         {"server": "prefill1", "hits": p1[0], "queries": p1[1]}]}
+        return Point(dataset="mtbench", temperature=0.0, concurrency=1, dir=name, status="complete", reason=None,
+                     path=tmp_path / name, row={"prefix_cache": w})
+
+    job = Job(path=tmp_path, summary={}, points=[point("mtbench/t0_c1", (64, 300), (32, 200))])
+    html = prefix_cache_block(job)
+    assert "Prefix cache per server" in html and "<th>prefill0 hits / queries</th>" in html
+    assert "<td>mtbench/t0_c1</td><td>cache_aware</td><td>64 / 300</td><td>32 / 200</td><td>19.2%</td>" in html
+    assert prefix_cache_block(Job(path=tmp_path, summary={}, points=[])) == ""

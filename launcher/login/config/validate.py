@@ -336,6 +336,11 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
         add("topology.router", f"is '{t.router}'", f"use one of {', '.join(ROUTERS)}")
     if not t.router_command.strip():
         add("topology.router_command", "is empty", f"set the {t.router} executable")
+    if engine is not None and t.router_policy not in engine.router_policies:
+        why = engine.refused_router_policies.get(t.router_policy)
+        add("topology.router_policy", f"is '{t.router_policy}'" + (f" ({why})" if why else ""),
+            f"use one of {', '.join(engine.router_policies)} (cache_aware: a conversation's later turns go "
+            "to the prefill server that has its prefix)")
     if t.decode_draft_model is not None and (cfg.draft.method in METHODS_WITHOUT_DRAFT_CKPT
                                              or not t.decode_draft_model.strip()):
         add("topology.decode_draft_model", f"is set but draft.method={cfg.draft.method} has no draft model"
@@ -346,9 +351,6 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
     for field_, what, fix_ in placement.problems(t.prefill, t.decode, cl.nodes, t.placement, t.prefill_nodes,
                                                  cl.gpus_per_node, par.tp):
         add(field_, what, fix_)
-    if cfg.sweep.baseline:
-        add("sweep.baseline", "is not supported with topology=disagg yet",
-            "run the baseline with topology=aggregated, or bench.disagg_parity=true for the aggregated comparison")
     if not 0 < cfg.bench.disagg_al_tolerance < 1:
         add("bench.disagg_al_tolerance", f"is {cfg.bench.disagg_al_tolerance}", "use a fraction, e.g. 0.05")
 
