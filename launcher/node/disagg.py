@@ -24,8 +24,8 @@ from launcher.engines import get_engine
 from launcher.node.context import NodeContext
 from launcher.node.lifecycle import describe_returncode, ServerProcess, ServerStartError
 from launcher.node import slurm_steps
-from launcher.node.net import client_host, pick_free_port, subprocess_line
-from launcher.node.node_facts import NodeFacts, probe_nodes
+from launcher.node.net import client_host, subprocess_line
+from launcher.node.node_facts import NodeFacts, free_ports, probe_nodes
 from launcher.results.disagg_parity import one_line, read_parity
 
 
@@ -98,7 +98,7 @@ def _placement(job: NodeContext) -> list[PlacedServer]:
 
     def port() -> int:
         while True:
-            p = pick_free_port(sp.bind_host)
+            p = free_ports(client_host(sp.bind_host) if sp.bind_host.strip() in ("", "*") else sp.bind_host, 1)[0]
             if p not in taken:
                 taken.add(p)
                 return p
@@ -139,7 +139,7 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
 
     def port() -> int:  # the router's, on this node
         while True:
-            p = pick_free_port(host)
+            p = free_ports(client_host(host) if host.strip() in ("", "*") else host, 1)[0]
             if p not in taken:
                 taken.add(p)
                 return p

@@ -13,6 +13,7 @@ import fcntl
 import ipaddress
 import json
 import os
+import random
 import socket
 import struct
 import subprocess
@@ -63,11 +64,34 @@ def node_address(hostname: Optional[str] = None) -> str:
     return "127.0.0.1"
 
 
-def free_ports(host: str, n: int) -> list[int]:
-    """``n`` distinct ports free on ``host`` now (sockets held until all are picked)."""
-    socks = []
+def ephemeral_range() -> tuple[int, int]:
+    """The ports this node's outgoing connections take their source port from."""
     try:
-        for _ in range(n):
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_ports(host: str, n: int, rng: Optional[random.Random] = None) -> list[int]:
+    """``n`` distinct ports free on ``host`` now, below the ephemeral range where there is
+    room (a port picked by the OS from that range was taken by one of the job's own
+    outgoing connections before the server bound it: measured, "Address already in use")."""
+    lo = ephemeral_range()[0]
+    rng = rng or random.Random()
+    socks: list[socket.socket] = []
+    try:
+        tries = 0
+        while len(socks) < n and lo > 12000 and tries < 200:
+            tries += 1
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind((host, rng.randrange(10000, lo)))
+                socks.append(s)
+            except OSError:
+                s.close()
+        while len(socks) < n:  # no room below the ephemeral range: the OS picks
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
             socks.append(s)

@@ -140,3 +140,13 @@ def test_injected_fault_gives_only_the_decode_servers_another_draft(compose):
 
 def argv_count(argv, flag):
     return sum(a == flag for a in argv)
+
+
+def test_ports_for_servers_come_from_below_the_ephemeral_range():
+    from launcher.node.node_facts import ephemeral_range, free_ports
+
+    ports = free_ports("127.0.0.1", 6)
+    assert len(set(ports)) == 6
+    lo = ephemeral_range()[0]
+    if lo > 12000:
+        assert all(10000 <= p < lo for p in ports), (ports, lo)
