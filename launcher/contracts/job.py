@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import replace, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
@@ -204,6 +204,11 @@ class LaunchSpec:
             a.append("--no-container-mount-home")
         return a + list(self.srun_args)
 
+    def disagg_server_step(self) -> "LaunchSpec":
+        """The launch of one topology=disagg server as its own step: one node, and of a GPU
+        node only its tp x pp GPUs (the others are its neighbours' on that node)."""
+        return replace(self, nodes=1, gpus_per_node=min(self.gpus_per_node, self.tp * self.pp))
+
 
 @dataclass(frozen=True)
 class ParitySpec:
@@ -231,6 +236,15 @@ class TopologySpec:
     router_extra_args: list[str] = field(default_factory=list)
     pin_cpu_cores: bool = True  # CPU build: each server its own cores (cpu_core_sets)
     parity: Optional[ParitySpec] = None
+    # The node index (0: the head, where the router runs) of every server in roles() order
+    # (launcher.contracts.placement); empty: every server on the head
+    server_nodes: list[int] = field(default_factory=list)
+    placement: str = "one_node"  # one_node | split (what topology.placement resolved to)
+    decode_draft_model: Optional[str] = None  # an injected fault: the decode servers' own draft
+
+    def node_of(self, n: int) -> int:
+        """The node index of the n-th server of roles()."""
+        return self.server_nodes[n] if n < len(self.server_nodes) else 0
 
     def roles(self) -> list[tuple[str, int]]:
         """(role, index) of every server, prefill first: ("prefill", 0), ("decode", 0), ..."""
@@ -302,9 +316,12 @@ class JobSpec:
             f += eng.speculative_flags(cfg) + list(self.acceptance_flags)
         if disagg_role is not None:
             t = self.topology or TopologySpec()
+            if disagg_role == "decode" and t.decode_draft_model and cfg:  # the injected fault
+                f = list(self.server_flags) + eng.speculative_flags({**cfg, "model": t.decode_draft_model}) \
+                    + list(self.acceptance_flags)
             f += eng.disagg_flags(disagg_role, t.kv_connector, t.kv_buffer_device, t.kv_lease_duration_s,
                                   prefix_caching=disagg_role != "decode" or t.decode_prefix_caching)
-        if L.nodes > 1:
+        if L.nodes > 1 and disagg_role is None:  # a disaggregated server is one node's (its placement)
             f += eng.multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
                                      L.gpus_per_node or 1)  # a CPU node (gpus_per_node 0) runs one rank
         return eng.server_argv(self.server_command, self.model, f, host, port)

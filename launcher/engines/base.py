@@ -328,8 +328,11 @@ class Engine(abc.ABC):
         """Every flag :meth:`disagg_flags` may add."""
         raise self._no_disagg()
 
-    def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None) -> dict[str, str]:
-        """The environment of one disaggregated server."""
+    def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None,
+                   side_channel_host: Optional[str] = None) -> dict[str, str]:
+        """The environment of one disaggregated server (``side_channel_host``: the address
+        its KV-transfer handshake listens on and tells its peers; None: the engine's default,
+        this host only)."""
         raise self._no_disagg()
 
     def router_argv(self, command: str, host: str, port: int | str, prefill_urls: list[str],

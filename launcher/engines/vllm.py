@@ -21,6 +21,9 @@ KV_TRANSFER_FLAG = "--kv-transfer-config"
 NO_PREFIX_CACHING_FLAG = "--no-enable-prefix-caching"
 # The NIXL connector's handshake port, one per server on a host (vLLM's envs.py; default 5600).
 NIXL_SIDE_CHANNEL_PORT_ENV = "VLLM_NIXL_SIDE_CHANNEL_PORT"
+# The address the handshake listens on and that a prefill server hands decode in its
+# kv_transfer_params (remote_host; vLLM's default "localhost": one host only)
+NIXL_SIDE_CHANNEL_HOST_ENV = "VLLM_NIXL_SIDE_CHANNEL_HOST"
 # The CPU build's OpenMP core binding ("0,1|2,3": one list per rank; vllm/utils/ompmultiprocessing.py)
 CPU_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"
 # KV-transfer counters on a disaggregated decode server (vLLM 0.32: v1/metrics/loggers.py and
@@ -270,13 +273,13 @@ class VLLM(Engine):
     def disagg_flag_names(self) -> set[str]:
         return {KV_TRANSFER_FLAG, NO_PREFIX_CACHING_FLAG, "--enable-prefix-caching"}
 
-    def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None) -> dict[str, str]:
-        """The environment of one disaggregated server: its own NIXL side-channel port and,
-        on the CPU build, its own cores (``cpu_cores``: one core list per rank). Two CPU
-        servers left to vLLM's automatic binding share every core and spin against each
-        other: measured on 2 cores, requests through the router took 5 to 120 s (and a
-        second transfer hung past 120 s); one core each, 0.3 to 1 s."""
-        env = {NIXL_SIDE_CHANNEL_PORT_ENV: str(int(side_channel_port))}
+    def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None,
+                   side_channel_host: Optional[str] = None) -> dict[str, str]:
+        """One disaggregated server's environment: its NIXL side-channel port and host (across nodes
+        its node's address, which prefill hands decode), and on the CPU build its cores, one list per
+        rank (two servers on vLLM's own binding spun on the same cores: docs/disagg.md)."""
+        env = {NIXL_SIDE_CHANNEL_PORT_ENV: str(int(side_channel_port)),
+               **({NIXL_SIDE_CHANNEL_HOST_ENV: side_channel_host} if side_channel_host else {})}
         if cpu_cores:
             env[CPU_BIND_ENV] = "|".join(",".join(str(c) for c in rank) for rank in cpu_cores)
         return env

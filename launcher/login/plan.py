@@ -15,6 +15,7 @@ from typing import Optional
 
 from omegaconf import OmegaConf
 
+from launcher.contracts import placement
 from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
                                     LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
 from launcher.engines import get_engine
@@ -204,7 +205,11 @@ def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: B
                         kv_buffer_device=device, kv_lease_duration_s=t.kv_lease_duration_s,
                         decode_prefix_caching=t.decode_prefix_caching, router=t.router,
                         router_command=t.router_command, router_policy=t.router_policy,
-                        router_extra_args=list(t.router_extra_args), pin_cpu_cores=t.pin_cpu_cores, parity=parity)
+                        router_extra_args=list(t.router_extra_args), pin_cpu_cores=t.pin_cpu_cores, parity=parity,
+                        placement=placement.resolve(t.placement, cfg.cluster.nodes),
+                        decode_draft_model=t.decode_draft_model,
+                        server_nodes=placement.server_nodes(t.prefill, t.decode, cfg.cluster.nodes, t.placement,
+                                                            t.prefill_nodes))
 
 
 def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint], launch: LaunchSpec,

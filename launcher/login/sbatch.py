@@ -22,6 +22,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 from launcher.login.config.schema import ClusterConfig
 from launcher.login.node_job import node_command
 from launcher.runtime.files import REPO_ROOT
+from launcher.contracts import placement
 from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
 from launcher.engines import get_engine
 
@@ -78,13 +79,19 @@ def describe_commands(job: JobSpec) -> list[str]:
 
         t, eng = job.topology, get_engine(job.engine)
         urls: dict[str, list[str]] = {"prefill": [], "decode": []}
-        for role, i in t.roles():
-            env = eng.disagg_env(0)
-            env = {k: f"<free port {role}{i}>" for k in env}
-            argv = job.server_argv(job.bind_host, f"<{role}{i} port>", disagg_role=role)
+        srun = L.server == "srun"
+        if t.placement == "split":
+            lines.append(f"#   placement: {placement.describe(t.roles(), t.server_nodes)}; the router on node 0")
+        for n, (role, i) in enumerate(t.roles()):
+            node = t.node_of(n)
+            addr = f"<node{node} address>" if srun else "<host>"
+            env = eng.disagg_env(0, side_channel_host=addr if srun else None)
+            env = {k: (addr if v == addr else f"<free port {role}{i}>") for k, v in env.items()}
+            prefix = L.disagg_server_step().server_step_prefix(f"<node{node}>") if srun else []
+            argv = prefix + job.server_argv(job.bind_host, f"<{role}{i} port>", disagg_role=role)
             lines.append(f"#   {role} {i}: {' '.join(f'{k}={shell_join([v])}' for k, v in env.items())} "
                          f"{shell_join(argv)}")
-            urls[role].append(f"http://<host>:<{role}{i} port>")
+            urls[role].append(f"http://{addr}:<{role}{i} port>")
         router = eng.router_argv(t.router_command, job.bind_host, "<router port>", urls["prefill"], urls["decode"],
                                  t.router_policy, tuple(t.router_extra_args))
         lines.append(f"#   router: {shell_join(router)}")

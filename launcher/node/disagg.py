@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
 from launcher.bench.metrics import parse_prometheus_text
-from launcher.contracts.job import BENCH_MODULE, disagg_core_sets
+from launcher.contracts.job import BENCH_MODULE, TopologySpec, disagg_core_sets
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
 from launcher.node.context import NodeContext
 from launcher.node.lifecycle import describe_returncode, ServerProcess, ServerStartError
-from launcher.node.net import client_host, pick_free_port, subprocess_line
+from launcher.node import slurm_steps
+from launcher.node.net import client_host, subprocess_line
+from launcher.node.node_facts import NodeFacts, free_ports, probe_nodes
 from launcher.results.disagg_parity import one_line, read_parity
 
 
@@ -39,6 +43,88 @@ class _NoServer:
         return ""
 
 
+@dataclass(frozen=True)
+class PlacedServer:
+    """One disaggregated server where it runs: its node (None: a process of the job on this
+    host), the address the head and the other servers reach it at, its API and NIXL
+    side-channel ports, and its cores (CPU build, one list per rank; None: vLLM's own)."""
+    role: str
+    index: int
+    node: Optional[str]
+    address: str
+    port: int
+    side_channel_port: int
+    cores: Optional[list] = None
+
+
+def place_servers(t: TopologySpec, tp: int, pin: bool, *, nodes: Optional[list[str]] = None,
+                  facts: Optional[dict[str, NodeFacts]] = None, local_host: str = "127.0.0.1",
+                  local_cores: Optional[list[int]] = None, pick_port=None) -> list[PlacedServer]:
+    """Every server's node, address, ports and cores (pure given its inputs). As Slurm
+    steps (``nodes``: the allocation's hostnames, head first; ``facts``: what each node
+    said of itself): the server on node ``t.server_nodes[n]``, at that node's address, on
+    ports picked there; the servers of nodes on one machine (one boot id) share its cores
+    out between them. As processes of the job: every server on this host."""
+    roles = t.roles()
+    if nodes is None:
+        cores = disagg_core_sets(local_cores or [], [r for r, _ in roles], tp) if pin else None
+        return [PlacedServer(r, i, None, local_host, pick_port(), pick_port(), cores[n] if cores else None)
+                for n, (r, i) in enumerate(roles)]
+    facts = facts or {}
+    names = [nodes[t.node_of(n)] for n in range(len(roles))]
+    ports = {h: list(facts[h].ports) for h in set(names)}
+    machine = {h: facts[h].boot_id or h for h in set(names)}
+    cores_of: dict[int, list] = {}
+    if pin:
+        for m in set(machine.values()):
+            on_m = [n for n, h in enumerate(names) if machine[h] == m]
+            sets = disagg_core_sets(facts[names[on_m[0]]].cpus, [roles[n][0] for n in on_m], tp)
+            if sets:
+                cores_of.update(zip(on_m, sets))
+    out = []
+    for n, ((r, i), h) in enumerate(zip(roles, names)):
+        p, side = ports[h].pop(0), ports[h].pop(0)
+        out.append(PlacedServer(r, i, h, facts[h].address, p, side, cores_of.get(n)))
+    return out
+
+
+def _placement(job: NodeContext) -> list[PlacedServer]:
+    """Where this job's servers run: Slurm steps on their nodes (launch.server=srun, the
+    nodes asked once for their addresses, ports and CPUs), or processes here."""
+    sp, t = job.spec, job.spec.topology
+    eng = get_engine(sp.engine)
+    pin = t.kv_buffer_device == "cpu" and t.pin_cpu_cores and eng.cpu_bind_env not in sp.env
+    taken: set[int] = set()
+
+    def port() -> int:
+        while True:
+            p = free_ports(client_host(sp.bind_host) if sp.bind_host.strip() in ("", "*") else sp.bind_host, 1)[0]
+            if p not in taken:
+                taken.add(p)
+                return p
+
+    if sp.launch.server != "srun":
+        if any(t.server_nodes):
+            raise ServerStartError("topology=disagg across nodes needs Slurm steps (launch.server=srun)")
+        return place_servers(t, sp.launch.tp, pin, local_host=client_host(sp.bind_host),
+                             local_cores=sorted(os.sched_getaffinity(0)), pick_port=port)
+    if not slurm_steps.in_allocation():
+        raise ServerStartError("the spec's launch.server is srun but this is not a Slurm allocation "
+                               "(SLURM_JOB_ID is unset); run it under sbatch/salloc or set launch.server=process")
+    alloc = slurm_steps.allocation_nodes()
+    need = max(t.node_of(n) for n in range(len(t.roles()))) + 1
+    if len(alloc) < need:
+        raise ServerStartError(f"the placement needs {need} nodes but the allocation has {alloc}")
+    used = alloc[:need]
+    per_node = max(t.server_nodes.count(i) if t.server_nodes else len(t.roles()) for i in range(need))
+    try:
+        facts = probe_nodes(job.python, used, 2 * per_node)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        raise ServerStartError(f"asking the nodes for their addresses failed: {e}") from None
+    job.log("nodes: " + ", ".join(f"{h} {facts[h].address} (cpus {facts[h].cpus})" for h in used))
+    return place_servers(t, sp.launch.tp, pin, nodes=alloc, facts=facts)
+
+
 def serve(job: NodeContext, speculative_config: object = "spec", phase: str = "") -> ServerProcess:
     """topology=disagg: the prefill and decode servers, each its own process with its own
     port, NIXL side-channel port, log (logs/<role><i>.log) and readiness, then the router
@@ -48,38 +134,42 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
     sweep.baseline=true); ``phase`` prefixes their log names (``baseline-prefill0.log``)."""
     sp, t = job.spec, job.spec.topology
     eng = get_engine(sp.engine)
-    host, probe = sp.bind_host, client_host(sp.bind_host)
-    if sp.launch.server == "srun" or sp.launch.nodes > 1:
-        raise ServerStartError("topology=disagg runs its servers as processes of the job on one node "
-                               "(launch.server=process, nodes=1)")
+    host = sp.bind_host
     taken: set[int] = set()
 
-    def port() -> int:
+    def port() -> int:  # the router's, on this node
         while True:
-            p = pick_free_port(host)
+            p = free_ports(client_host(host) if host.strip() in ("", "*") else host, 1)[0]
             if p not in taken:
                 taken.add(p)
                 return p
 
     job.members = []
-    cores = None
+    placed = _placement(job)
     if t.kv_buffer_device == "cpu" and t.pin_cpu_cores and eng.cpu_bind_env not in sp.env:
-        cores = disagg_core_sets(sorted(os.sched_getaffinity(0)), [r for r, _ in t.roles()], sp.launch.tp)
-        job.log("CPU cores per server: " + (", ".join(
-            f"{r}{i} {c}" for (r, i), c in zip(t.roles(), cores)) if cores else
-            "shared (fewer cores than server ranks)"))
-    for n, (role, i) in enumerate(t.roles()):
-        p, side = port(), port()
-        argv = sp.server_argv(host, p, disagg_role=role, speculative_config=speculative_config)
-        env, key = job.server_launch(eng.disagg_env(side, cores[n] if cores else None))
-        m = ServerProcess(argv + key.argv, probe_host=probe, port=p, served_name=sp.served_name,
-                          log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env, api_key=job.api_key,
-                          engine=eng, key=key)
-        m.role, m.side_channel_port = f"{role}{i}", side
+        job.log("CPU cores per server: " + (", ".join(f"{s.role}{s.index} {s.cores}" for s in placed)
+                                            if any(s.cores for s in placed) else
+                                            "shared (fewer cores than server ranks)"))
+    if any(s.node for s in placed):
+        job.log("placement (" + t.placement + "): " + ", ".join(
+            f"{s.role}{s.index} on {s.node} ({s.address})" for s in placed) + "; the router on this node")
+    step = sp.launch.disagg_server_step()
+    for s in placed:
+        role, i = s.role, s.index
+        argv = (step.server_step_prefix(s.node) if s.node else []) + sp.server_argv(
+            host, s.port, disagg_role=role, speculative_config=speculative_config)
+        env, key = job.server_launch(eng.disagg_env(s.side_channel_port, s.cores,
+                                                    side_channel_host=s.address if s.node else None))
+        m = ServerProcess(argv + key.argv, probe_host=s.address, port=s.port, served_name=sp.served_name,
+                          log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env,
+                          api_key=job.api_key, engine=eng, key=key)
+        m.role, m.side_channel_port = f"{role}{i}", s.side_channel_port
         m.label = f"{phase + ' ' if phase else ''}{role}{i} server"
-        m.cpu_cores = cores[n] if cores else None
-        job.log(f"starting the {role} server {i} on {host}:{p} (NIXL side channel {side}): "
-                 f"{subprocess_line(argv)}")
+        m.cpu_cores = s.cores
+        m.node, m.address = s.node, s.address
+        where = f"{s.node} ({s.address}:{s.port})" if s.node else f"{host}:{s.port}"
+        job.log(f"starting the {role} server {i} on {where} (NIXL side channel {s.side_channel_port}): "
+                f"{subprocess_line(argv)}")
         m.start()
         job.members.append(m)
     for m in job.members:
@@ -207,6 +297,7 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
     there), and the start-up from the first spawn to the router's readiness."""
     t = job.spec.topology
     servers = [{"role": m.role, "side_channel_port": m.side_channel_port, "cpu_cores": m.cpu_cores,
+                "node": getattr(m, "node", None) or socket.gethostname(), "address": getattr(m, "address", None),
                 **m.ready_info(job.spec.bind_host).to_dict()}
                for m in job.members]
     first = min(m.spawn_unix for m in job.members)
@@ -216,6 +307,8 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
                          "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
                          "kv_lease_duration_s": t.kv_lease_duration_s,
                          "decode_prefix_caching": t.decode_prefix_caching, "router_policy": t.router_policy,
+                         "placement": t.placement, "router_node": socket.gethostname(),
+                         "decode_draft_model": t.decode_draft_model,
                          "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
 def parity(job: NodeContext, rc: int) -> int:
@@ -232,6 +325,12 @@ def parity(job: NodeContext, rc: int) -> int:
     job.log("disagg parity: stopping the disaggregated servers; the aggregated server runs the same points "
              f"into {agg_dir}")
     job.stop_server("disaggregated servers")
+    L = job.spec.launch
+    if L.nodes > 1:  # the aggregated reference is one server on the head node (a step there)
+        head = slurm_steps.allocation_nodes()[0] if L.server == "srun" else None
+        job.spec = replace(job.spec, launch=replace(L.disagg_server_step(), srun_args=[
+            *L.srun_args, *([f"--nodelist={head}"] if head else [])]))
+        job.log(f"disagg parity: the aggregated server on {head or 'this node'}")
     server = job.serve(phase="aggregated server")
     ready = write_server_ready(ready_path(agg_dir), replace(
         server.ready_info(job.spec.bind_host), engine=job.spec.engine, acceptance_source=job.spec.acceptance_source,

@@ -80,7 +80,7 @@ def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
      "topology.router_policy: is 'kv_aware' (needs the prefill servers' KV events"),
     (("topology=disagg", "topology.router_policy=nearest"),
      "topology.router_policy: is 'nearest' (fix: use one of round_robin, power_of_two, cache_aware"),
-    (("topology=disagg", "parallel.dp=2"), "topology: disagg runs every server on one node"),
+    (("topology=disagg", "parallel.dp=2"), "parallel.dp: is 2: a disaggregated server is one replica"),
 ])
 def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, line):
     errs = [e.line() for e in validate(compose(*overrides, f"output_dir={tmp_path}"))]

@@ -195,6 +195,15 @@ class TopologyConfig:
     # CPU build (kv_buffer_device cpu): give each server its own cores (VLLM_CPU_OMP_THREADS_BIND);
     # two servers spinning on the same cores made transfers take minutes on 2 cores (measured)
     pin_cpu_cores: bool = True
+    # Which node each server runs on (launcher/contracts/placement.py, docs/disagg.md "Across
+    # nodes"): auto (one_node on one node, split on several), one_node (every server on the
+    # head node), split (prefill servers on the first prefill_nodes nodes, decode servers on
+    # the rest, round-robin within a role); the router runs on the head node
+    placement: str = "auto"
+    prefill_nodes: Optional[int] = None  # split: nodes for the prefill servers (None: in proportion)
+    # A fault to inject, for checking the parity verdict: the decode servers speculate with this
+    # draft instead of the recipe's (prefill and the aggregated reference keep the recipe's)
+    decode_draft_model: Optional[str] = None
 
 
 @dataclass

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from launcher import golden
+from launcher.contracts import placement
 from launcher.engines import (AcceptanceSource, default_engine, EngineError, ENGINES, forced_acceptance as fa_mod,
                               get_engine, parse_version, RecipeFacts)
 from launcher.login.config.schema import (KV_BUFFER_DEVICES, LauncherConfig, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS,
@@ -132,7 +133,9 @@ def _check_parallelism(cfg: LauncherConfig, add, errs: list) -> None:
         add("parallel.ep", f"is {par.ep}; vLLM's expert-parallel group is tp x dp = {ep_group}",
             f"set parallel.ep={ep_group} (expert parallel on) or parallel.ep=1 (off)")
     total = cl.nodes * cl.gpus_per_node
-    if cl.gpus_per_node > 0 and cl.nodes >= 1:
+    if cfg.topology.kind == "disagg" and gpus <= max(1, cl.gpus_per_node):
+        pass  # one-node servers placed on the nodes: launcher/contracts/placement.py judges the fit
+    elif cl.gpus_per_node > 0 and cl.nodes >= 1:
         if cl.nodes == 1 and gpus > total:
             add("parallel.tp", f"tp x pp x dp = {gpus} GPUs exceeds cluster '{cl.name}' gpus_per_node="
                 f"{cl.gpus_per_node}", f"use tp x pp x dp <= {cl.gpus_per_node}, or cluster.nodes="
@@ -342,16 +345,16 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
         add("topology.router_policy", f"is '{t.router_policy}'" + (f" ({why})" if why else ""),
             f"use one of {', '.join(engine.router_policies)} (cache_aware: a conversation's later turns go "
             "to the prefill server that has its prefix)")
-    if cl.nodes > 1 or par.dp > 1:
-        add("topology", "disagg runs every server on one node, one replica each",
-            "use cluster.nodes=1 and parallel.dp=1 with topology=disagg")
-    if cl.gpus_per_node and (t.prefill + t.decode) * par.tp > cl.gpus_per_node:
-        add("topology", f"{t.prefill} prefill + {t.decode} decode servers of tp {par.tp} need "
-            f"{(t.prefill + t.decode) * par.tp} GPUs; a node has {cl.gpus_per_node}",
-            "fewer servers or a smaller tp")
-    if cl.executor == "slurm" and cl.container_scope == "server" and cl.container_image:
-        add("topology", "disagg starts its servers as processes of the job, not as container steps",
-            "cluster.container_scope=job (the whole job in the image)")
+    if t.decode_draft_model is not None and (cfg.draft.method in METHODS_WITHOUT_DRAFT_CKPT
+                                             or not t.decode_draft_model.strip()):
+        add("topology.decode_draft_model", f"is set but draft.method={cfg.draft.method} has no draft model"
+            if t.decode_draft_model.strip() else "is empty", "use a draft-model recipe, or drop it")
+    if par.dp > 1:
+        add("parallel.dp", f"is {par.dp}: a disaggregated server is one replica",
+            "use parallel.dp=1 and more servers (topology.prefill / topology.decode)")
+    for field_, what, fix_ in placement.problems(t.prefill, t.decode, cl.nodes, t.placement, t.prefill_nodes,
+                                                 cl.gpus_per_node, par.tp):
+        add(field_, what, fix_)
     if not 0 < cfg.bench.disagg_al_tolerance < 1:
         add("bench.disagg_al_tolerance", f"is {cfg.bench.disagg_al_tolerance}", "use a fraction, e.g. 0.05")
 
