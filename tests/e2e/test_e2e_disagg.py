@@ -125,3 +125,44 @@ def test_disagg_sweep_through_the_router_with_kv_transfer_and_parity(disagg_run)
     # nothing left running: each server and the router found by its port
     for port in [s["port"] for s in topo["servers"]] + [ready["port"]]:
         assert processes_matching("vllm", f"--port {port}") == [], port
+
+
+@pytest.fixture(scope="module")
+def round_robin_run(real_stack, tmp_path_factory):
+    """The same servers and workload behind round_robin, concurrency 1 only (the clean comparison:
+    the first point, no earlier point's prompts in any cache), no parity and no key."""
+    out = tmp_path_factory.mktemp("disagg_rr")
+    keep = [o for o in OVERRIDES if not o.startswith(("bench.disagg_parity", "sweep.concurrencies",
+                                                       "topology.router_policy"))]
+    proc = subprocess.run(stack.launcher_cmd(*keep, "sweep.concurrencies=[1]", "topology.router_policy=round_robin",
+                                             f"output_dir={out}"),
+                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=1500)
+    jobs = [d for d in (out / "smoke").iterdir() if (d / "job.json").exists() and "-pd2x1-" in d.name]
+    return proc, jobs
+
+
+def test_cache_aware_finds_more_prefix_hits_than_round_robin_on_the_same_workload(disagg_run, round_robin_run):
+    def c1_prefix_cache(job: Path) -> dict:
+        pts = json.loads((job / "summary.json").read_text())["points"]
+        row = next(p for p in pts if p["dir"].endswith("t0_c1"))
+        assert row["status"] == "complete", row
+        return read_point(job / row["dir"]).conf_ext["prefix_cache"]
+
+    proc, jobs = round_robin_run
+    assert proc.returncode == 0 and len(jobs) == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rr = c1_prefix_cache(jobs[0])
+    _, aware_jobs = disagg_run
+    aware = c1_prefix_cache(next(d for n, d in aware_jobs.items() if "-pd2x1-" in n))
+    assert rr["router_policy"] == "round_robin" and aware["router_policy"] == "cache_aware"
+    # the same requests looked up the same prompts, over the same two prefill servers
+    assert {s["server"] for s in rr["servers"]} == {s["server"] for s in aware["servers"]}
+    # a conversation's turn 2 sent where its turn 1 was prefilled finds its blocks there;
+    # round_robin alternates servers, so it finds at most what the prompts share (the template)
+    assert aware["prefill_hits"] > rr["prefill_hits"], (aware, rr)
+    # round_robin spread the lookups over both prefill servers; cache_aware is free not to
+    by_rr = {s["server"]: s for s in rr["servers"]}
+    assert by_rr["prefill0"]["queries"] > 0 and by_rr["prefill1"]["queries"] > 0, rr
+    for port_job in jobs:
+        ready = json.loads((port_job / "server_ready.json").read_text())
+        for port in [s["port"] for s in ready["topology"]["servers"]] + [ready["port"]]:
+            assert processes_matching("vllm", f"--port {port}") == [], port
