@@ -194,12 +194,22 @@ def read_parity(job_dir) -> Optional[dict]:
     return v if isinstance(v, dict) else None
 
 
+def _cost_words(cost: Optional[float], acceptance_ok: Optional[bool]) -> str:
+    """The Average_AL difference in words: the post-transfer step's cost only where acceptance per
+    drafted step agreed; under a real loss it is the step and the loss together."""
+    if cost is None:
+        return ""
+    if acceptance_ok:
+        return f"; the post-transfer step costs Average_AL {cost:+.1%}"
+    return f"; Average_AL differs by {cost:+.1%} (the post-transfer step and the acceptance loss together)"
+
+
 def one_line(verdict: Mapping) -> str:
     c = verdict.get("checks") or {}
     cost = structural_cost(verdict)
     head = (f"disagg parity {verdict.get('verdict')}: T=0 outputs equal {c.get('outputs_equal_at_t0')}, "
             f"acceptance per drafted step within {verdict.get('al_tolerance', 0):.0%} {acceptance_check(c)}, "
             f"every request transferred {c.get('every_request_transferred')}"
-            + (f"; the post-transfer step costs Average_AL {cost:+.1%}" if cost is not None else ""))
+            + _cost_words(cost, acceptance_check(c)))
     probs = verdict.get("problems") or []
     return head + (f"; {probs[0]}" + (f" (+{len(probs) - 1} more)" if len(probs) > 1 else "") if probs else "")

@@ -85,6 +85,9 @@ def test_a_real_acceptance_loss_on_decode_fails():
     v = parity_verdict({"points": [lossy]}, {"points": [_measured(MEASURED_AGG)]}, 0.05, {})
     assert v["verdict"] == "fail" and v["checks"]["acceptance_within_tolerance"] is False
     assert per_step_al(120, 128, 8) == 2.0 and "acceptance per drafted step 2.000 disagg vs 2.259" in v["problems"][0]
+    # the whole Average_AL difference is not called the structural step's cost when acceptance was lost
+    assert "post-transfer step costs" not in one_line(v)
+    assert "(the post-transfer step and the acceptance loss together)" in one_line(v)
 
 
 def test_without_step_counts_the_verdict_falls_back_to_average_al_and_says_so():
