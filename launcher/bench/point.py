@@ -246,6 +246,10 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                                        stream_counted=ctx.stream_counted)
         if check is not None:
             check = {"dataset": dataset, "temperature": temperature, "points": [o.dir for o in outcomes]} | check
+            if ctx.server_ready.topology:  # the run's window is exact; a point's may take a neighbour's transfer
+                check["kv_transfer"] = kv_transfer_window(ar.server_metrics(group_dir) or {},
+                                                          endpoints=ctx.server_ready.metrics_urls or None,
+                                                          names=ctx.engine.kv_transfer_metrics)
     if ctx.stream_counted:  # chunk counts are exact only where the server's steps say so
         for o in outcomes:
             if o.status == "complete":

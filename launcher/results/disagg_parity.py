@@ -56,9 +56,15 @@ def per_step_al(accepted: Optional[float], steps: Optional[float], structural_st
 
 
 def post_transfer_steps(disagg: PointRow) -> Optional[float]:
-    """The decode side's structural steps: one per transfer (per turn when no count)."""
+    """The decode side's structural steps: one per turn whose prompt came by transfer. Where
+    every prompt came by transfer that is the point's turns (counted from its own records); else
+    the decode servers' transfer counter over the point's /metrics window, which a boundary
+    scrape can shift by a transfer between neighbouring points (the run's window is exact:
+    summary.json's prometheus_runs)."""
     kv = disagg.kv_transfer or {}
-    n = kv.get("transfers") if kv.get("transfers") is not None else disagg.num_turns
+    if disagg.num_turns is not None and (kv.get("every_prompt_transferred") or kv.get("transfers") is None):
+        return float(disagg.num_turns)
+    n = kv.get("transfers")
     return float(n) if n is not None else None
 
 

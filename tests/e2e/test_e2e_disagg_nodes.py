@@ -6,10 +6,8 @@
   node and the decode server on the other, each its own Slurm step, the KV cache moving
   over NIXL between the nodes' bridge addresses, the router on the head; the parity verdict
   against the aggregated server passes and every prompt's KV was transferred.
-- An injected acceptance loss (`topology.decode_draft_model`: the decode server speculates
-  with a weaker draft than the recipe's, which prefill and the aggregated reference keep)
-  fails the verdict, on acceptance alone, and fails the job (exit 1). One host (local
-  executor): the verdict's logic does not depend on where the servers run.
+- The verdict failing on an injected acceptance loss runs on one host:
+  tests/e2e/test_e2e_disagg.py (the verdict's logic does not depend on where the servers run).
 
 Reduced sweeps (MT-Bench, T=0, 2 questions x 2 turns, 32 output tokens).
 """
@@ -89,9 +87,14 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
     for row in parity["points"]:
         assert row["disagg"]["num_accepted_draft_tokens"] == row["aggregated"]["num_accepted_draft_tokens"], row
         assert row["extra_verify_steps_per_turn"] == 1.0, row
-    # every turn's prompt transferred once: 2 questions x 2 turns per point (the points' counter
-    # windows split them unevenly: 6 and 2 in the run of docs/disagg.md, so no per-point count)
-    assert sum(r["kv_transfer"]["transfers"] for r in parity["points"]) == 4 * len(parity["points"])
+    # every turn's prompt transferred once, counted over the run's /metrics window (exact; a point's
+    # own window can take its neighbour's transfer at a boundary scrape: 6 and 2, or 5 and 4, seen)
+    (run,) = summary["prometheus_runs"]
+    turns = sum(p["num_turns"] for p in summary["points"])
+    assert run["kv_transfer"]["transfers"] == turns == 2 * 2 * len(summary["points"]), (run, turns)
+    assert run["kv_transfer"]["every_prompt_transferred"], run
+    for row in parity["points"]:  # the steps set aside are the point's turns, whatever its window counted
+        assert row["post_transfer_steps"] == 4, row
     agg = jobs[next(n for n in jobs if "-pd" not in n)]
     assert parity["aggregated_job"] == str(agg)
     assert all(p["status"] == "complete" for p in json.loads((agg / "summary.json").read_text())["points"])
@@ -102,24 +105,3 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
         assert processes_matching("vllm.entrypoints.openai.api_server", f"--port {s['port']}") == []
     q = subprocess.run(["squeue", "-h", "-j", str(result["slurm_job_id"])], capture_output=True, text=True, env=env)
     assert q.stdout.strip() == "", q.stdout
-
-
-def test_an_injected_acceptance_loss_fails_the_verdict(real_stack, tmp_path):
-    out = tmp_path / "results"
-    weaker = stack.TARGET.parent / "tiny-draft-noisy"
-    proc = subprocess.run(stack.launcher_cmd("topology=disagg", "draft=tiny_identical", "sweep.concurrencies=[1]",
-                                             f"topology.decode_draft_model={weaker}", *SMALL, f"output_dir={out}"),
-                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=1500)
-    jobs = _jobs(out)
-    disagg = next(d for n, d in jobs.items() if "-pd1x1-" in n)
-    log = (disagg / "logs" / "job.log").read_text()
-    assert proc.returncode == 1, f"{proc.stdout[-2000:]}\n{log[-4000:]}"
-    parity = json.loads((disagg / "disagg_parity.json").read_text())
-    assert parity["verdict"] == "fail"
-    # the loss is the decode side's acceptance; the outputs (lossless) and the transfers are as they should be
-    assert parity["checks"] == {"outputs_equal_at_t0": True, "acceptance_within_tolerance": False,
-                                "every_request_transferred": True}, parity["problems"]
-    (point,) = parity["points"]
-    assert point["disagg"]["num_accepted_draft_tokens"] < point["aggregated"]["num_accepted_draft_tokens"], point
-    assert point["per_step_al_rel_diff"] < -0.05, point
-    assert "disagg parity" in log and "fail" in log

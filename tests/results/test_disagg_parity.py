@@ -78,6 +78,23 @@ def test_the_post_transfer_step_is_set_aside_and_its_cost_reported():
     assert "post-transfer step costs Average_AL -5.2%" in one_line(v)
 
 
+def test_a_transfer_counted_in_the_neighbouring_window_does_not_move_the_set_aside_steps():
+    """A point's transfer counter comes from its own /metrics window, which a boundary scrape can
+    shift by a transfer (the fresh-clone CI counted 9 over two points of 4 turns each): when every
+    prompt came by transfer, the steps set aside are the point's turns, from its own records."""
+    out = {81: ["x"]}
+    for counted in (7, 9):
+        shifted = _measured(MEASURED_DISAGG, kv_transfer=dict(KV_OK, transfers=counted))
+        v = parity_verdict({"points": [shifted]}, {"points": [_measured(MEASURED_AGG)]}, 0.05,
+                           {"mtbench/t0_c1": (out, dict(out))})
+        assert v["verdict"] == "pass" and v["points"][0]["post_transfer_steps"] == 8, v
+    # not every prompt by transfer: the counter is all there is
+    partial = _measured(MEASURED_DISAGG, kv_transfer=dict(KV_OK, transfers=6, every_prompt_transferred=False,
+                                                           local_compute_tokens=300))
+    v = parity_verdict({"points": [partial]}, {"points": [_measured(MEASURED_AGG)]}, 0.05, {})
+    assert v["points"][0]["post_transfer_steps"] == 6 and v["checks"]["every_request_transferred"] is False
+
+
 def test_a_real_acceptance_loss_on_decode_fails():
     """The decode server accepts fewer drafts than the aggregated one (e.g. another draft):
     setting the structural step aside does not hide it."""
