@@ -16,6 +16,7 @@ import yaml
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.kv_transfer import kv_transfer_window, topology_note
 from launcher.bench.prefix_cache import prefix_cache_window, scrape_urls
+from launcher.bench.ttft_split import client_mean_ttft_ms, ttft_split
 from launcher.bench.metrics import (acceptance_rate, attach_stream_stats, DEFAULT_METRICS, profiling_records,
                                     read_profile_export, RecordError, timing)
 from launcher.bench.recorded_on import this_point
@@ -591,7 +592,10 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                                                     names=ctx.engine.kv_transfer_metrics),
                   "prefix_cache": prefix_cache_window(ar.server_metrics(aip) or {}, topology,
                                                       router_policy=topology.get("router_policy"),
-                                                      names=ctx.engine.kv_transfer_metrics)}
+                                                      names=ctx.engine.kv_transfer_metrics),
+                  "ttft_split": ttft_split(ar.server_metrics(aip) or {}, topology,
+                                           client_ttft_ms=client_mean_ttft_ms(ok_records),
+                                           names=ctx.engine.kv_transfer_metrics)}
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
     sampling = dict(ctx.runtime.get("sampling_kwargs") or {})
@@ -642,6 +646,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     if disagg:
         o.values["kv_transfer"] = disagg["kv_transfer"]
         o.values["prefix_cache"] = disagg["prefix_cache"]
+        o.values["ttft_split"] = disagg["ttft_split"]
     if ctx.stream_counted:  # one AIPerf run per point: its own window is the check (phases: the run's)
         o.values["acceptance_exact"] = bool((acc[EXTENSION_KEY].get("prometheus_window") or {}).get("is_the_points_own"))
     o.status, o.reason = ("complete", None) if reason is None else ("failed", reason)

@@ -140,6 +140,10 @@ class KvTransferMetrics:
     prefix_cache_queries: Optional[str] = None
     prefix_cache_hits: Optional[str] = None
     requests_done: Optional[str] = None  # requests a server finished (each prefill/decode server warmed)
+    # per-server request-time histograms (seconds), for a disaggregated point's TTFT split
+    queue_time: Optional[str] = None  # waiting in the server's queue
+    prefill_time: Optional[str] = None  # the server's prefill of the request
+    first_token_time: Optional[str] = None  # the server's own time to first token
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,11 @@ NIXL_EXPIRED_REQUESTS = "vllm:nixl_num_kv_expired_reqs"
 PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
 PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
 REQUESTS_DONE = "vllm:request_success"  # label finished_reason
+# Per-request time histograms, seconds (vLLM 0.32 v1/metrics/loggers.py). On a decode server the
+# time to first token runs from its arrival there: the KV pull and the first step included.
+REQUEST_QUEUE_TIME = "vllm:request_queue_time_seconds"
+REQUEST_PREFILL_TIME = "vllm:request_prefill_time_seconds"
+TIME_TO_FIRST_TOKEN = "vllm:time_to_first_token_seconds"
 # Where vllm-router's P/D mode reads the key it sends to the servers (router_with_key)
 ROUTER_KEY_ENV = "OPENAI_API_KEY"
 # vllm-router 0.1.17's --policy choices in its P/D mode (vllm-router --help). cache_aware keeps
@@ -108,7 +113,8 @@ class VLLM(Engine):
         prompt_tokens_by_source=PROMPT_TOKENS_BY_SOURCE, prompt_token_sources=PROMPT_TOKEN_SOURCES,
         xfer_time=NIXL_XFER_TIME, bytes=NIXL_BYTES, failed_transfers=NIXL_FAILED_TRANSFERS,
         expired_requests=NIXL_EXPIRED_REQUESTS, prefix_cache_queries=PREFIX_CACHE_QUERIES,
-        prefix_cache_hits=PREFIX_CACHE_HITS, requests_done=REQUESTS_DONE)
+        prefix_cache_hits=PREFIX_CACHE_HITS, requests_done=REQUESTS_DONE, queue_time=REQUEST_QUEUE_TIME,
+        prefill_time=REQUEST_PREFILL_TIME, first_token_time=TIME_TO_FIRST_TOKEN)
     router_policies = ROUTER_POLICIES
     refused_router_policies = REFUSED_ROUTER_POLICIES
     metrics = MetricNames(drafts="vllm:spec_decode_num_drafts", accepted="vllm:spec_decode_num_accepted_tokens",

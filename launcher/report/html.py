@@ -477,6 +477,31 @@ def prefix_cache_block(job: Job) -> str:
             + "</tr>" + "".join(body) + "</table>")
 
 
+def _ttft_split(p: Point) -> dict | None:
+    ext = ((p.configuration or {}).get(EXTENSION_KEY) or {}) if p.configuration else {}
+    return ext.get("ttft_split") or (p.row.extra.get("ttft_split") if p.row else None) or None
+
+
+def ttft_split_block(job: Job) -> str:
+    """topology=disagg: where each point's time to first token went, in mean ms (the engine's
+    per-server histograms; launcher/bench/ttft_split.py)."""
+    rows = [(p.dir, w) for p in job.points if isinstance(w := _ttft_split(p), dict)]
+    if not rows:
+        return ""
+    keys = ("client_ttft_ms", "prefill_queue_ms", "prefill_compute_ms", "prefill_server_ttft_ms", "kv_transfer_ms",
+            "decode_server_ttft_ms", "router_and_http_ms")
+    hdr = ["point", "client TTFT", "prefill queue", "prefill", "prefill server TTFT", "KV transfer",
+           "decode server TTFT", "router and HTTP"]
+    body = ["<tr>" + "".join(f"<td>{_e(c)}</td>" for c in
+                             [point, *[f"{w[k]:.1f}" if w.get(k) is not None else "-" for k in keys]]) + "</tr>"
+            for point, w in rows]
+    return ("<h3>Time to first token, split (mean ms)</h3><p>Client TTFT = the prefill server's own TTFT "
+            "(queue and prefill) + the decode server's own (its KV pull and first step) + the router's hops "
+            "and HTTP. Means over the point's window from each server's histograms: the engine exposes no "
+            "per-request split.</p><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in hdr) + "</tr>"
+            + "".join(body) + "</table>")
+
+
 def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> str:
     left_out = [p for p in job.points if not p.ok]
     note = ""
@@ -490,7 +515,7 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"<h3>Golden reference</h3>{golden_block(job.summary.get('golden'))}"
             f"<h3>Known-answer probe</h3>"
             f"{known_answer_block(job.summary.get('known_answer'), [p.row for p in job.points])}"
-            f"{disagg_block(read_parity(job.path))}{prefix_cache_block(job)}"
+            f"{disagg_block(read_parity(job.path))}{prefix_cache_block(job)}{ttft_split_block(job)}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
 

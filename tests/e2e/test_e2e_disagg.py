@@ -100,6 +100,13 @@ def test_disagg_sweep_through_the_router_with_kv_transfer_and_an_injected_loss_f
         by = {s["server"]: s for s in pc["servers"]}
         assert set(by) == {"prefill0", "decode0"} and by["decode0"]["hits"] == 0, pc
         assert pc["prefill_queries"] > 0, pc
+        # where the first token's time went: each side's own TTFT, the rest the router's and HTTP's
+        split = res.conf_ext["ttft_split"]
+        assert split["prefill_server_ttft_ms"] > 0 and split["decode_server_ttft_ms"] > 0, split
+        assert 0 < split["kv_transfer_ms"] < split["decode_server_ttft_ms"], split
+        assert abs(split["prefill_server_ttft_ms"] + split["decode_server_ttft_ms"] + split["router_and_http_ms"]
+                   - split["client_ttft_ms"]) < 0.01, split
+        assert p["ttft_split"] == split
     # concurrency 1 (the first point: no earlier point's prompts in any cache): each conversation's
     # turn 2 went where its turn 1 was prefilled and found its blocks there (3 blocks of 32 tokens
     # of a ~100-token turn 1, 2 conversations); with 2 prefill servers, measured by hand: docs/disagg.md

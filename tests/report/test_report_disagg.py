@@ -49,3 +49,28 @@ def test_prefix_cache_block_shows_each_servers_hits_per_point(tmp_path):
     assert "Prefix cache per server" in html and "<th>prefill0 hits / queries</th>" in html
     assert "<td>mtbench/t0_c1</td><td>cache_aware</td><td>64 / 300</td><td>32 / 200</td><td>19.2%</td>" in html
     assert prefix_cache_block(Job(path=tmp_path, summary={}, points=[])) == ""
+
+
+def test_ttft_split_block_shows_where_each_points_first_token_went(tmp_path):
+    import json
+    from pathlib import Path
+
+    from launcher.bench.ttft_split import client_mean_ttft_ms, ttft_split
+    from launcher.report.html import ttft_split_block
+    from launcher.results.job_dir import Job, Point
+    from launcher.results.records import profiling_records, read_profile_export
+    from launcher.results.summary import PointRow
+
+    rec = Path(__file__).parents[1] / "bench" / "data" / "recorded" / "disagg_2p1d"
+    ok = profiling_records(read_profile_export(rec / "profile_export.jsonl"))[0]
+    split = ttft_split(json.loads((rec / "server_metrics_export.json").read_text())["metrics"],
+                       json.loads((rec / "topology.json").read_text()), client_ttft_ms=client_mean_ttft_ms(ok))
+    pt = Point(dataset="mtbench", temperature=0.0, concurrency=1, dir="mtbench/t0_c1", status="complete",
+               reason=None, path=tmp_path / "p", row=PointRow.from_dict({"ttft_split": split}))
+    html = ttft_split_block(Job(path=tmp_path, summary={}, points=[pt]))
+    assert "Time to first token, split (mean ms)" in html and "<th>KV transfer</th>" in html
+    cells = [f"{split[k]:.1f}" for k in ("client_ttft_ms", "prefill_queue_ms", "prefill_compute_ms",
+                                         "prefill_server_ttft_ms", "kv_transfer_ms", "decode_server_ttft_ms",
+                                         "router_and_http_ms")]
+    assert "<td>mtbench/t0_c1</td>" + "".join(f"<td>{c}</td>" for c in cells) in html
+    assert ttft_split_block(Job(path=tmp_path, summary={}, points=[])) == ""
