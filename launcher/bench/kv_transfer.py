@@ -16,13 +16,13 @@ from typing import Collection, Optional
 from launcher.engines import KvTransferMetrics, default_engine
 
 
-def _series(metrics: dict, name: str, endpoints: Optional[Collection[str]]) -> list[dict]:
+def series_for(metrics: dict, name: str, endpoints: Optional[Collection[str]]) -> list[dict]:
     m = metrics.get(name) or {}
     return [s for s in m.get("series") or []
             if endpoints is None or s.get("endpoint_url") in endpoints]
 
 
-def _sum(series: list[dict], stat: str) -> float:
+def stat_sum(series: list[dict], stat: str) -> float:
     return sum(float((s.get("stats") or {}).get(stat) or 0.0) for s in series)
 
 
@@ -35,25 +35,25 @@ def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = Non
     n = names or default_engine().kv_transfer_metrics
     if n is None:
         return None
-    by_source = _series(metrics, n.prompt_tokens_by_source, endpoints)
+    by_source = series_for(metrics, n.prompt_tokens_by_source, endpoints)
     if not by_source:
         return None
-    tokens = {src: int(round(_sum([s for s in by_source if (s.get("labels") or {}).get("source") == src], "total")))
+    tokens = {src: int(round(stat_sum([s for s in by_source if (s.get("labels") or {}).get("source") == src], "total")))
               for src in n.prompt_token_sources}
-    xfer = _series(metrics, n.xfer_time, endpoints)
-    transfers = int(round(_sum(xfer, "count")))
-    xfer_s = _sum(xfer, "sum")
+    xfer = series_for(metrics, n.xfer_time, endpoints)
+    transfers = int(round(stat_sum(xfer, "count")))
+    xfer_s = stat_sum(xfer, "sum")
     out = {
         "prompt_tokens": sum(tokens.values()),
         "external_kv_transfer_tokens": tokens["external_kv_transfer"],
         "local_compute_tokens": tokens["local_compute"],
         "local_cache_hit_tokens": tokens["local_cache_hit"],
         "transfers": transfers,
-        "bytes": int(round(_sum(_series(metrics, n.bytes, endpoints), "sum"))),
+        "bytes": int(round(stat_sum(series_for(metrics, n.bytes, endpoints), "sum"))),
         "transfer_time_s": round(xfer_s, 6),
         "mean_transfer_ms": round(1000.0 * xfer_s / transfers, 3) if transfers else None,
-        "failed_transfers": int(round(_sum(_series(metrics, n.failed_transfers, endpoints), "total"))),
-        "expired_requests": int(round(_sum(_series(metrics, n.expired_requests, endpoints), "total"))),
+        "failed_transfers": int(round(stat_sum(series_for(metrics, n.failed_transfers, endpoints), "total"))),
+        "expired_requests": int(round(stat_sum(series_for(metrics, n.expired_requests, endpoints), "total"))),
     }
     out["every_prompt_transferred"] = (out["external_kv_transfer_tokens"] > 0 and out["local_compute_tokens"] == 0
                                        and out["local_cache_hit_tokens"] == 0 and out["failed_transfers"] == 0)

@@ -586,14 +586,15 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     topology = ctx.server_ready.topology  # topology=disagg: the decode servers' KV-transfer counts
     disagg = {}
     if topology:
+        scraped = ar.server_metrics(aip) or {}
         disagg = {"topology": topology_note(topology),
-                  "kv_transfer": kv_transfer_window(ar.server_metrics(aip) or {},
+                  "kv_transfer": kv_transfer_window(scraped,
                                                     endpoints=ctx.server_ready.metrics_urls or None,
                                                     names=ctx.engine.kv_transfer_metrics),
-                  "prefix_cache": prefix_cache_window(ar.server_metrics(aip) or {}, topology,
+                  "prefix_cache": prefix_cache_window(scraped, topology,
                                                       router_policy=topology.get("router_policy"),
                                                       names=ctx.engine.kv_transfer_metrics),
-                  "ttft_split": ttft_split(ar.server_metrics(aip) or {}, topology,
+                  "ttft_split": ttft_split(scraped, topology,
                                            client_ttft_ms=client_mean_ttft_ms(ok_records),
                                            names=ctx.engine.kv_transfer_metrics)}
     raw = aip / "profile_export_raw.jsonl"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from launcher.engines import KvTransferMetrics, default_engine
+from launcher.bench.kv_transfer import series_for, stat_sum
 from launcher.bench.prefix_cache import metrics_url
 
 BASIS = ("means over the point's window from each server's histograms (the engine exposes no "
@@ -25,10 +26,8 @@ def _mean_ms(metrics: dict, name: Optional[str], endpoints: Iterable[str]) -> tu
     """(mean in ms, count) of a seconds histogram summed over ``endpoints``' series."""
     if not name:
         return None, 0
-    eps = set(endpoints)
-    series = [s for s in (metrics.get(name) or {}).get("series") or [] if s.get("endpoint_url") in eps]
-    count = sum(int((s.get("stats") or {}).get("count") or 0) for s in series)
-    total = sum(float((s.get("stats") or {}).get("sum") or 0.0) for s in series)
+    series = series_for(metrics, name, set(endpoints))
+    count, total = int(stat_sum(series, "count")), stat_sum(series, "sum")
     return (round(1000.0 * total / count, 3) if count else None), count
 
 
@@ -70,7 +69,7 @@ def client_mean_ttft_ms(records: Iterable) -> Optional[float]:
 
 
 def one_line(split: Optional[dict]) -> str:
-    """The split in one line, for the job log and the report."""
+    """The split in one line, for reading a point's record."""
     if not split:
         return "no TTFT split (no server histograms)"
 

@@ -444,9 +444,10 @@ def disagg_block(parity: dict | None) -> str:
             + (f"<ul>{probs}</ul>" if probs else ""))
 
 
-def _prefix_cache(p: Point) -> dict | None:
+def _disagg_figure(p: Point, key: str) -> dict | None:
+    """A disaggregated point's figure (prefix_cache, ttft_split): its configuration.json, else its row."""
     ext = ((p.configuration or {}).get(EXTENSION_KEY) or {}) if p.configuration else {}
-    return ext.get("prefix_cache") or (p.row.extra.get("prefix_cache") if p.row else None) or None
+    return ext.get(key) or (p.row.extra.get(key) if p.row else None) or None
 
 
 def prefix_cache_block(job: Job) -> str:
@@ -454,7 +455,7 @@ def prefix_cache_block(job: Job) -> str:
     up), under the router's policy: where it sent a conversation's later turns."""
     rows, servers = [], []
     for p in job.points:
-        w = _prefix_cache(p)
+        w = _disagg_figure(p, "prefix_cache")
         if not isinstance(w, dict):
             continue
         for s in w.get("servers") or []:
@@ -477,15 +478,10 @@ def prefix_cache_block(job: Job) -> str:
             + "</tr>" + "".join(body) + "</table>")
 
 
-def _ttft_split(p: Point) -> dict | None:
-    ext = ((p.configuration or {}).get(EXTENSION_KEY) or {}) if p.configuration else {}
-    return ext.get("ttft_split") or (p.row.extra.get("ttft_split") if p.row else None) or None
-
-
 def ttft_split_block(job: Job) -> str:
     """topology=disagg: where each point's time to first token went, in mean ms (the engine's
     per-server histograms; launcher/bench/ttft_split.py)."""
-    rows = [(p.dir, w) for p in job.points if isinstance(w := _ttft_split(p), dict)]
+    rows = [(p.dir, w) for p in job.points if isinstance(w := _disagg_figure(p, "ttft_split"), dict)]
     if not rows:
         return ""
     keys = ("client_ttft_ms", "prefill_queue_ms", "prefill_compute_ms", "prefill_server_ttft_ms", "kv_transfer_ms",
