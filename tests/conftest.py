@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -25,7 +26,7 @@ if str(ROOT) not in sys.path:
 
 from tests.support import stack  # noqa: E402
 from tests.support.slurm import (MultiNodeCluster, SlurmCluster, SlurmUnavailable, ensure_multinode_cluster,  # noqa: E402
-                                 ensure_slurm_cluster)
+                                 ensure_slurm_cluster, take_down_multinode_cluster)
 
 
 @pytest.fixture(scope="session")
@@ -39,16 +40,20 @@ def slurm_cluster() -> SlurmCluster:
 
 
 @pytest.fixture(scope="session")
-def slurm_multinode() -> MultiNodeCluster:
+def slurm_multinode() -> Iterator[MultiNodeCluster]:
     """The separate 2-node test cluster (SPECDEC_SLURM_NODES=2 common/setup/slurm_up.sh): nodes
     specdec-n1/-n2, each its own network namespace, hostname and address; select it with
-    ``cluster.env()`` (SLURM_CONF). Left up after the session (idle, ~0.1 s to find again)."""
+    ``cluster.env()`` (SLURM_CONF). Taken down at the end of the session (namespaces, veths,
+    bridge, /etc/hosts lines); SPECDEC_KEEP_SLURM=1 leaves it up for the next session."""
     if os.environ.get("SPECDEC_SKIP_SLURM") == "1":
         pytest.skip("SPECDEC_SKIP_SLURM=1: this machine cannot run Slurm daemons")
     try:
-        return ensure_multinode_cluster(2)
+        cluster = ensure_multinode_cluster(2)
     except SlurmUnavailable as e:
         pytest.fail(str(e), pytrace=False)
+    yield cluster
+    if os.environ.get("SPECDEC_KEEP_SLURM") != "1":
+        take_down_multinode_cluster(2)
 
 
 @pytest.fixture(scope="session")

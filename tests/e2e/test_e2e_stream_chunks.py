@@ -14,6 +14,7 @@ import pytest
 from launcher.bench.metrics import acceptance_rate, read_profile_export
 from launcher.runtime.datasets import get_dataset
 from launcher.results import read_point
+from launcher.results.layout import EXTENSION_KEY
 from tests.support import stack
 
 DATA = stack.REPO_ROOT / "common" / "datasets"
@@ -52,11 +53,23 @@ def test_chunk_counted_request_al_equals_the_engines_per_request_stats(spec_serv
                                  max_tokens=32)
     chunked = res.acceptance["Request_AL"]
     assert len(chunked) == 6
-    for q, al in from_stats["Request_AL"].items():
-        assert chunked[str(q)] == pytest.approx(al, abs=1e-12), f"question {q}"
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["acceptance_source"] == "stream_chunks"
-    assert summary["points"][0]["acceptance_exact"] is True
+    exact = summary["points"][0]["acceptance_exact"]
+    stats_steps = from_stats[EXTENSION_KEY]["num_spec_steps"]
+    chunk_steps = res.acc_ext["num_spec_steps"]
+    if chunk_steps == stats_steps:
+        # One chunk per verify step: the stream gives the engine's own figures, request by request.
+        for q, al in from_stats["Request_AL"].items():
+            assert chunked[str(q)] == pytest.approx(al, abs=1e-12), f"question {q}"
+        assert exact is True
+    else:
+        # vLLM's API server merges the outputs of several steps into one chunk when it lags
+        # behind the engine (seen on a loaded 2-core CI machine): merges only make fewer
+        # chunks, the tokens stay the same, and the product must say the point is not exact.
+        assert chunk_steps < stats_steps
+        assert res.acc_ext["num_turns"] == from_stats[EXTENSION_KEY]["num_turns"]
+        assert exact is False, "merged chunks went unnoticed: the point claims an exact acceptance"
 
 
 def test_a_server_without_stats_is_refused_for_stats_and_measured_from_chunks(nostats_server, tmp_path):
@@ -67,11 +80,14 @@ def test_a_server_without_stats_is_refused_for_stats_and_measured_from_chunks(no
     assert p.returncode == 0, p.stderr[-2000:]
     summary = json.loads((tmp_path / "chunks" / "summary.json").read_text())
     pt = summary["points"][0]
-    assert pt["status"] == "complete" and pt["acceptance_exact"] is True
+    assert pt["status"] == "complete"
     ext = read_point(tmp_path / "chunks" / "mtbench" / "t0_c1").acc_ext
     # The server's own counters over the point: one verify step per decode chunk, and at
-    # least as many accepted drafts (those past max_tokens never reach the stream).
+    # least as many accepted drafts (those past max_tokens never reach the stream). A chunk
+    # that merged steps (the API server lagging the engine) makes fewer chunks than steps,
+    # and then the point must not claim to be exact.
     window = ext["prometheus_window"]
-    assert window["num_drafts"] == ext["num_spec_steps"] > 0
+    assert 0 < ext["num_spec_steps"] <= window["num_drafts"]
+    assert pt["acceptance_exact"] is (window["num_drafts"] == ext["num_spec_steps"])
     assert ext["num_accepted_draft_tokens"] <= window["num_accepted_tokens"]
     assert 1.0 < pt["Average_AL"] <= 4.0

@@ -139,6 +139,21 @@ def ensure_multinode_cluster(nodes: int = 2, timeout_s: float = 900) -> MultiNod
         return _multi[nodes]
 
 
+def take_down_multinode_cluster(nodes: int = 2, timeout_s: float = 120) -> None:
+    """Remove what ``ensure_multinode_cluster`` set up: the nodes' daemons, network
+    namespaces, veths, bridge and /etc/hosts lines (slurm_down.sh; the state directory
+    stays, so the next bring-up is quick). Raises :class:`SlurmUnavailable` if it fails."""
+    with _lock:
+        env = {**os.environ, "SPECDEC_SLURM_NODES": str(nodes)}
+        env.pop("SLURM_CONF", None)
+        proc = subprocess.run(["bash", str(SLURM_DOWN)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=timeout_s, env=env)
+        _multi.pop(nodes, None)
+        if proc.returncode != 0:
+            raise SlurmUnavailable(f"SPECDEC_SLURM_NODES={nodes} {SLURM_DOWN} failed (rc={proc.returncode}):\n"
+                                   f"{proc.stdout}\n{proc.stderr}")
+
+
 def processes_in_nodes(cluster: MultiNodeCluster, *needles: str) -> list[tuple[str, int, str]]:
     """(node, pid, cmdline) of live processes in the cluster's node namespaces (by
     /proc/<pid>/ns/net) other than their slurmd, whose command line holds every needle."""
