@@ -141,6 +141,7 @@ class NodeContext(Protocol):
     api_key: Optional[str]
     server: Optional[ServerProcess]
     members: list
+    idle_spinners: list  # topology=disagg, CPU build: the threads set to nice 19 (node/spinners.py)
 
     @property
     def engine(self) -> Engine: ...

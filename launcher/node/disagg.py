@@ -23,7 +23,7 @@ from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import get_engine
 from launcher.node.context import NodeContext
 from launcher.node.lifecycle import describe_returncode, ServerProcess, ServerStartError
-from launcher.node import slurm_steps
+from launcher.node import slurm_steps, spinners
 from launcher.node.net import client_host, subprocess_line
 from launcher.node.node_facts import NodeFacts, free_ports, probe_nodes
 from launcher.results.disagg_parity import one_line, read_parity
@@ -160,10 +160,12 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
             host, s.port, disagg_role=role, speculative_config=speculative_config)
         env, key = job.server_launch(eng.disagg_env(s.side_channel_port, s.cores,
                                                     side_channel_host=s.address if s.node else None))
+        mark = f"{job.logs}:{phase}{role}{i}"
+        env[spinners.SERVER_MARK_ENV] = mark  # finds the server's processes on this machine (its engine's too)
         m = ServerProcess(argv + key.argv, probe_host=s.address, port=s.port, served_name=sp.served_name,
                           log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env,
                           api_key=job.api_key, engine=eng, key=key)
-        m.role, m.side_channel_port = f"{role}{i}", s.side_channel_port
+        m.role, m.side_channel_port, m.mark = f"{role}{i}", s.side_channel_port, mark
         m.label = f"{phase + ' ' if phase else ''}{role}{i} server"
         m.cpu_cores = s.cores
         m.node, m.address = s.node, s.address
@@ -174,6 +176,7 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
         job.members.append(m)
     for m in job.members:
         m.wait_ready(sp.ready_timeout_s, check=job.check)
+    job.idle_spinners = _idle_spinners(job) if t.kv_buffer_device == "cpu" and t.idle_spinning_threads else []
     urls = {r: [m.url for m in job.members if m.role.startswith(r)] for r in ("prefill", "decode")}
     name = f"{phase + '-' if phase else ''}router"
     if t.router_policy != WARM_UP_POLICY and len(job.members) > 2:
@@ -189,6 +192,17 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
     router = _router(job, (port(), port()), urls, t.router_policy, name, "router")
     first_transfer(job, router)
     return router
+
+
+def _idle_spinners(job: NodeContext) -> list[dict]:
+    """topology.idle_spinning_threads on the CPU build: the servers' threads that spin while
+    every server is idle (NIXL's progress thread) get nice 19 (launcher/node/spinners.py).
+    Only the servers' processes on this machine are seen (across real nodes, none of the others)."""
+    label_of = {pid: m.role for m in job.members
+                for pid in spinners.processes_with_env(spinners.SERVER_MARK_ENV, m.mark)}
+    found = spinners.idle_spinners(label_of)
+    job.log(spinners.describe(found, label_of))
+    return [{"role": label_of[s.pid], "pid": s.pid, "tid": s.tid, "core_share": s.share} for s in found]
 
 
 def _router(job: NodeContext, rport: tuple[int, int], urls: dict, policy: str, log_name: str,
@@ -209,6 +223,7 @@ def _router(job: NodeContext, rport: tuple[int, int], urls: dict, policy: str, l
                            log_path=job.logs / f"{log_name}.log", log=job.log, env=renv,
                            api_key=job.api_key, engine=eng)
     router.label = label
+    router.any_status_answers = True  # its /health is 503 while it holds a server unhealthy; it still routes
     job.server = router
     router.start()
     router.wait_ready(sp.ready_timeout_s, check=job.check)
@@ -309,7 +324,8 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
                          "decode_prefix_caching": t.decode_prefix_caching, "router_policy": t.router_policy,
                          "placement": t.placement, "router_node": socket.gethostname(),
                          "decode_draft_model": t.decode_draft_model,
-                         "servers": servers, "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
+                         "servers": servers, "idle_spinners": job.idle_spinners,
+                         "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
 def parity(job: NodeContext, rc: int) -> int:
     """bench.disagg_parity: the disaggregated servers stop, the aggregated server of the

@@ -156,6 +156,9 @@ class ServerProcess(ServerWatch):
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def note(self, message: str) -> None:
+        self._log(message)
+
     def tail(self, n: int = TAIL_LINES) -> str:
         return log_tail(self.log_path, n, self._log_offset)
 

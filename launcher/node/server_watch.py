@@ -26,6 +26,10 @@ class ServerWatch:
         self.last_answer_unix: Optional[float] = None
         self.unanswered_since_unix: Optional[float] = None  # first probe without an answer since the last one
         self.last_probe_note = ""
+        # a process whose health endpoint reports on others (vLLM's router: 503 "Unhealthy
+        # servers: [...]" while its health checker holds a server unhealthy) answers with any status
+        self.any_status_answers = False
+        self.last_health_report = ""  # what such an answer said, when it was not 200
         self.engines: dict[int, str] = {}  # pid -> title of the engine processes seen under it
         self.engine_gone: list[ProcessGone] = []
 
@@ -38,15 +42,20 @@ class ServerWatch:
         """One readiness probe (the engine's health endpoint) for the watchdog; records the
         answer or its absence."""
         t = time.time()
-        status, _ = http_get(self.probe_host, self.port, self.engine.health_path, timeout_s)
-        if status == 200:
+        status, body = http_get(self.probe_host, self.port, self.engine.health_path, timeout_s)
+        if status == 200 or (status is not None and self.any_status_answers):
             self.last_answer_unix, self.unanswered_since_unix, self.last_probe_note = time.time(), None, ""
+            self.last_health_report = "" if status == 200 else \
+                f"{status} {body.decode('utf-8', 'replace').strip()[:300]}"
             return True
         if self.unanswered_since_unix is None:
             self.unanswered_since_unix = t
         self.last_probe_note = f"GET {self.engine.health_path} " + (
             f"no answer within {timeout_s:g} s" if status is None else f"-> {status}")
         return False
+
+    def note(self, message: str) -> None:
+        """A line for the job log (the subclass has the log)."""
 
     def unanswered(self, now: Optional[float] = None) -> Optional[Unanswered]:
         """Since when the server has given no answer (None while it answers)."""

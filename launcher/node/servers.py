@@ -40,6 +40,7 @@ class ServerGroup(JobContext):
         super().__init__(spec, python, spec_path)
         self.stop_grace_s = spec.stop_grace_s
         self.server: Optional[ServerProcess] = None
+        self.idle_spinners: list[dict] = []
         self.members: list[ServerProcess] = []  # topology=disagg: the prefill and decode servers (self.server: the router)
         self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
         self.api_key: Optional[str] = None  # never logged, never written

@@ -42,4 +42,8 @@ class Watchdog:
             if not server.alive():
                 return
             server.check_engines()
+            said = server.last_health_report
             server.probe_answer(self.timeout_s)
+            if server.last_health_report != said:  # the router's view of its servers, once per change
+                server.note(f"the {server.label} reports: {server.last_health_report}" if server.last_health_report
+                           else f"the {server.label} reports every server healthy again")

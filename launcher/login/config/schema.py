@@ -195,6 +195,10 @@ class TopologyConfig:
     # CPU build (kv_buffer_device cpu): give each server its own cores (VLLM_CPU_OMP_THREADS_BIND);
     # two servers spinning on the same cores made transfers take minutes on 2 cores (measured)
     pin_cpu_cores: bool = True
+    # CPU build, an experiment (docs/disagg.md, "The decode stall"): threads that spin while every
+    # server is idle (NIXL's progress thread polls without pause) get nice 19 once the servers are
+    # ready. Off: in the runs measured it did not shorten the holds.
+    idle_spinning_threads: bool = False
     # Which node each server runs on (launcher/contracts/placement.py, docs/disagg.md "Across
     # nodes"): auto (one_node on one node, split on several), one_node (every server on the
     # head node), split (prefill servers on the first prefill_nodes nodes, decode servers on
