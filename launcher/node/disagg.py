@@ -26,6 +26,7 @@ from launcher.node.lifecycle import describe_returncode, ServerProcess, ServerSt
 from launcher.node import slurm_steps, spinners
 from launcher.node.net import client_host, subprocess_line
 from launcher.node.node_facts import NodeFacts, free_ports, probe_nodes
+from launcher.runtime.processes import ProcessTag
 from launcher.results.disagg_parity import one_line, read_parity
 
 
@@ -160,12 +161,12 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
             host, s.port, disagg_role=role, speculative_config=speculative_config)
         env, key = job.server_launch(eng.disagg_env(s.side_channel_port, s.cores,
                                                     side_channel_host=s.address if s.node else None))
-        mark = f"{job.logs}:{phase}{role}{i}"
-        env[spinners.SERVER_MARK_ENV] = mark  # finds the server's processes on this machine (its engine's too)
+        tag = ProcessTag()  # finds the server's processes on this machine (topology.idle_spinning_threads)
+        env = tag.apply(env)
         m = ServerProcess(argv + key.argv, probe_host=s.address, port=s.port, served_name=sp.served_name,
                           log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env,
                           api_key=job.api_key, engine=eng, key=key)
-        m.role, m.side_channel_port, m.mark = f"{role}{i}", s.side_channel_port, mark
+        m.role, m.side_channel_port, m.tag = f"{role}{i}", s.side_channel_port, tag
         m.label = f"{phase + ' ' if phase else ''}{role}{i} server"
         m.cpu_cores = s.cores
         m.node, m.address = s.node, s.address
@@ -196,10 +197,9 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
 
 def _idle_spinners(job: NodeContext) -> list[dict]:
     """topology.idle_spinning_threads on the CPU build: the servers' threads that spin while
-    every server is idle (NIXL's progress thread) get nice 19 (launcher/node/spinners.py).
-    Only the servers' processes on this machine are seen (across real nodes, none of the others)."""
-    label_of = {pid: m.role for m in job.members
-                for pid in spinners.processes_with_env(spinners.SERVER_MARK_ENV, m.mark)}
+    every server is idle get nice 19 (launcher/node/spinners.py). Only the servers'
+    processes on this machine are seen (across real nodes, none of the others)."""
+    label_of = {pid: m.role for m in job.members for pid in spinners.server_processes(m.tag)}
     found = spinners.idle_spinners(label_of)
     job.log(spinners.describe(found, label_of))
     return [{"role": label_of[s.pid], "pid": s.pid, "tid": s.tid, "core_share": s.share} for s in found]

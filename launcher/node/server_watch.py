@@ -26,7 +26,7 @@ class ServerWatch:
         self.last_answer_unix: Optional[float] = None
         self.unanswered_since_unix: Optional[float] = None  # first probe without an answer since the last one
         self.last_probe_note = ""
-        # a process whose health endpoint reports on others (vLLM's router: 503 "Unhealthy
+        # a process whose health endpoint reports on others (the P/D router: 503 "Unhealthy
         # servers: [...]" while its health checker holds a server unhealthy) answers with any status
         self.any_status_answers = False
         self.last_health_report = ""  # what such an answer said, when it was not 200

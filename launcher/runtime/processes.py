@@ -133,6 +133,19 @@ def descendants(root: int) -> set[int]:
     return {k.pid for k in kids if _running(k)}
 
 
+def thread_seconds(pids: Iterable[int]) -> dict[tuple[int, int], float]:
+    """(pid, thread id) -> CPU seconds (user + system) so far, for every thread of ``pids``."""
+    psutil = _psutil()
+    out = {}
+    for pid in pids:
+        try:
+            for t in psutil.Process(pid).threads():
+                out[(pid, t.id)] = t.user_time + t.system_time
+        except psutil.Error:
+            continue
+    return out
+
+
 PROCESS_TAG_ENV = "SPECDEC_PROCESS_TAG"
 
 

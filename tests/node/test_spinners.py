@@ -1,5 +1,6 @@
 """Threads that spin while their server is idle (launcher/node/spinners.py): the pure
-selection, and the policy change on a real spinning thread of this process's own."""
+selection, the priority change on a real spinning thread of this process's own, and a
+server's processes found by its tag with their children."""
 from __future__ import annotations
 
 import os
@@ -8,20 +9,19 @@ import sys
 import threading
 import time
 
-import pytest
-
 from launcher.node import spinners
 from launcher.node.spinners import Spinner, spinning
+from launcher.runtime.processes import ProcessTag
 
 
-def test_a_thread_that_used_most_of_a_core_is_a_spinner_and_the_main_thread_never_is():
-    before = {(10, 10): 0, (10, 11): 100, (10, 12): 5, (20, 21): 0}
-    after = {(10, 10): 100, (10, 11): 190, (10, 12): 10, (20, 21): 49, (20, 22): 100}
-    # 100 ticks/s over 1 s: tid 11 used 90 % of a core, the main thread 100 % (excluded), 12 5 %,
+def test_a_thread_that_used_a_good_part_of_a_core_is_a_spinner_and_the_main_thread_never_is():
+    before = {(10, 10): 0.0, (10, 11): 1.0, (10, 12): 0.05, (20, 21): 0.0}
+    after = {(10, 10): 1.0, (10, 11): 1.9, (10, 12): 0.1, (20, 21): 0.49, (20, 22): 1.0}
+    # over 1 s: tid 11 used 90 % of a core, the main thread 100 % (excluded), 12 5 %,
     # 21 49 % (two spinners sharing a core), 22 appeared after the first sample (not judged)
-    assert spinning(before, after, 1.0, 100) == [Spinner(10, 11, 0.9), Spinner(20, 21, 0.49)]
-    assert spinning(before, after, 1.0, 100, min_share=0.5) == [Spinner(10, 11, 0.9)]
-    assert spinning(before, after, 0.0, 100) == []
+    assert spinning(before, after, 1.0) == [Spinner(10, 11, 0.9), Spinner(20, 21, 0.49)]
+    assert spinning(before, after, 1.0, min_share=0.5) == [Spinner(10, 11, 0.9)]
+    assert spinning(before, after, 0.0) == []
 
 
 def test_describe_names_each_thread_by_its_server():
@@ -59,25 +59,20 @@ def test_a_real_spinning_thread_is_found_and_set_to_nice_19_and_a_sleeping_one_i
             t.join(timeout=5)
 
 
-def test_descendants_are_found_through_the_parent_map():
-    parent_of = {2: 1, 3: 2, 4: 3, 5: 1, 6: 99}
-    assert spinners.with_descendants([2], parent_of) == [2, 3, 4]
-    assert spinners.with_descendants([1], parent_of) == [1, 2, 3, 4, 5]
-
-
-def test_processes_are_found_by_a_mark_in_their_environment_with_their_children(tmp_path):
-    mark = f"{tmp_path}:decode0"
+def test_a_servers_processes_are_found_by_its_tag_with_their_children():
+    tag, other = ProcessTag(), ProcessTag()
     # the child clears its environment, as vLLM's workers start with one of their own
     code = ("import os, subprocess, sys, time; "
             "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], env={}); "
             "print(c.pid, flush=True); time.sleep(30)")
-    p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, spinners.SERVER_MARK_ENV: mark},
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", code], env=tag.apply(None), stdout=subprocess.PIPE, text=True)
+    child = None
     try:
         child = int(p.stdout.readline())
-        assert spinners.processes_with_env(spinners.SERVER_MARK_ENV, mark) == sorted([p.pid, child])
-        assert spinners.processes_with_env(spinners.SERVER_MARK_ENV, mark + "x") == []
+        assert spinners.server_processes(tag) == sorted([p.pid, child])
+        assert spinners.server_processes(other) == []
     finally:
         p.kill()
         p.wait()
-        os.kill(child, 9)
+        if child:
+            os.kill(child, 9)
