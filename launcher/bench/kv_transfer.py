@@ -64,7 +64,7 @@ def topology_note(topology: dict) -> dict:
     """What configuration.json records of a disaggregated point's serving topology,
     including how the prefix-cache effect is controlled."""
     keys = ("kind", "prefill", "decode", "router", "kv_connector", "kv_buffer_device", "kv_lease_duration_s",
-            "decode_prefix_caching", "router_policy", "placement", "router_node", "decode_draft_model")
+            "kv_progress_poll_us", "decode_prefix_caching", "router_policy", "placement", "router_node", "decode_draft_model")
     out = {k: topology.get(k) for k in keys}
     out["server_nodes"] = {s.get("role"): s.get("node") for s in topology.get("servers") or []}
     out["prefix_cache_control"] = (

@@ -235,7 +235,9 @@ class TopologySpec:
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
     pin_cpu_cores: bool = True  # CPU build: each server its own cores (cpu_core_sets)
-    idle_spinning_threads: bool = False  # CPU build, an experiment: threads spinning while idle get nice 19 (node/spinners.py)
+    # The KV-transfer library's progress thread sleeps up to this long (µs) between polls; 0: the
+    # library's own (NIXL: no pause). Resolved from topology.kv_progress_poll_us by the planner
+    kv_progress_poll_us: int = 0
     parity: Optional[ParitySpec] = None
     # The node index (0: the head, where the router runs) of every server in roles() order
     # (launcher.contracts.placement); empty: every server on the head

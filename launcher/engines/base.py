@@ -333,10 +333,11 @@ class Engine(abc.ABC):
         raise self._no_disagg()
 
     def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None,
-                   side_channel_host: Optional[str] = None) -> dict[str, str]:
+                   side_channel_host: Optional[str] = None, progress_poll_us: int = 0) -> dict[str, str]:
         """The environment of one disaggregated server (``side_channel_host``: the address
         its KV-transfer handshake listens on and tells its peers; None: the engine's default,
-        this host only)."""
+        this host only; ``progress_poll_us`` > 0: the KV-transfer library's progress thread
+        sleeps up to that long between polls instead of polling without pause)."""
         raise self._no_disagg()
 
     def router_argv(self, command: str, host: str, port: int | str, prefill_urls: list[str],
@@ -351,7 +352,8 @@ class Engine(abc.ABC):
 
     def cpu_server_env(self, cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
         """Environment a server process of this engine's CPU build needs on a CPU with
-        ``cpu_flags`` (on top of ``env``); empty where it needs nothing."""
+        ``cpu_flags`` (on top of ``env``, which may ask for more); empty where it needs nothing
+        (with an empty ``env``: nothing that CPU itself asks for)."""
         return {}
 
     def cpu_attention_kernel(self, cpu_flags: set[str], dtype: Optional[str], block_size: Optional[int],

@@ -9,7 +9,7 @@ from typing import Mapping, Optional, Sequence
 
 from launcher.engines.forced_acceptance import speculative_keys
 from launcher.engines.vllm_cpu import AMX_FLAG, AMX_PERMISSION_HOOKS, CPU_DEFAULT_BLOCK_SIZE  # noqa: F401 (re-exported)
-from launcher.engines.vllm_cpu import attention_kernel, server_env
+from launcher.engines.vllm_cpu import NIXL_PROGRESS_DELAY_ENV, attention_kernel, server_env
 from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, KvTransferMetrics,
                                    MetricNames, ServerKey, ServingOptions, UserServerArgs, parse_version)
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
@@ -280,12 +280,15 @@ class VLLM(Engine):
         return {KV_TRANSFER_FLAG, NO_PREFIX_CACHING_FLAG, "--enable-prefix-caching"}
 
     def disagg_env(self, side_channel_port: int, cpu_cores: Optional[list] = None,
-                   side_channel_host: Optional[str] = None) -> dict[str, str]:
+                   side_channel_host: Optional[str] = None, progress_poll_us: int = 0) -> dict[str, str]:
         """One disaggregated server's environment: its NIXL side-channel port and host (across nodes
-        its node's address, which prefill hands decode), and on the CPU build its cores, one list per
-        rank (two servers on vLLM's own binding spun on the same cores: docs/disagg.md)."""
+        its node's address, which prefill hands decode), on the CPU build its cores, one list per
+        rank (two servers on vLLM's own binding spun on the same cores: docs/disagg.md), and a poll
+        timeout for NIXL's progress thread where ``progress_poll_us`` > 0 (the CPU build's hook
+        sets it: NIXL's Python API gives none, and the thread takes a core while idle)."""
         env = {NIXL_SIDE_CHANNEL_PORT_ENV: str(int(side_channel_port)),
-               **({NIXL_SIDE_CHANNEL_HOST_ENV: side_channel_host} if side_channel_host else {})}
+               **({NIXL_SIDE_CHANNEL_HOST_ENV: side_channel_host} if side_channel_host else {}),
+               **({NIXL_PROGRESS_DELAY_ENV: str(int(progress_poll_us))} if progress_poll_us > 0 else {})}
         if cpu_cores:
             env[CPU_BIND_ENV] = "|".join(",".join(str(c) for c in rank) for rank in cpu_cores)
         return env

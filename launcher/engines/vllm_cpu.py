@@ -13,6 +13,10 @@ from typing import Mapping, Optional
 # such CPUs every server process asks at start, through this folder's sitecustomize.py.
 AMX_PERMISSION_HOOKS = Path(__file__).resolve().parent / "vllm_cpu_hooks"
 AMX_FLAG = "amx_tile"
+AMX_REQUEST_ENV = "SPECDEC_REQUEST_AMX"  # the hook asks for the AMX state (vllm_cpu_hooks/sitecustomize.py)
+# The same folder's second correction: NIXL's progress thread polls with this timeout (µs) instead of
+# none (topology.kv_progress_poll_us; docs/disagg.md, "The decode stall")
+NIXL_PROGRESS_DELAY_ENV = "SPECDEC_NIXL_PROGRESS_DELAY_US"
 # The CPU build's KV-cache block size when the server is given none (vllm/platforms/cpu.py, 0.32.0).
 CPU_DEFAULT_BLOCK_SIZE = 128
 
@@ -36,8 +40,12 @@ def attention_kernel(cpu_flags: set[str], dtype: Optional[str], block_size: Opti
 
 
 def server_env(cpu_flags: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
-    """On a CPU with AMX: the hook that asks for the AMX state first on the PYTHONPATH."""
-    if AMX_FLAG not in cpu_flags:
+    """The hooks folder first on the PYTHONPATH where a server process needs one of its
+    corrections: on a CPU with AMX (asking for the AMX state, ``AMX_REQUEST_ENV``), and where
+    ``env`` gives NIXL's progress thread a poll timeout (``NIXL_PROGRESS_DELAY_ENV``)."""
+    out = {AMX_REQUEST_ENV: "1"} if AMX_FLAG in cpu_flags else {}
+    delay = env.get(NIXL_PROGRESS_DELAY_ENV, "")
+    if not out and not (delay.isdigit() and int(delay) > 0):
         return {}
     rest = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p and p != str(AMX_PERMISSION_HOOKS)]
-    return {"PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), *rest])}
+    return {**out, "PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), *rest])}

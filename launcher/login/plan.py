@@ -190,6 +190,18 @@ def forced_level_configs(cfg: LauncherConfig, k: Optional[int]) -> list[Launcher
     return out
 
 
+# topology.kv_progress_poll_us left null on the CPU build (measured: docs/disagg.md, "The decode stall")
+CPU_KV_PROGRESS_POLL_US = 1000
+
+
+def kv_progress_poll_us(asked: Optional[int], kv_buffer_device: str) -> int:
+    """The KV-transfer progress thread's poll timeout a job runs with: what was asked, else
+    CPU_KV_PROGRESS_POLL_US on the CPU build and the library's own (0) with GPUs. Pure."""
+    if asked is not None:
+        return int(asked)
+    return CPU_KV_PROGRESS_POLL_US if kv_buffer_device == "cpu" else 0
+
+
 def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: BenchSpec) -> Optional[TopologySpec]:
     """topology=disagg: the prefill/decode servers, the KV transfer and the router (None:
     one aggregated server). The KV buffer sits on the GPU where there is one, else the CPU.
@@ -206,7 +218,7 @@ def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: B
                         decode_prefix_caching=t.decode_prefix_caching, router=t.router,
                         router_command=t.router_command, router_policy=t.router_policy,
                         router_extra_args=list(t.router_extra_args), pin_cpu_cores=t.pin_cpu_cores,
-                        idle_spinning_threads=t.idle_spinning_threads, parity=parity,
+                        kv_progress_poll_us=kv_progress_poll_us(t.kv_progress_poll_us, device), parity=parity,
                         placement=placement.resolve(t.placement, cfg.cluster.nodes),
                         decode_draft_model=t.decode_draft_model,
                         server_nodes=placement.server_nodes(t.prefill, t.decode, cfg.cluster.nodes, t.placement,

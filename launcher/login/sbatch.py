@@ -85,8 +85,8 @@ def describe_commands(job: JobSpec) -> list[str]:
         for n, (role, i) in enumerate(t.roles()):
             node = t.node_of(n)
             addr = f"<node{node} address>" if srun else "<host>"
-            env = eng.disagg_env(0, side_channel_host=addr if srun else None)
-            env = {k: (addr if v == addr else f"<free port {role}{i}>") for k, v in env.items()}
+            env = eng.disagg_env(0, side_channel_host=addr if srun else None, progress_poll_us=t.kv_progress_poll_us)
+            env = {k: (f"<free port {role}{i}>" if v == "0" else v) for k, v in env.items()}
             prefix = L.disagg_server_step().server_step_prefix(f"<node{node}>") if srun else []
             argv = prefix + job.server_argv(job.bind_host, f"<{role}{i} port>", disagg_role=role)
             lines.append(f"#   {role} {i}: {' '.join(f'{k}={shell_join([v])}' for k, v in env.items())} "

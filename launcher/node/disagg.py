@@ -160,8 +160,9 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
         argv = (step.server_step_prefix(s.node) if s.node else []) + sp.server_argv(
             host, s.port, disagg_role=role, speculative_config=speculative_config)
         env, key = job.server_launch(eng.disagg_env(s.side_channel_port, s.cores,
-                                                    side_channel_host=s.address if s.node else None))
-        tag = ProcessTag()  # finds the server's processes on this machine (topology.idle_spinning_threads)
+                                                    side_channel_host=s.address if s.node else None,
+                                                    progress_poll_us=t.kv_progress_poll_us))
+        tag = ProcessTag()  # finds the server's processes on this machine (idle_spinners)
         env = tag.apply(env)
         m = ServerProcess(argv + key.argv, probe_host=s.address, port=s.port, served_name=sp.served_name,
                           log_path=job.logs / f"{phase + '-' if phase else ''}{role}{i}.log", log=job.log, env=env,
@@ -177,7 +178,7 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
         job.members.append(m)
     for m in job.members:
         m.wait_ready(sp.ready_timeout_s, check=job.check)
-    job.idle_spinners = _idle_spinners(job) if t.kv_buffer_device == "cpu" and t.idle_spinning_threads else []
+    job.idle_spinners = _idle_spinners(job) if t.kv_buffer_device == "cpu" else []
     urls = {r: [m.url for m in job.members if m.role.startswith(r)] for r in ("prefill", "decode")}
     name = f"{phase + '-' if phase else ''}router"
     if t.router_policy != WARM_UP_POLICY and len(job.members) > 2:
@@ -196,12 +197,13 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
 
 
 def _idle_spinners(job: NodeContext) -> list[dict]:
-    """topology.idle_spinning_threads on the CPU build: the servers' threads that spin while
-    every server is idle get nice 19 (launcher/node/spinners.py). Only the servers'
-    processes on this machine are seen (across real nodes, none of the others)."""
+    """On the CPU build: the servers' threads that spin while every server is ready and idle
+    (launcher/node/spinners.py), logged and recorded in server_ready.json. With
+    topology.kv_progress_poll_us none should (NIXL's progress thread was one per server). Only
+    the servers' processes on this machine are seen (across real nodes, none of the others)."""
     label_of = {pid: m.role for m in job.members for pid in spinners.server_processes(m.tag)}
     found = spinners.idle_spinners(label_of)
-    job.log(spinners.describe(found, label_of))
+    job.log(spinners.describe(found, label_of, job.spec.topology.kv_progress_poll_us))
     return [{"role": label_of[s.pid], "pid": s.pid, "tid": s.tid, "core_share": s.share} for s in found]
 
 
@@ -320,7 +322,7 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
             "metrics_urls": [m.url + "/metrics" for m in job.members if m.role.startswith("decode")],
             "topology": {"kind": t.kind, "prefill": t.prefill, "decode": t.decode, "router": t.router,
                          "kv_connector": t.kv_connector, "kv_buffer_device": t.kv_buffer_device,
-                         "kv_lease_duration_s": t.kv_lease_duration_s,
+                         "kv_lease_duration_s": t.kv_lease_duration_s, "kv_progress_poll_us": t.kv_progress_poll_us,
                          "decode_prefix_caching": t.decode_prefix_caching, "router_policy": t.router_policy,
                          "placement": t.placement, "router_node": socket.gethostname(),
                          "decode_draft_model": t.decode_draft_model,

@@ -47,9 +47,12 @@ class ServerGroup(JobContext):
         self._key_dir: Optional[str] = None  # a private folder for an engine that reads its key from a file
         self.blamed_points: set[str] = set()  # points running while a server was failing (silent, engine gone)
 
-    def server_env(self) -> dict:
+    def server_env(self, extra_env: Optional[dict] = None) -> dict:
+        """A server process's environment: this one, the recipe's server.env, ``extra_env``, and
+        what the engine's CPU build needs on top of them (it reads them: launcher/engines/vllm_cpu.py)."""
         env = dict(os.environ)
         env.update({k: str(v) for k, v in self.spec.env.items()})
+        env.update(extra_env or {})
         if self._cpu_server():
             env.update(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), env))
         return env
@@ -59,7 +62,7 @@ class ServerGroup(JobContext):
         variable, or a private file outside the run that the server process removes once ready)."""
         if self.api_key and self._key_dir is None:
             self._key_dir = tempfile.mkdtemp(prefix="specdec-key-")  # 0700: the job's user alone
-        return apikey.server_launch(self.api_key, {**self.server_env(), **(extra_env or {})}, self.engine,
+        return apikey.server_launch(self.api_key, self.server_env(extra_env), self.engine,
                                     Path(self._key_dir or tempfile.gettempdir()))
 
     def _cpu_server(self) -> bool:

@@ -1,22 +1,19 @@
-"""Threads that spin while their server is idle, put at the lowest CPU priority (an
-experiment, topology.idle_spinning_threads, off by default).
+"""Threads that spin while their server is idle: found and reported once the servers are
+ready (topology=disagg on the CPU build; recorded in server_ready.json).
 
-On the CPU build, each disaggregated server's KV-transfer library runs a progress thread
-that polls without pause and takes a whole core while the server does nothing; three
-servers on 2 cores left the servers' own threads little CPU (measured, with the causes
-named: docs/disagg.md, "The decode stall"). A thread like that gets nice 19: it keeps
-running (the transfers need it), but a thread of normal priority on its core comes first
-(weights 15 against 1024). SCHED_IDLE was tried and is worse: a progress thread under it
-never ran while another server's spinner shared its core, and the transfers it served
-waited minutes (measured).
+NIXL's Python API builds its agent with a progress thread that polls without pause: one per
+server, each taking a core while the server does nothing. Three servers on 2 cores left the
+servers' own threads little CPU, and transfers and requests waited seconds to minutes
+(docs/disagg.md, "The decode stall"). topology.kv_progress_poll_us gives that thread a poll
+timeout; this check shows whether any thread still spins, so a job log says it, and a test
+fails if the correction stops working.
 
 Found by what the threads do, not by name (a worker's threads all carry its process
-title): once every server is ready and idle, threads other than a process's main thread
-that used a good part of a core over a short sample. The selection (``spinning``) is pure.
+title): threads other than a process's main thread that used a good part of a core over a
+short sample while every server was idle. The selection (``spinning``) is pure.
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
@@ -25,7 +22,6 @@ from launcher.runtime.processes import ProcessTag, descendants, thread_seconds
 
 SAMPLE_S = 1.0
 SPIN_SHARE = 0.2  # of one core over the sample: an idle server's thread that spins (two share a core)
-NICE = 19  # the lowest priority that still runs: the spinner serves the KV transfers
 
 
 @dataclass(frozen=True)
@@ -58,26 +54,21 @@ def server_processes(tag: ProcessTag) -> list[int]:
 
 
 def idle_spinners(pids: Iterable[int], sample_s: float = SAMPLE_S, min_share: float = SPIN_SHARE) -> list[Spinner]:
-    """Sample the threads of ``pids`` over ``sample_s`` and give those that spun nice
-    ``NICE``; returns them (a thread that could not be changed is left out)."""
+    """The threads of ``pids`` that spun over a sample of ``sample_s``."""
     pids = list(pids)
     before = thread_seconds(pids)
     time.sleep(sample_s)
-    done = []
-    for s in spinning(before, thread_seconds(pids), sample_s, min_share):
-        try:
-            os.setpriority(os.PRIO_PROCESS, s.tid, NICE)  # Linux: a thread id sets that thread
-            done.append(s)
-        except OSError:
-            continue
-    return done
+    return spinning(before, thread_seconds(pids), sample_s, min_share)
 
 
-def describe(spinners: list[Spinner], label_of: Optional[Mapping[int, str]] = None) -> str:
+def describe(spinners: list[Spinner], label_of: Optional[Mapping[int, str]] = None,
+             progress_poll_us: Optional[int] = None) -> str:
     """One line for the job log. Pure."""
+    poll = (f" (the KV-transfer progress thread's poll timeout: {progress_poll_us} us, topology.kv_progress_poll_us)"
+            if progress_poll_us else " (the KV-transfer progress thread polls without pause: topology.kv_progress_poll_us=0)"
+            if progress_poll_us == 0 else "")
     if not spinners:
-        return "no thread spins while the servers are idle"
+        return "no thread spins while the servers are idle" + poll
     parts = [f"{(label_of or {}).get(s.pid, f'pid {s.pid}')} thread {s.tid} ({s.share:.0%} of a core)"
              for s in spinners]
-    return (f"{len(spinners)} thread(s) spinning while the servers are idle set to nice {NICE} "
-            f"(topology.idle_spinning_threads): " + ", ".join(parts))
+    return f"{len(spinners)} thread(s) spin while the servers are idle{poll}: " + ", ".join(parts)

@@ -29,13 +29,18 @@ def test_flags_are_read_from_cpuinfo_text():
     assert parse_cpu_flags("") == frozenset()
 
 
-def test_the_hook_goes_first_on_the_path_only_where_the_cpu_has_amx():
+def test_the_hook_goes_first_on_the_path_where_the_cpu_has_amx_or_nixl_gets_a_poll_timeout():
     v = get_engine("vllm")
     assert v.cpu_server_env(AVX512_CPU, {"PYTHONPATH": "/x"}) == {}
     env = v.cpu_server_env(AMX_CPU, {"PYTHONPATH": f"/x{os.pathsep}/y"})
     assert env["PYTHONPATH"].split(os.pathsep) == [str(AMX_PERMISSION_HOOKS), "/x", "/y"]
+    assert env["SPECDEC_REQUEST_AMX"] == "1"
     again = v.cpu_server_env(AMX_CPU, env)  # idempotent
     assert again == env
+    # without AMX, the NIXL poll timeout alone puts the folder on the path, and asks nothing of AMX
+    nixl = v.cpu_server_env(AVX512_CPU, {"PYTHONPATH": "/x", "SPECDEC_NIXL_PROGRESS_DELAY_US": "1000"})
+    assert nixl == {"PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), "/x"])}
+    assert v.cpu_server_env(AVX512_CPU, {"SPECDEC_NIXL_PROGRESS_DELAY_US": "0"}) == {}
     assert get_engine("sglang").cpu_server_env(AMX_CPU, {}) == {}
 
 
@@ -44,7 +49,8 @@ def test_hook_grants_amx_and_runs_the_sitecustomize_it_shadows(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "sitecustomize.py").write_text("import os\nos.environ['OTHER_SITECUSTOMIZE'] = 'ran'\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), str(other)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(AMX_PERMISSION_HOOKS), str(other)]),
+           "SPECDEC_REQUEST_AMX": "1"}
     out = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('SPECDEC_AMX_PERMISSION'), "
                           "os.environ.get('OTHER_SITECUSTOMIZE'))"], env=env, capture_output=True, text=True,
                          check=True).stdout.split()

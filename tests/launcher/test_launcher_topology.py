@@ -69,6 +69,21 @@ def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
                   "cluster.container_scope=job")
     (job,) = make_plan(cfg).jobs
     assert job.topology.kv_buffer_device == "cuda"
+    assert job.topology.kv_progress_poll_us == 0  # NIXL as shipped where the servers have cores to spare
+
+
+def test_nixls_progress_thread_gets_a_poll_timeout_on_the_cpu_build(compose, tmp_path):
+    (job,) = make_plan(compose("topology=disagg", f"output_dir={tmp_path}")).jobs
+    assert job.topology.kv_progress_poll_us == 1000
+    (asked,) = make_plan(compose("topology=disagg", "topology.kv_progress_poll_us=0", f"output_dir={tmp_path}")).jobs
+    assert asked.topology.kv_progress_poll_us == 0
+    eng = get_engine("vllm")
+    assert eng.disagg_env(5601, progress_poll_us=1000)["SPECDEC_NIXL_PROGRESS_DELAY_US"] == "1000"
+    assert "SPECDEC_NIXL_PROGRESS_DELAY_US" not in eng.disagg_env(5601, progress_poll_us=0)
+    # the dry run shows it on every server's line
+    servers = [ln for ln in describe_commands(job) if ln.startswith(("#   prefill", "#   decode"))]
+    assert len(servers) == 2 and all("SPECDEC_NIXL_PROGRESS_DELAY_US=1000 " in ln for ln in servers), servers
+    assert all("VLLM_NIXL_SIDE_CHANNEL_PORT='<free port" in ln for ln in servers), servers
 
 
 @pytest.mark.parametrize("overrides, line", [
@@ -81,6 +96,9 @@ def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
     (("topology=disagg", "topology.router_policy=nearest"),
      "topology.router_policy: is 'nearest' (fix: use one of round_robin, power_of_two, cache_aware"),
     (("topology=disagg", "parallel.dp=2"), "parallel.dp: is 2: a disaggregated server is one replica"),
+    (("topology=disagg", "topology.kv_progress_poll_us=-1"), "topology.kv_progress_poll_us: is -1 (fix: use 0"),
+    (("recipe=qwen3_eagle3", "cluster=h100", "cluster.container_scope=job", "topology=disagg",
+      "topology.kv_progress_poll_us=1000"), "topology.kv_progress_poll_us: is 1000 on GPUs (fix: use null or 0"),
 ])
 def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, line):
     errs = [e.line() for e in validate(compose(*overrides, f"output_dir={tmp_path}"))]

@@ -195,10 +195,12 @@ class TopologyConfig:
     # CPU build (kv_buffer_device cpu): give each server its own cores (VLLM_CPU_OMP_THREADS_BIND);
     # two servers spinning on the same cores made transfers take minutes on 2 cores (measured)
     pin_cpu_cores: bool = True
-    # CPU build, an experiment (docs/disagg.md, "The decode stall"): threads that spin while every
-    # server is idle (NIXL's progress thread polls without pause) get nice 19 once the servers are
-    # ready. Off: in the runs measured it did not shorten the holds.
-    idle_spinning_threads: bool = False
+    # The KV-transfer library's progress thread: how long (µs) it may sleep between polls. NIXL's
+    # Python API gives it none, so it takes a core while its server is idle; on the CPU build that
+    # starved the servers (transfers of 31 KB took 47 s, requests waited minutes: docs/disagg.md,
+    # "The decode stall"). null: 1000 on the CPU build, the library's own (0) with GPUs; 0: the
+    # library's own everywhere
+    kv_progress_poll_us: Optional[int] = None
     # Which node each server runs on (launcher/contracts/placement.py, docs/disagg.md "Across
     # nodes"): auto (one_node on one node, split on several), one_node (every server on the
     # head node), split (prefill servers on the first prefill_nodes nodes, decode servers on

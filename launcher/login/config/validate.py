@@ -336,6 +336,13 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
     if t.kv_lease_duration_s < 60:
         add("topology.kv_lease_duration_s", f"is {t.kv_lease_duration_s}",
             "use at least 60 s: with vLLM's 30 s the prefill side released blocks before decode read them")
+    poll = t.kv_progress_poll_us
+    if poll is not None and not 0 <= poll <= 1_000_000:
+        add("topology.kv_progress_poll_us", f"is {poll}",
+            "use 0 (the library's own: no pause) up to 1000000 (1 s), or null (1000 on the CPU build)")
+    elif poll and (cl.gpus_per_node > 0 or cl.container_image):
+        add("topology.kv_progress_poll_us", f"is {poll} on {'GPUs' if cl.gpus_per_node > 0 else 'a container'}",
+            "use null or 0: the hook that sets it runs in the CPU build's own processes only")
     if t.router not in ROUTERS:
         add("topology.router", f"is '{t.router}'", f"use one of {', '.join(ROUTERS)}")
     if not t.router_command.strip():
