@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from launcher.bench import server_metrics_window as smw
 from launcher.bench.metrics import DEFAULT_METRICS
 from launcher.runtime.processes import terminate_trees, with_parent_death_signal
 from launcher.engines import MetricNames
@@ -252,6 +253,24 @@ def phase_name(index: int, concurrency: int) -> str:
     return f"p{int(index) + 1}_c{int(concurrency)}"
 
 
+# An idle phase between two points of one AIPerf run, so that a scrape of the servers' /metrics
+# falls between them: AIPerf starts a phase the moment the previous one ends and labelled scrapes
+# of the next point's first seconds with the previous point (measured: docs/results-layout.md,
+# "Server metrics per point"). A constant rate of one request per ``GAP_RATE_PERIOD_S`` sends
+# nothing within the gap.
+GAP_S = 1.0  # AIPerf scrapes every 333 ms: two or three scrapes fall in it
+GAP_RATE_PERIOD_S = 1000.0
+GAP_PREFIX = "gap_"
+SCRAPES_FILE = "server_metrics_export.jsonl"  # AIPerf's jsonl format: every scrape with its time
+
+
+def gap_phase(index: int, seconds: float = GAP_S) -> dict:
+    """The idle phase after the ``index``-th point (0-based): a warm-up (excluded from AIPerf's
+    results) at a rate that sends no request within ``seconds``. Pure."""
+    return {"name": f"{GAP_PREFIX}{int(index) + 1}", "kind": "warmup", "type": "constant",
+            "rate": 1.0 / GAP_RATE_PERIOD_S, "duration": float(seconds)}
+
+
 def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path, artifact_dir: Path,
                       phases: list[PhasePlan], request_timeout_s: int, workers: Optional[int] = None,
                       record_processors: Optional[int] = None, server_metrics: tuple = (),
@@ -277,8 +296,9 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
             "tokenizer": {"name": tokenizer},
             "dataset": {"type": "file", "path": str(input_file), "format": "multi_turn",
                         "sampling": "sequential"},
-            "phases": [{"name": ph.name, "kind": "profiling", "type": "concurrency",
-                        "concurrency": int(ph.concurrency), "sessions": int(ph.sessions)} for ph in phases],
+            "phases": _with_gaps([{"name": ph.name, "kind": "profiling", "type": "concurrency",
+                                   "concurrency": int(ph.concurrency), "sessions": int(ph.sessions)}
+                                  for ph in phases]),
             "gpuTelemetry": {"enabled": False},
             "runtime": runtime,
             "artifacts": {"dir": str(artifact_dir), "raw": True},
@@ -286,9 +306,19 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
     }
     if slos:
         cfg["benchmark"]["slos"] = {str(k): float(v) for k, v in slos.items()}
-    if server_metrics:
-        cfg["benchmark"]["serverMetrics"] = {"enabled": True, "urls": list(server_metrics)}
+    # jsonl: every scrape with its time, to take each point's counters over its own time
+    # (server_metrics_window); ``server_metrics``: endpoints besides the URL's own /metrics
+    cfg["benchmark"]["serverMetrics"] = {"enabled": True, "formats": ["json", "jsonl"],
+                                         **({"urls": list(server_metrics)} if server_metrics else {})}
     return cfg
+
+
+def _with_gaps(phases: list[dict]) -> list[dict]:
+    """``phases`` with an idle phase after each but the last. Pure."""
+    out: list[dict] = []
+    for i, ph in enumerate(phases):
+        out += [ph] + ([gap_phase(i)] if i < len(phases) - 1 else [])
+    return out
 
 
 def multiphase_argv(aiperf: str, config_path: Path, api_key: Optional[str] = None) -> list[str]:
@@ -347,6 +377,25 @@ def phase_server_metrics_export(path: Path) -> Optional[dict]:
             "metrics": metrics}
 
 
+def _phase_start(pdir: Path) -> Optional[int]:
+    try:
+        return int(json.loads((pdir / "server_metrics.json").read_text())["phase"]["start_ns"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _own_window(group_dir: Path, name: str, export: dict) -> dict:
+    """The phase's server counters between its start and the next point's (server_metrics_window),
+    where the run wrote its scrapes; else AIPerf's window as it is."""
+    scrapes = smw.read_scrapes(group_dir / SCRAPES_FILE)
+    starts = [(p.name, t) for p in (group_dir / "phases").iterdir()
+              if p.is_dir() and not p.name.startswith(GAP_PREFIX) and (t := _phase_start(p)) is not None]
+    start = dict(starts).get(name)
+    if not scrapes or start is None:
+        return export
+    return smw.window(export, scrapes, start, smw.next_start(starts, name))
+
+
 def collect_phase(group_dir: Path, name: str, dst: Path) -> Optional[str]:
     """Make `dst` a single-point AIPerf folder for phase `name` of a multi-phase run:
     the phase's aggregates and server-metrics window (AIPerf's `phases/<name>/`) plus its
@@ -363,6 +412,7 @@ def collect_phase(group_dir: Path, name: str, dst: Path) -> Optional[str]:
             shutil.copy2(p, dst / p.name)
     export = phase_server_metrics_export(pdir / "server_metrics.json")
     if export is not None:
+        export = _own_window(group_dir, name, export)
         (dst / "server_metrics_export.json").write_text(json.dumps(export, indent=2))
     for fname in ("profile_export.jsonl", "profile_export_raw.jsonl"):
         split_phase_records(group_dir / fname, {name: dst / fname})

@@ -22,12 +22,16 @@ def _config(tmp_path: Path, concs=(1, 2), tokenizer="/tok") -> dict:
                                 artifact_dir=tmp_path / "art", phases=phases, request_timeout_s=60)
 
 
-def test_multiphase_config_has_one_profiling_phase_per_point(tmp_path):
+def test_multiphase_config_has_one_profiling_phase_per_point_with_an_idle_gap_between(tmp_path):
     cfg = _config(tmp_path, (1, 4, 8))
-    phases = cfg["benchmark"]["phases"]
-    assert [p["name"] for p in phases] == ["p1_c1", "p2_c4", "p3_c8"]
+    every = cfg["benchmark"]["phases"]
+    assert [p["name"] for p in every] == ["p1_c1", "gap_1", "p2_c4", "gap_2", "p3_c8"]
+    phases = [p for p in every if not p["name"].startswith("gap_")]
     assert [p["concurrency"] for p in phases] == [1, 4, 8]
     assert all(p["kind"] == "profiling" and p["sessions"] == 4 for p in phases)
+    # a gap sends nothing within its duration: its first request would be due after 1/rate seconds
+    gap = every[1]
+    assert gap["kind"] == "warmup" and gap["type"] == "constant" and 1.0 / gap["rate"] > 100 * gap["duration"]
     # sampling rides on each turn of the input file, not on the endpoint
     assert "extra" not in cfg["benchmark"]["endpoint"]
     assert cfg["benchmark"]["dataset"]["sampling"] == "sequential"

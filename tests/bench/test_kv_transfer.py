@@ -69,5 +69,6 @@ def test_the_multiphase_config_scrapes_the_decode_servers(tmp_path):
     kw = dict(model="tiny", url="http://r:1", tokenizer="t", input_file=tmp_path / "i.jsonl", artifact_dir=tmp_path,
               phases=[PhasePlan("p1_c1", 1, 2)], request_timeout_s=60)
     assert multiphase_config(**kw, server_metrics=(DECODE,))["benchmark"]["serverMetrics"] == {
-        "enabled": True, "urls": [DECODE]}
-    assert "serverMetrics" not in multiphase_config(**kw)["benchmark"]
+        "enabled": True, "formats": ["json", "jsonl"], "urls": [DECODE]}
+    # without more endpoints AIPerf scrapes the URL's own /metrics; every scrape is written with its time
+    assert multiphase_config(**kw)["benchmark"]["serverMetrics"] == {"enabled": True, "formats": ["json", "jsonl"]}

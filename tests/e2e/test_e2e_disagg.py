@@ -153,3 +153,38 @@ def test_disagg_sweep_through_the_router_with_kv_transfer_and_an_injected_loss_f
     for port in [s["port"] for s in topo["servers"]] + [ready["port"]]:
         assert processes_matching("vllm", f"--port {port}") == [], port
 
+
+
+# The same servers and workload behind round_robin, its first point only (no parity, no injected loss)
+ROUND_ROBIN = tuple(o for o in OVERRIDES if not o.startswith(("bench.disagg_parity", "topology.decode_draft_model",
+                                                               "topology.router_policy", "sweep.concurrencies")))
+ROUND_ROBIN += ("topology.router_policy=round_robin", "sweep.concurrencies=[1]")
+
+
+def test_cache_aware_finds_more_prefixes_on_the_prefill_servers_than_round_robin_on_the_same_workload(
+        disagg_run, tmp_path_factory):
+    """Each conversation's turn 2 carries its turn 1: cache_aware sends it where turn 1 was
+    prefilled, round_robin alternates the two prefill servers and so sends it to the other one.
+    The first point (concurrency 1) of each job, with no earlier point's prompts in any cache;
+    each point's counters over its own time (launcher/bench/server_metrics_window.py)."""
+    _, jobs = disagg_run
+    out = tmp_path_factory.mktemp("disagg_round_robin")
+    proc = subprocess.run(stack.launcher_cmd(*ROUND_ROBIN, f"output_dir={out}"), cwd=stack.REPO_ROOT,
+                          capture_output=True, text=True, timeout=1500)
+    rr_dir = next(d for d in (out / "smoke").iterdir() if "-pd2x1-" in d.name)
+    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{(rr_dir / 'logs' / 'job.log').read_text()[-4000:]}"
+    ca_dir = next(d for n, d in jobs.items() if "-pd2x1-" in n)
+
+    def first_point(job):
+        res = read_point(job / "mtbench" / "t0_c1")
+        return res.conf_ext["prefix_cache"], res.conf_ext["kv_transfer"]
+
+    (ca, ca_kv), (rr, rr_kv) = first_point(ca_dir), first_point(rr_dir)
+    assert ca["router_policy"] == "cache_aware" and rr["router_policy"] == "round_robin"
+    # the same workload: the same prompt tokens reach the prefill servers, every one transferred once
+    assert ca["prefill_queries"] == rr["prefill_queries"] > 0, (ca, rr)
+    assert ca_kv["transfers"] == rr_kv["transfers"] == 4, (ca_kv, rr_kv)
+    # round_robin used both servers; cache_aware found at least 2 blocks of 32 tokens per conversation more
+    rr_by = {s["server"]: s for s in rr["servers"]}
+    assert rr_by["prefill0"]["queries"] > 0 and rr_by["prefill1"]["queries"] > 0, rr
+    assert ca["prefill_hits"] >= rr["prefill_hits"] + 2 * 64, (ca, rr)
