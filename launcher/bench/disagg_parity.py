@@ -5,16 +5,19 @@
 reads the disaggregated job's summary and points and the aggregated side's (the job
 spec's topology.parity.job_dir), writes ``disagg_parity.json`` in the job folder
 (launcher/results/disagg_parity.py), records the verdict in summary.json, prints one
-line, and exits 1 unless the verdict is pass.
+line, and exits 1 unless the verdict is pass. Acceptance is not judged at a temperature where
+the job's known-answer probe (known_answer.json, run before the verdict) failed.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
+from launcher.bench.known_answer import defect_message
 from launcher.results import read_point
 from launcher.results.disagg_parity import one_line, parity_verdict, read_outputs, write_parity
 from launcher.results.summary import PointRow, point_rows, read_summary, update_summary
@@ -39,13 +42,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     d_rows, a_rows = _with_step_counts(d_dir), _with_step_counts(a_dir)
     outputs = {pt.dir: (read_outputs(d_dir / pt.dir), read_outputs(a_dir / pt.dir))
                for pt in d_rows if float(1 if pt.temperature is None else pt.temperature) == 0.0}
-    verdict = parity_verdict(d_rows, a_rows, par.al_tolerance, outputs)
+    verdict = parity_verdict(d_rows, a_rows, par.al_tolerance, outputs, defective_temperatures(d_dir))
     verdict.update({"disagg_job": str(d_dir), "aggregated_job": str(a_dir)})
     write_parity(d_dir, verdict)
     update_summary(d_dir, disagg_parity={"verdict": verdict["verdict"], "checks": verdict["checks"],
                                          "aggregated_job": str(a_dir), "problems": verdict["problems"]})
     print(one_line(verdict), file=sys.stderr)
     return 0 if verdict["verdict"] == "pass" else 1
+
+
+def defective_temperatures(job_dir: Path) -> dict[float, str]:
+    """Temperature -> the known-answer probe's words where it failed, from the job's
+    known_answer.json ({} when the probe did not run or passed everywhere)."""
+    try:
+        entries = json.loads((job_dir / "known_answer.json").read_text()).get("temperatures") or []
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {float(e["temperature"]): f"known-answer probe failed: {defect_message(e)}"
+            for e in entries if isinstance(e, dict) and e.get("passed") is False and "temperature" in e}
 
 
 def _with_step_counts(job_dir: Path) -> list[PointRow]:

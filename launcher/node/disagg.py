@@ -329,11 +329,10 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
                          "servers": servers, "idle_spinners": job.idle_spinners,
                          "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
 
-def parity(job: NodeContext, rc: int) -> int:
-    """bench.disagg_parity: the disaggregated servers stop, the aggregated server of the
-    same recipe (the same flags, no KV transfer) runs the same points into its own job
-    folder (its job.json written here), and launcher.bench.disagg_parity judges the two
-    (disagg_parity.json). A failed verdict fails the job."""
+def parity_reference(job: NodeContext) -> int:
+    """bench.disagg_parity, first half: the disaggregated servers stop, and the aggregated server
+    of the same recipe (the same flags, no KV transfer) runs the same points into its own job
+    folder (its job.json written here). Returns its benchmark's exit status."""
     par = job.spec.topology.parity
     agg_dir = Path(par.job_dir)
     (agg_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -356,6 +355,16 @@ def parity(job: NodeContext, rc: int) -> int:
     argv = [job.python, "-m", BENCH_MODULE, "--spec", str(agg_spec), "--url", server.url]
     brc = job.run_client(argv, server, ready, "aggregated benchmark")
     job.stop_server("aggregated server")
+    return brc
+
+
+def parity_verdict(job: NodeContext, rc: int, brc: int) -> int:
+    """bench.disagg_parity, second half (after the known-answer probe, whose failed temperatures
+    it does not judge acceptance at): launcher.bench.disagg_parity judges the two sides
+    (disagg_parity.json). ``brc``: the aggregated benchmark's exit status. A failed verdict
+    fails the job."""
+    agg_dir = Path(job.spec.topology.parity.job_dir)
+    ready = ready_path(agg_dir)  # the aggregated server's, written by parity_reference
     argv = [job.python, "-m", "launcher.bench.disagg_parity", "--spec", str(job.spec_path)]
     prc = job.run_client(argv, _NoServer(), ready, "disagg parity verdict")
     if rc == 0 and brc != 0:

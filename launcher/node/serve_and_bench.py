@@ -335,10 +335,12 @@ class NodeJob(ClientRun):
         return 128 - rc if rc < 0 else rc  # killed by signal N: 128+N, as a shell reports it
 
     def _after_sweep(self, rc: int) -> int:
-        """The second servers: the known-answer probe, then (one restart without
-        speculation) the matched baseline and the lossless reference; the speedups."""
-        if self.spec.topology is not None and self.spec.topology.parity is not None:
-            rc = disagg_node.parity(self, rc)
+        """The second servers: with bench.disagg_parity the aggregated server's points, the
+        known-answer probe, then the parity verdict (it sets aside temperatures whose known answer
+        failed); then (one restart without speculation) the matched baseline and the lossless
+        reference; the speedups."""
+        parity = self.spec.topology is not None and self.spec.topology.parity is not None
+        reference_rc = disagg_node.parity_reference(self) if parity else 0
         spec_outputs = self.job_dir / "lossless" / "spec_outputs.json"
         lossless = self.spec.bench is not None and self.spec.bench.lossless is not None and spec_outputs.exists()
         baseline = self.spec.baseline
@@ -346,6 +348,8 @@ class NodeJob(ClientRun):
         known, reference = None, None
         if self.spec.known_answer is not None:  # its server is the lossless reference when no baseline needs one
             known, reference = phases.known_answer(self, keep_for_reference=lossless and not run_baseline)
+        if parity:
+            rc = disagg_node.parity_verdict(self, rc, reference_rc)
         if reference is not None:
             rc = self._lossless_verdict(rc, phases.lossless_reference(self, reference, spec_outputs))
         elif lossless or run_baseline:

