@@ -320,6 +320,8 @@ class _GroupProgress:
         self.i, self.name = 0, plan.phases[0].name
 
     def on_phase(self, name: str) -> None:  # AIPerf logs "Phase <name> (profiling) started"
+        if name.startswith(ar.GAP_PREFIX):  # the idle phase between two points: the last one's line stays
+            return
         self.i = self.plan.owner.get(name, self.i)
         self.name = name
         self.on_progress(0)
