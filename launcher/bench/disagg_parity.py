@@ -11,13 +11,13 @@ the job's known-answer probe (known_answer.json, run before the verdict) failed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
 from launcher.bench.known_answer import defect_message
+from launcher.bench.known_answer import read as read_known_answer
 from launcher.results import read_point
 from launcher.results.disagg_parity import one_line, parity_verdict, read_outputs, write_parity
 from launcher.results.summary import PointRow, point_rows, read_summary, update_summary
@@ -55,8 +55,8 @@ def defective_temperatures(job_dir: Path) -> dict[float, str]:
     """Temperature -> the known-answer probe's words where it failed, from the job's
     known_answer.json ({} when the probe did not run or passed everywhere)."""
     try:
-        entries = json.loads((job_dir / "known_answer.json").read_text()).get("temperatures") or []
-    except (OSError, ValueError, AttributeError):
+        entries = read_known_answer(job_dir).get("temperatures") or []
+    except (OSError, ValueError):
         return {}
     return {float(e["temperature"]): f"known-answer probe failed: {defect_message(e)}"
             for e in entries if isinstance(e, dict) and e.get("passed") is False and "temperature" in e}

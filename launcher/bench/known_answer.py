@@ -267,10 +267,22 @@ def server_cross_check(before: Optional[dict], after: Optional[dict], names=None
             "server_drafts": int(drafts), "server_accepted": int(accepted)}
 
 
+KNOWN_ANSWER_FILE = "known_answer.json"
+
+
 def record(save_dir: Path, result: dict) -> None:
     """known_answer.json, and the verdict in summary.json when it exists."""
-    write_json_atomic(save_dir / "known_answer.json", result)
+    write_json_atomic(save_dir / KNOWN_ANSWER_FILE, result)
     change_summary(save_dir, lambda s: None if s is None else mark_points(s, result))
+
+
+def read(save_dir: Path) -> dict:
+    """The probe's result from known_answer.json (raises OSError or ValueError where it is
+    missing or unreadable)."""
+    result = json.loads((Path(save_dir) / KNOWN_ANSWER_FILE).read_text())
+    if not isinstance(result, dict):
+        raise ValueError(f"{KNOWN_ANSWER_FILE}: not an object")
+    return result
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -17,6 +17,7 @@ point's start (the run's last scrape for the last point). Everything is pure but
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
@@ -26,10 +27,20 @@ Scrape = tuple[int, dict]  # (timestamp_ns, metrics: family -> [samples])
 
 
 def read_scrapes(path: Path) -> dict[str, list[Scrape]]:
-    """AIPerf's per-scrape JSONL: endpoint URL -> its scrapes in time order. Empty when absent."""
+    """AIPerf's per-scrape JSONL: endpoint URL -> its scrapes in time order. Empty when absent.
+    Read once per file version: every point of a run cuts its window from the same file."""
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    return _read_scrapes(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=2)
+def _read_scrapes(path: str, mtime_ns: int, size: int) -> dict[str, list[Scrape]]:
     out: dict[str, list[Scrape]] = {}
     try:
-        lines = path.read_text().splitlines()
+        lines = Path(path).read_text().splitlines()
     except OSError:
         return out
     for line in lines:

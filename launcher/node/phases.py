@@ -4,7 +4,6 @@ the matched baseline, the restart without speculation they share, and the speedu
 The job (launcher.node.serve_and_bench.NodeJob) runs them after its sweep."""
 from __future__ import annotations
 
-import json
 import logging
 import subprocess
 from dataclasses import replace
@@ -108,7 +107,7 @@ def known_answer(job: NodeContext, keep_for_reference: bool) -> tuple[dict, Opti
             "--engine", job.spec.engine]
     try:
         job.run_client(argv, server, ready, "known-answer probe")
-        result = json.loads((job.job_dir / "known_answer.json").read_text())
+        result = ka.read(job.job_dir)
     except (ServerError, OSError, ValueError) as e:
         result = ka.skipped(f"the probe did not finish: {getattr(e, 'reason', e)}")
         ka.record(job.job_dir, result)
