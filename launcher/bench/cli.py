@@ -78,6 +78,10 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
                    help="measure each point N times against this server (extra AIPerf profiling phases, in "
                         "rounds); each repeat's figures and their mean, sd, 95%% interval and relative MAD go "
                         "to the point's repeats.json (docs/repeats.md)")
+    p.add_argument("--server_starts", type=int, default=1,
+                   help="the node starts the server this many times and runs the benchmark on each start "
+                        "(SPECDEC_SERVER_START: which one this is); each start's repeats join the point's "
+                        "repeats.json (docs/repeats.md)")
     p.add_argument("--warmup", action="store_true",
                    help="a warm-up phase (the dataset once, at the highest concurrency) opens each AIPerf run; "
                         "its requests enter no figure (the default with --repeats > 1 from the launcher)")
@@ -128,7 +132,8 @@ def spec_from_argv(argv: list[str]):
                   if args.lossless_prompts else None),
         runtime_params=RuntimeParams(**{k: dict(runtime.get(k) or {}) for k in
                                         ("sampling_kwargs", "chat_template_args", "dataset_kwargs")}),
-        acceptance_source=args.acceptance_source, repeats=args.repeats, warmup=args.warmup,
+        acceptance_source=args.acceptance_source, repeats=args.repeats, server_starts=args.server_starts,
+        warmup=args.warmup,
         noisy_rel_mad=args.noisy_rel_mad)
     points = [PointSpec(name, float(t), int(c)) for name, _ in datasets for t in args.temperature
               for c in args.concurrency]
@@ -174,7 +179,7 @@ def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]
         force=b.force, aiperf_mode=b.aiperf_mode, acceptance_source=b.acceptance_source, golden=b.golden,
         lossless_prompts=ll.num_prompts if ll else 0, lossless_output_length=ll.output_length if ll else 64,
         lossless_min_match_fraction=ll.min_match_fraction if ll else 0.6,
-        repeats=b.repeats, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad, slo=b.slo)
+        repeats=b.repeats, server_starts=b.server_starts, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad, slo=b.slo)
     return args, asdict(b.runtime_params), {k: float(v) for k, v in b.gates.min_acceptance_length.items()}
 
 

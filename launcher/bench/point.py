@@ -3,6 +3,7 @@ run AIPerf (once, one phase per point, or once per point), then turn each point'
 export into result files and checks."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from launcher.bench.recorded_on import this_point
 from launcher.bench.result_files import (build_configuration, checkpoint_info, response_texts_from_raw,
                                          speculative_algorithm, write_point)
 from launcher.bench.stream_chunks import read_raw_chunks
-from launcher.contracts.job import JobSpec
+from launcher.contracts.job import SERVER_START_ENV, JobSpec
 from launcher.contracts.server_ready import ServerReady
 from launcher.engines import default_engine, Engine, MetricNames, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
@@ -34,6 +35,7 @@ from launcher.results import schedule_check as schedules
 from launcher.runtime.apikey import client_key
 from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.runtime.files import REPO_ROOT, write_json_atomic
+from launcher.runtime import machine
 from launcher.runtime.telemetry import gpu_names
 
 
@@ -57,6 +59,12 @@ class PointContext:
     def stream_counted(self) -> bool:
         return self.speculative and self.acceptance_source == "stream_chunks"
 
+    @property
+    def keep_alive(self) -> dict:
+        """Both ends' idle keep-alive (launcher.bench.aiperf_runner.keep_alive): the server's
+        from its variable in this environment (the job's server env reaches the benchmark)."""
+        return ar.keep_alive(self.engine.http_keep_alive_env, self.engine.http_keep_alive_default_s, dict(os.environ))
+
 
 def _git_sha() -> Optional[str]:
     try:
@@ -75,6 +83,25 @@ def _tool_version() -> str:
 
 def _gpu_name(save_dir: Path) -> str:
     return gpu_names()
+
+
+def _where_measured(ctx: PointContext, gpu: str, ok_records: list, point_dir: Path) -> dict:
+    """configuration.json's ``http_keep_alive`` and ``machine`` (the node's samples are in its job
+    folder: SPECDEC_JOB_DIR, which a baseline's points share with the speculative job's)."""
+    job_dir = os.environ.get("SPECDEC_JOB_DIR") or str(point_dir.parent.parent)
+    return {"http_keep_alive": ctx.keep_alive, "machine": point_machine(gpu, ok_records, job_dir)}
+
+
+def point_machine(gpu: str, ok_records: list, job_dir: Optional[str]) -> dict:
+    """configuration.json's ``machine``: the GPU, the host, and the node's samples over the
+    point's requests (first request's start to last response; launcher.runtime.machine)."""
+    starts = [r.start_ns for r in ok_records if r.start_ns is not None]
+    ends = [r.last_response_ns for r in ok_records if r.last_response_ns is not None]
+    window = None
+    if starts and ends and job_dir:
+        window = machine.window_summary(machine.read_samples(machine.samples_path(job_dir)),
+                                        min(starts) / 1e9, max(ends) / 1e9)
+    return {"gpu": gpu, "host": machine.host_facts(), "window": window}
 
 
 def check_point(acc: dict, tim: dict, dataset: str, speculative: bool, gates: dict,
@@ -137,10 +164,9 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
     ds_dir.mkdir(parents=True, exist_ok=True)
     input_file = ds_dir / "aiperf_input.jsonl"
     write_aiperf_multi_turn(questions, input_file, ctx.args.output_length)
-    repeats = n_repeats(ctx)
-    if getattr(ctx.args, "aiperf_mode", "phases") == "phases" and (len(outcomes) > 1 or repeats > 1):
+    if getattr(ctx.args, "aiperf_mode", "phases") == "phases" and (len(outcomes) > 1 or as_repeats(ctx)):
         return run_phases(ctx, spec, questions, dataset, temperature, outcomes, save_dir, progress)
-    if repeats > 1:  # point mode: one AIPerf process per point, its repeats as that process's phases
+    if as_repeats(ctx):  # point mode: one AIPerf process per point, its repeats as that process's phases
         for o in outcomes:
             run_phases(ctx, spec, questions, dataset, temperature, [o], save_dir, progress)
         return None
@@ -183,6 +209,24 @@ def n_repeats(ctx: PointContext) -> int:
     return max(1, int(getattr(ctx.args, "repeats", 1) or 1))
 
 
+def n_starts(args) -> int:
+    """sweep.server_starts: how many starts of the server measure each point."""
+    return max(1, int(getattr(args, "server_starts", 1) or 1))
+
+
+def server_start() -> int:
+    """Which start of the server this benchmark measures (the node's SERVER_START_ENV; 1 alone)."""
+    try:
+        return max(1, int(os.environ.get(SERVER_START_ENV, "1")))
+    except ValueError:
+        return 1
+
+
+def as_repeats(ctx: PointContext) -> bool:
+    """Whether a point's measurements go through repeats.json (several repeats, or several starts)."""
+    return n_repeats(ctx) > 1 or n_starts(ctx.args) > 1
+
+
 def _group_run(ctx: PointContext, dataset: str, temperature: float, outcomes: list, group_dir: Path,
                input_file: Path, n_conversations: int) -> ar.GroupRun:
     extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
@@ -195,7 +239,7 @@ def _finish_point(ctx, spec, questions, o, save_dir: Path, src: Optional[Path], 
                   total: int, progress) -> None:
     """Turn one point's AIPerf folder into its results, or record why there is none."""
     point_dir = save_dir / o.dir
-    if n_repeats(ctx) == 1:  # an earlier run's repeats no longer describe this point
+    if not as_repeats(ctx):  # an earlier run's repeats no longer describe this point
         (point_dir / repeat_record.REPEATS_FILE).unlink(missing_ok=True)
         shutil.rmtree(point_dir / repeat_record.REPEATS_ARTIFACTS, ignore_errors=True)
     if src is None or not (src / "profile_export.jsonl").exists():
@@ -234,7 +278,7 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
     progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
     progress.update(f"point {watch.first}/{progress.total} {watch.label} C={outcomes[0].concurrency}: starting "
                     f"AIPerf ({len(outcomes)} points in one process)")
-    res = ar.run_aiperf(argv, ar.aiperf_env(ctx.args.tokenizer), ds_dir / f"aiperf_{tag}.log",
+    res = ar.run_aiperf(argv, ar.aiperf_env(ctx.args.tokenizer, keep_alive_s=ctx.keep_alive["client_s"]), ds_dir / f"aiperf_{tag}.log",
                         timeout_s=ctx.args.point_timeout_s * len(outcomes), on_progress=watch.on_progress,
                         on_phase=watch.on_phase)
     failed_run = ("AIPerf timed out" if res.timed_out else f"AIPerf exited with code {res.returncode}") \
@@ -358,12 +402,12 @@ def _collect_group(ctx: PointContext, spec: DatasetSpec, questions: list[Questio
             if why is not None:
                 why = f"{failed_run or why} before this point finished (log: {log_path})"
             runs.append((ph.name, dst, why))
-        if plan.repeats == 1:
+        if not as_repeats(ctx):
             _, dst, why = runs[0]
             _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
         else:
             why = _finish_repeats(ctx, spec, questions, o, save_dir, runs, total, progress)
-        ext = _point_counts(save_dir, o, why, plan.repeats)
+        ext = _point_counts(save_dir, o, why, as_repeats(ctx))
         if ext.get("num_spec_steps") is None:
             all_read = False
         else:
@@ -372,11 +416,12 @@ def _collect_group(ctx: PointContext, spec: DatasetSpec, questions: list[Questio
     return (steps, accepted) if all_read else None
 
 
-def _point_counts(save_dir: Path, o, why: Optional[str], repeats: int) -> dict:
-    """A complete point's verify steps and accepted drafts (over all its repeats)."""
+def _point_counts(save_dir: Path, o, why: Optional[str], repeats: bool) -> dict:
+    """A complete point's verify steps and accepted drafts (over all its repeats on this server start)."""
     ext = read_point(save_dir / o.dir).acc_ext if why is None and o.status == "complete" else {}
-    if repeats > 1 and ext:  # the run's window holds every repeat's steps
-        per = (repeat_record.read(save_dir / o.dir) or {}).get("per_repeat") or []
+    if repeats and ext:  # the run's window holds every repeat's steps of this start
+        per = [r for r in (repeat_record.read(save_dir / o.dir) or {}).get("per_repeat") or []
+               if int(r.get("server_start") or 1) == server_start()]
         counts = [(r.get("num_spec_steps"), r.get("num_accepted_draft_tokens")) for r in per]
         ext = ({"num_spec_steps": sum(c[0] for c in counts), "num_accepted_draft_tokens": sum(c[1] for c in counts)}
                if counts and all(c[0] is not None and c[1] is not None for c in counts) else {})
@@ -407,11 +452,12 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
     unreadable repeat fails the point. Returns why it failed, or None."""
 
     missing = next((why for _, _, why in runs if why is not None), None)
-    per, srcs = [], []
+    point_dir = save_dir / o.dir
+    per, srcs = _earlier_starts(point_dir)  # sweep.server_starts: the earlier starts' repeats join these
     slo, slo_repeats = point_slo(ctx), []
     if missing is None:
         spec_cfg = _spec_cfg(ctx)
-        for r, (name, dst, _) in enumerate(runs, 1):
+        for r, (name, dst, _) in enumerate(runs, len(per) + 1):
             try:
                 acc, tim, ok = _measure(ctx, spec, questions, dst / "profile_export.jsonl", dst, spec_cfg)
             except (RecordError, ValueError, OSError) as e:
@@ -422,7 +468,8 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
                 g = point_goodput(dst, slo) or {}
                 slo_repeats.append({"repeat": r, "goodput_rps": g.get("goodput_rps"),
                                     "good_output_tps": g.get("good_output_tps"), "meets_slo": g.get("meets_slo")})
-            per.append({"repeat": r, "phase": name, **repeat_record.repeat_figures(acc, tim, ok),
+            per.append({"repeat": r, "phase": name, "server_start": server_start(),
+                        **repeat_record.repeat_figures(acc, tim, ok),
                         # the repeat's own verify steps, for the run's /metrics cross-check
                         "num_spec_steps": ext.get("num_spec_steps"),
                         "num_accepted_draft_tokens": ext.get("num_accepted_draft_tokens")})
@@ -432,7 +479,6 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
         progress.point_done(o.dir, o.status, o.reason)
         return missing
     held = repeat_record.held_repeat(per)
-    point_dir = save_dir / o.dir
     point_dir.mkdir(parents=True, exist_ok=True)
     others = point_dir / repeat_record.REPEATS_ARTIFACTS
     shutil.rmtree(others, ignore_errors=True)
@@ -443,8 +489,36 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
     write_json_atomic(point_dir / repeat_record.REPEATS_FILE, doc)
     o.slo_repeats = slo_repeats or None  # process_point adds them to the point's goodput
     _finish_point(ctx, spec, questions, o, save_dir, srcs[held], None, total, progress)
+    shutil.rmtree(point_dir / ".earlier_starts", ignore_errors=True)
     o.values["repeats"] = repeat_record.compact(doc)
     return None if o.status == "complete" else o.reason
+
+
+def _earlier_starts(point_dir: Path) -> tuple[list, list]:
+    """The repeats this point holds from earlier starts of the server (sweep.server_starts), with
+    their AIPerf folders moved aside (the held one from ``aiperf/``, the others from
+    ``aiperf_repeats/``) so this start's repeats can join them: (per-repeat rows, folders). On
+    the first start, or without repeats.json: nothing."""
+    start = server_start()
+    doc = repeat_record.read(point_dir) if start > 1 else None
+    if not doc:
+        return [], []
+    held = (doc.get("files_hold") or {}).get("repeat")
+    staged = point_dir / ".earlier_starts"
+    shutil.rmtree(staged, ignore_errors=True)
+    per, srcs = [], []
+    for row in doc.get("per_repeat") or []:
+        if int(row.get("server_start") or 1) >= start:
+            continue
+        src = point_dir / "aiperf" if row.get("repeat") == held else \
+            point_dir / repeat_record.REPEATS_ARTIFACTS / f"r{row.get('repeat')}"
+        if not (src / "profile_export.jsonl").exists():
+            continue
+        dst = staged / f"r{len(per) + 1}"
+        ar.move_artifacts(src, dst)
+        per.append({**row, "repeat": len(per) + 1, "server_start": int(row.get("server_start") or 1)})
+        srcs.append(dst)
+    return per, srcs
 
 
 def sweep_prometheus_check(window: Optional[dict], steps: int, accepted: int,
@@ -499,7 +573,7 @@ def _run_aiperf_chunk(ctx: PointContext, spec: DatasetSpec, questions: list[Ques
 
     progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
     progress.update(f"{span}/{progress.total} {label}: starting AIPerf")
-    res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer), ds_dir / f"aiperf_{tag}.log",
+    res = ar.run_aiperf(argv, ar.aiperf_env(args.tokenizer, keep_alive_s=ctx.keep_alive["client_s"]), ds_dir / f"aiperf_{tag}.log",
                         timeout_s=args.point_timeout_s * len(concurrencies), on_progress=on_progress)
     single = len(concurrencies) == 1
     for o in outcomes:
@@ -642,7 +716,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
                    "engine": ctx.engine.name, "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
                    "forced_acceptance": forced_from_speculative_config(spec_cfg), "recorded_on": where,
-                   "amx_permission_hook": ctx.server_ready.amx_permission_hook,
+                   "amx_permission_hook": ctx.server_ready.amx_permission_hook, **_where_measured(ctx, gpu, ok_records, point_dir),
                    **disagg, **status})
     write_point(point_dir, dataset=spec, acceptance=acc, timing=tim, configuration=conf, questions=questions,
                 texts=texts, complete=reason is None)

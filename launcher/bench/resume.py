@@ -18,8 +18,9 @@ def resume(outcomes: list, save_dir: Path, args) -> list:
     """The points still to measure; complete ones (with every repeat) are marked skipped
     and keep their figures."""
     todo = []
+    expected = max(1, args.repeats) * point_mod.n_starts(args)  # every start's repeats (sweep.server_starts)
     for o in outcomes:
-        if not args.force and is_complete(save_dir / o.dir) and repeats_done(save_dir / o.dir) == max(1, args.repeats):
+        if not args.force and is_complete(save_dir / o.dir) and repeats_done(save_dir / o.dir) == expected:
             o.status, o.reason = "skipped", "already complete"
             o.values.update(point_mod.load_point_values(save_dir / o.dir))
         else:

@@ -147,7 +147,7 @@ def tps_summary(p: Point, per_gpu: bool = False) -> Summary | None:
     if per_gpu and p.num_gpus:
         g = float(p.num_gpus)
         s = Summary(s.n, s.mean / g, None if s.sd is None else s.sd / g, None if s.lo is None else s.lo / g,
-                    None if s.hi is None else s.hi / g, s.median / g, s.mad / g, s.rel_mad, s.noisy)
+                    None if s.hi is None else s.hi / g, s.median / g, s.mad / g, s.rel_mad, s.noisy, s.worst_rel_dev)
     return s
 
 

@@ -32,6 +32,9 @@ SPEC_FILE = "job.json"
 TIME_LIMIT_SIGNAL = "SIGUSR2"
 TIME_LIMIT_WARNING_S = 120
 SERVER_LAUNCHES = ("process", "srun")  # a child process of the job, or its own Slurm step
+# Which start of the server a benchmark measures (1-based; sweep.server_starts): the node sets it
+# in the benchmark's environment, the benchmark joins that start's repeats to the earlier ones.
+SERVER_START_ENV = "SPECDEC_SERVER_START"
 
 
 def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
@@ -152,6 +155,7 @@ class BenchSpec:
     runtime_params: RuntimeParams = field(default_factory=RuntimeParams)
     acceptance_source: Optional[str] = None  # an explicit override; None: the job's
     repeats: int = 1  # sweep.repeats: each point measured this many times against the server
+    server_starts: int = 1  # sweep.server_starts: the server started this many times, the repeats on each
     warmup: bool = False  # a warm-up phase before the measured ones (on with repeats)
     noisy_rel_mad: float = 0.1  # bench.gates.noisy_rel_mad: a point whose Output TPS varies more is noisy
     # sweep.slo (launcher.results.goodput.Slo.to_dict: limits, percentiles, good_share) plus

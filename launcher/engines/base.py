@@ -184,6 +184,11 @@ class Engine(abc.ABC):
     key_flag: str = "--api-key"  # the server's own key flag: refused among a job's arguments
     key_env: Optional[str] = None  # an environment variable the user may export the key in, as the engine reads it
     cpu_bind_env: Optional[str] = None  # the CPU build's core-binding variable, if any
+    # How long the HTTP server keeps an idle connection open: the variable that sets it, if any,
+    # and its default (uvicorn's 5 s, which vLLM and SGLang keep). The benchmark's client must drop
+    # an idle pooled connection before the server does (launcher.bench.aiperf_runner.keep_alive).
+    http_keep_alive_env: Optional[str] = None
+    http_keep_alive_default_s: float = 5.0
     disaggregated_serving: bool = False  # topology=disagg: prefill/decode argv, KV-transfer env, a router (docs/disagg.md)
     default_router_command: Optional[str] = None
     routers: tuple = ()

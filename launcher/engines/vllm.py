@@ -106,6 +106,7 @@ class VLLM(Engine):
     key_env = API_KEY_ENV
     cpu_sampling_refusal = "vLLM refuses it there (\"Synthetic acceptance not supported with CPU sampling\")"
     cpu_bind_env = CPU_BIND_ENV
+    http_keep_alive_env = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"  # vllm/envs.py: int seconds, default 5
     disaggregated_serving = True
     default_router_command = "vllm-router"  # vllm-project/router (PyPI vllm-router), its P/D mode
     routers = ("vllm-router",)

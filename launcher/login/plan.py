@@ -78,7 +78,7 @@ def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
         runtime_params=RuntimeParams(dict(rp.sampling_kwargs), dict(rp.chat_template_args), dict(rp.dataset_kwargs)),
         # the warm-up is on by default with repeats and with an SLO (the first phase after
         # AIPerf's start-up measured slower: docs/repeats.md, docs/slo.md)
-        repeats=sw.repeats, warmup=bool(sw.warmup or (sw.warmup is None and (sw.repeats > 1 or slo_spec(cfg)))),
+        repeats=sw.repeats, server_starts=sw.server_starts, warmup=bool(sw.warmup or (sw.warmup is None and (sw.repeats > 1 or slo_spec(cfg)))),
         noisy_rel_mad=b.gates.noisy_rel_mad, slo=slo_spec(cfg))
 
 

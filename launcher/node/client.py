@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from launcher.contracts.job import BENCH_MODULE, JobSpec
+from launcher.contracts.job import BENCH_MODULE, SERVER_START_ENV, JobSpec
 from launcher.node import server_fault
 from launcher.node.lifecycle import ServerProcess, describe_returncode, signal_name, spawn
 from launcher.node.net import subprocess_line
@@ -31,6 +31,7 @@ class ClientRun(ServerGroup):
     def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
         super().__init__(spec, python, spec_path)
         self.bench = None
+        self.server_start = 1  # which start of the server the client measures (sweep.server_starts)
         self.bench_tag: Optional[ProcessTag] = None
 
     def bench_env(self, server: ServerProcess, ready_path: Path) -> dict:
@@ -40,7 +41,7 @@ class ClientRun(ServerGroup):
         if root not in pp.split(os.pathsep):
             env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
         env.update({"SPECDEC_JOB_DIR": str(self.job_dir), "SPECDEC_SERVER_URL": server.url,
-                    "SPECDEC_SERVER_READY_FILE": str(ready_path)})
+                    "SPECDEC_SERVER_READY_FILE": str(ready_path), SERVER_START_ENV: str(self.server_start)})
         return env
 
     def bench_argv(self, url: str, role: str = "speculative") -> list[str]:

@@ -74,6 +74,7 @@ from launcher.results.status import clear_error, read_error, write_error
 from launcher.results.summary import has_summary, point_rows
 from launcher.runtime import apikey
 from launcher.runtime.inputs import check_job_inputs
+from launcher.runtime import machine
 from launcher.runtime.telemetry import GpuMemorySampler
 
 EXIT_USAGE = 2
@@ -222,6 +223,7 @@ def usage() -> str:
 
 class NodeJob(ClientRun):
     """Server + benchmark for one job; ``run()`` returns the exit status."""
+    _machine: Optional[machine.MachineSampler] = None  # started with the job's telemetry
 
 
     # -- steps
@@ -293,10 +295,20 @@ class NodeJob(ClientRun):
         try:
             sampler = GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=self.spec.kv_cache_cap_bytes)
             sampler.start()
-            return sampler
         except Exception as e:  # telemetry never breaks the job
             self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
-            return None
+            sampler = None
+        try:  # clocks, throttling, host CPU and the engine's CPU time, per point (launcher.runtime.machine)
+            self._machine = machine.MachineSampler(machine.samples_path(self.job_dir), interval_s=0.5,
+                                                   engine_pids=self._engine_pids).start()
+        except Exception as e:
+            self.log(f"machine telemetry unavailable: {type(e).__name__}: {e}")
+        return sampler
+
+    def _engine_pids(self) -> list[int]:
+        """The engine's root processes now (the server, or the disaggregated servers and router)."""
+        procs = ([self.server] if self.server is not None else []) + list(self.members)
+        return [p.pid for p in procs if p.pid is not None]
 
     def _startup_checks(self) -> Optional[int]:
         """Before the server starts: the API-key rule, the inputs, the engine. The exit
@@ -332,7 +344,18 @@ class NodeJob(ClientRun):
         disagg = self.spec.topology is not None and self.spec.topology.kind == "disagg"
         server = disagg_node.serve(self) if disagg else self.serve()
         rc = self._run_bench(server, self._write_ready(server))
+        starts = self._server_starts()
+        while rc == 0 and not disagg and self.server_start < starts:  # sweep.server_starts
+            self.server_start += 1
+            self.log(f"server start {self.server_start}/{starts}: restarting the speculative server")
+            self.stop_server("speculative server")
+            server = self.serve(phase=f"server start {self.server_start}")
+            rc = self._run_bench(server, self._write_ready(server))
+        self.server_start = 1
         return 128 - rc if rc < 0 else rc  # killed by signal N: 128+N, as a shell reports it
+
+    def _server_starts(self) -> int:
+        return max(1, int(self.spec.bench.server_starts)) if self.spec.bench is not None else 1
 
     def _after_sweep(self, rc: int) -> int:
         """The second servers: with bench.disagg_parity the aggregated server's points, the
@@ -358,6 +381,12 @@ class NodeJob(ClientRun):
                                              ("lossless reference", lossless)) if on))
             if run_baseline:
                 brc = phases.baseline_bench(self, server, Path(baseline.job_dir))
+                while brc == 0 and self.server_start < self._server_starts():  # the baseline's starts
+                    self.server_start += 1
+                    server = phases.restart_without_speculation(
+                        self, f"matched baseline, server start {self.server_start}/{self._server_starts()}")
+                    brc = phases.baseline_bench(self, server, Path(baseline.job_dir))
+                self.server_start = 1
                 if rc == 0 and brc != 0:
                     rc = brc
                     self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
@@ -435,6 +464,8 @@ class NodeJob(ClientRun):
                 self._cleanup()
                 self._finalize_summary(rc)
             finally:
+                if self._machine is not None:
+                    self._machine.stop()
                 if sampler is not None:
                     try:
                         sampler.stop()

@@ -135,6 +135,11 @@ class SweepConfig:
     # phases); repeats.json holds each repeat and mean, sd, 95% interval, relative MAD
     # (docs/repeats.md). compare judges throughput against that noise only with N >= 2.
     repeats: int = 1
+    # Each server configuration started this many times (the baseline too), its points'
+    # repeats measured on every start and pooled in repeats.json: a server's start (memory
+    # layout, compiled graphs, the engine's threads) can decide a figure that its repeats
+    # alone share (docs/repeats.md, "Across server starts").
+    server_starts: int = 1
     # A warm-up phase opens each AIPerf run (its requests enter no figure). None: on when
     # repeats > 1, so that the repeats are alike (the first phase after AIPerf's start-up
     # measured slower than the rest).

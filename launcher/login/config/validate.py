@@ -223,6 +223,11 @@ def _check_sweep(cfg: LauncherConfig, add, errs: list) -> None:
             "set bench.aiperf_mode=phases or remove sweep.num_requests_per_concurrency")
     if sw.repeats < 1:
         add("sweep.repeats", f"is {sw.repeats}", "use 1 (one measurement) or more, e.g. sweep.repeats=3")
+    if sw.server_starts < 1:
+        add("sweep.server_starts", f"is {sw.server_starts}", "use 1 (one server start) or more, e.g. sweep.server_starts=2")
+    elif sw.server_starts > 1 and cfg.topology.kind == "disagg":
+        add("sweep.server_starts", f"is {sw.server_starts} with topology=disagg",
+            "use sweep.server_starts=1 there (restarting the prefill/decode servers and router is not supported yet)")
     if not 0 < cfg.bench.gates.noisy_rel_mad < 10:
         add("bench.gates.noisy_rel_mad", f"is {cfg.bench.gates.noisy_rel_mad}",
             "use a relative spread such as 0.1 (10%)")

@@ -5,7 +5,10 @@ A point measured N times gives N values of each figure (Output TPS, TTFT, ...).
 :func:`summarize` gives their mean, sample sd, the 95% Student-t interval of the
 mean, the median, the MAD (median absolute deviation from the median, unscaled)
 and the relative MAD (MAD / |median|), the spread rule vLLM's k tuner uses: a
-point whose relative MAD exceeds ``noisy_rel_mad`` (0.1) is *noisy*.
+point whose relative MAD exceeds ``noisy_rel_mad`` (0.1) is *noisy*. So is a point with one
+repeat further than ``noisy_rel_mad`` from the median (``worst_rel_dev``): the MAD of three
+values, two of them alike, is blind to the third (an H200 point measured 1,018.7 / 750.7 /
+1,042.4 tok/s: relative MAD 0.023, the slow repeat 26 % below the figure the point reports).
 
 :func:`difference` is the interval compare judges a change against: the two
 runs' means differ by Δ, and Δ is flagged only when it exceeds the threshold
@@ -72,6 +75,7 @@ class Summary:
     mad: float
     rel_mad: Optional[float]
     noisy: bool
+    worst_rel_dev: Optional[float] = None  # max |x - median| / |median|: the repeat furthest from the figure
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -102,10 +106,17 @@ def summarize(values: Sequence[Optional[float]], noisy_rel_mad: float = NOISY_RE
     m, med, d = mean(xs), median(xs), mad(xs)
     rel = d / abs(med) if med else None
     if len(xs) < 2:
-        return Summary(1, m, None, None, None, med, 0.0, rel, False)
+        return Summary(1, m, None, None, None, med, 0.0, rel, False, 0.0 if med else None)
     sd = stdev(xs)
     half = t_critical(len(xs) - 1) * sd / math.sqrt(len(xs))
-    return Summary(len(xs), m, sd, m - half, m + half, med, d, rel, rel is not None and rel > noisy_rel_mad)
+    worst = max(abs(x - med) for x in xs) / abs(med) if med else None
+    return Summary(len(xs), m, sd, m - half, m + half, med, d, rel, is_noisy(rel, worst, noisy_rel_mad), worst)
+
+
+def is_noisy(rel_mad: Optional[float], worst_rel_dev: Optional[float], threshold: float = NOISY_REL_MAD) -> bool:
+    """The noise rule: the repeats' relative MAD (vLLM tune_speculative_k's rule) or the
+    repeat furthest from the median exceeds ``threshold``. Pure."""
+    return any(v is not None and v > threshold for v in (rel_mad, worst_rel_dev))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,306 @@
+"""What decides a figure besides the model: the GPU's clocks, power and throttling, the
+host's CPU and how busy it was, and the engine's own CPU time, sampled over a job and
+summarised over each point's requests (issue 37: the same run gave 1.0-1.3x on one GPU
+machine and 1.54-1.78x on another).
+
+The node samples (:class:`MachineSampler`, a daemon thread) every ``interval_s`` into
+``<job>/logs/machine_samples.jsonl``, one JSON object a line::
+
+    {"t": wall-clock s,
+     "gpus": [{"sm_mhz", "util_pct", "power_w", "temp_c", "reasons": bitmask}] | [],
+     "cpu": [user, nice, system, idle, iowait, irq, softirq, steal] jiffies (/proc/stat) | null,
+     "load1": float | null, "engine_cpu_s": user+system s of the engine's processes | null}
+
+The benchmark summarises the samples inside a point's window (:func:`window_summary`) into
+the point's ``configuration.json`` (``machine``), beside :func:`host_facts`. Every reader
+here is best-effort: a host without NVML, /proc or psutil gives nulls, never an error.
+Standard library only; pynvml and psutil are imported lazily (optional on the node).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import threading
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any, Callable, Iterable, Optional
+
+SAMPLES_FILE = "machine_samples.jsonl"
+
+# NVML's clock-event (throttle) reasons, as nvidia-smi names them (nvml.h: nvmlClocksEventReason*).
+REASONS = {
+    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+}
+# Reasons that lower the clock below what the work asks for (idle and sync boost do not).
+SLOWING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def samples_path(job_dir: str | os.PathLike) -> Path:
+    return Path(job_dir) / "logs" / SAMPLES_FILE
+
+
+def reason_names(mask: int) -> list[str]:
+    """The names of the bits set in an NVML clock-event mask. Pure."""
+    return [name for bit, name in REASONS.items() if mask & bit] + (
+        [f"0x{mask & ~sum(REASONS):x}"] if mask & ~sum(REASONS) else [])
+
+
+def cpu_model(cpuinfo: Optional[str] = None) -> Optional[str]:
+    """The CPU's model name (/proc/cpuinfo's first "model name"), else platform's."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and value.strip():
+            return value.strip()
+    return platform.processor() or None
+
+
+def host_facts() -> dict:
+    """The host a figure was measured on: CPU model, logical cores, the cores this process
+    may use, the kernel and the host name."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = None
+    return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
+            "kernel": platform.release(), "hostname": platform.node()}
+
+
+def read_cpu_jiffies(text: Optional[str] = None) -> Optional[list[int]]:
+    """The aggregate ``cpu`` line of /proc/stat (CPU_FIELDS), or None."""
+    if text is None:
+        try:
+            text = Path("/proc/stat").read_text()
+        except OSError:
+            return None
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            vals = [int(v) for v in parts[1:1 + len(CPU_FIELDS)]]
+            return vals + [0] * (len(CPU_FIELDS) - len(vals))
+    return None
+
+
+def _load1() -> Optional[float]:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def tree_cpu_seconds(pids: Iterable[int]) -> Optional[float]:
+    """User + system CPU seconds of the processes ``pids`` and all their descendants (psutil),
+    or None without psutil or when none can be read."""
+    try:
+        import psutil  # lazy: optional on the node (every vLLM install has it)
+    except ImportError:
+        return None
+    seen: set[int] = set()
+    total, found = 0.0, False
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            procs = [root, *root.children(recursive=True)]
+        except (psutil.Error, OSError):
+            continue
+        for p in procs:
+            if p.pid in seen:
+                continue
+            seen.add(p.pid)
+            try:
+                t = p.cpu_times()
+            except (psutil.Error, OSError):
+                continue
+            total += t.user + t.system
+            found = True
+    return round(total, 3) if found else None
+
+
+def _nvml() -> Any:
+    try:
+        import pynvml  # lazy: optional (nvidia-ml-py); a CPU host has none
+    except Exception:
+        return None
+    return pynvml
+
+
+class MachineSampler:
+    """Samples the GPUs' clocks, utilisation, power and clock-event reasons, the host's CPU
+    jiffies and load, and the engine's CPU time, into a JSON-lines file. Never raises:
+    telemetry must not break the job. ``engine_pids`` gives the engine's root processes now
+    (they change when the server restarts); ``nvml`` is pynvml or a test's fake."""
+
+    def __init__(self, path: str | os.PathLike, interval_s: float = 0.5,
+                 engine_pids: Callable[[], Iterable[int]] = lambda: (), nvml: Any = ...):
+        self.path = Path(path)
+        self.interval_s = float(interval_s)
+        self.engine_pids = engine_pids
+        self._nvml = _nvml() if nvml is ... else nvml
+        self._handles: list = []
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.errors = 0
+
+    def start(self) -> "MachineSampler":
+        try:
+            if self._nvml is not None:
+                self._nvml.nvmlInit()
+                self._handles = [self._nvml.nvmlDeviceGetHandleByIndex(i)
+                                 for i in range(int(self._nvml.nvmlDeviceGetCount()))]
+        except Exception:  # no driver, no GPU: CPU-side samples only
+            self._handles = []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=self._run, name="machine-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, 4 * self.interval_s))
+        if self._handles:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:
+                pass
+
+    def _gpu(self, h) -> dict:
+        nv = self._nvml
+        row: dict = {}
+        for key, read in (("sm_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
+                          ("util_pct", lambda: nv.nvmlDeviceGetUtilizationRates(h).gpu),
+                          ("power_w", lambda: round(nv.nvmlDeviceGetPowerUsage(h) / 1000.0, 1)),
+                          ("temp_c", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
+                          ("reasons", lambda: self._reasons(h))):
+            try:
+                row[key] = read()
+            except Exception:
+                row[key] = None
+        return row
+
+    def _reasons(self, h) -> Optional[int]:
+        nv = self._nvml
+        fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            getattr(nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        return int(fn(h)) if fn is not None else None
+
+    def sample(self) -> dict:
+        try:
+            engine = tree_cpu_seconds(list(self.engine_pids()))
+        except Exception:
+            engine = None
+        return {"t": round(time.time(), 3), "gpus": [self._gpu(h) for h in self._handles],
+                "cpu": read_cpu_jiffies(), "load1": _load1(), "engine_cpu_s": engine}
+
+    def _run(self) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            while True:
+                try:
+                    f.write(json.dumps(self.sample(), separators=(",", ":")) + "\n")
+                    f.flush()
+                except Exception:
+                    self.errors += 1
+                if self._stop.wait(self.interval_s):
+                    return
+
+
+def read_samples(path: str | os.PathLike) -> list[dict]:
+    """The samples of a job (a torn last line is skipped)."""
+    out = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and isinstance(d.get("t"), (int, float)):
+            out.append(d)
+    return out
+
+
+def _stats(xs: list[float]) -> Optional[dict]:
+    xs = [float(x) for x in xs if isinstance(x, (int, float))]
+    if not xs:
+        return None
+    return {"min": round(min(xs), 2), "median": round(median(xs), 2), "max": round(max(xs), 2)}
+
+
+def window_summary(samples: list[dict], t0: float, t1: float) -> dict:
+    """The machine over [t0, t1] (wall-clock seconds): per GPU the SM clock, utilisation and
+    power (min / median / max), the clock-event reasons seen (and the share of samples with
+    one that slows the clock), the host's CPU busy and steal shares, the highest 1-minute
+    load, and the engine's CPU seconds (and cores' worth) over the window. Pure."""
+    inside = [s for s in samples if t0 <= s["t"] <= t1]
+    out: dict = {"samples": len(inside), "window_s": round(t1 - t0, 3)}
+    n_gpus = max((len(s.get("gpus") or []) for s in inside), default=0)
+    gpus = []
+    for i in range(n_gpus):
+        rows = [s["gpus"][i] for s in inside if len(s.get("gpus") or []) > i]
+        masks = [r.get("reasons") for r in rows if isinstance(r.get("reasons"), int)]
+        seen = 0
+        for m in masks:
+            seen |= m
+        gpus.append({"sm_mhz": _stats([r.get("sm_mhz") for r in rows]),
+                     "util_pct": _stats([r.get("util_pct") for r in rows]),
+                     "power_w": _stats([r.get("power_w") for r in rows]),
+                     "temp_c": _stats([r.get("temp_c") for r in rows]),
+                     "reasons_seen": reason_names(seen) if masks else None,
+                     "slowed_share": round(sum(1 for m in masks if m & SLOWING) / len(masks), 3) if masks else None})
+    out["gpus"] = gpus
+    # CPU shares from the jiffies just before and at the end of the window
+    before = [s for s in samples if s["t"] <= t0 and s.get("cpu")]
+    cpu = [s for s in inside if s.get("cpu")]
+    first = before[-1] if before else (cpu[0] if cpu else None)
+    last = cpu[-1] if cpu else None
+    busy = steal = None
+    if first is not None and last is not None and last is not first:
+        d = [b - a for a, b in zip(first["cpu"], last["cpu"])]
+        total = sum(d)
+        if total > 0:
+            idle = d[CPU_FIELDS.index("idle")] + d[CPU_FIELDS.index("iowait")]
+            busy = round(1 - idle / total, 3)
+            steal = round(d[CPU_FIELDS.index("steal")] / total, 4)
+    out["cpu_busy_share"], out["cpu_steal_share"] = busy, steal
+    loads = [s.get("load1") for s in inside if isinstance(s.get("load1"), (int, float))]
+    out["load1_max"] = max(loads) if loads else None
+    eng = [s for s in ([*(before[-1:] if before else [])] + inside) if isinstance(s.get("engine_cpu_s"), (int, float))]
+    if len(eng) >= 2 and eng[-1]["t"] > eng[0]["t"]:
+        used = eng[-1]["engine_cpu_s"] - eng[0]["engine_cpu_s"]
+        out["engine_cpu_s"] = round(used, 3) if used >= 0 else None  # a restart resets the tree
+        out["engine_cores"] = round(used / (eng[-1]["t"] - eng[0]["t"]), 3) if used >= 0 else None
+    else:
+        out["engine_cpu_s"] = out["engine_cores"] = None
+    return out
+
+
+def one_line(machine: Optional[dict]) -> str:
+    """``NVIDIA H200 on 16 x Intel(R) Xeon ...; SM 1980 MHz (1755-1980), no slowing reason``."""
+    if not machine:
+        return "machine not recorded"
+    host = machine.get("host") or {}
+    text = f"{machine.get('gpu') or '?'} on {host.get('cores') or '?'} x {host.get('cpu_model') or '?'}"
+    w = machine.get("window") or {}
+    g = (w.get("gpus") or [None])[0]
+    if g and g.get("sm_mhz"):
+        sm = g["sm_mhz"]
+        text += f"; SM {sm['median']:g} MHz ({sm['min']:g}-{sm['max']:g})"
+        slow = [r for r in (g.get("reasons_seen") or []) if r not in ("gpu_idle", "sync_boost")]
+        text += f", slowed by {'/'.join(slow)} in {g.get('slowed_share', 0):.0%} of samples" if slow \
+            else ", no slowing reason"
+    if w.get("cpu_busy_share") is not None:
+        text += f"; host CPU {w['cpu_busy_share']:.0%} busy, steal {w.get('cpu_steal_share') or 0:.1%}"
+    if w.get("engine_cores") is not None:
+        text += f"; engine {w['engine_cores']:.2f} cores"
+    return text
