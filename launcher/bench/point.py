@@ -88,8 +88,11 @@ def _gpu_name(save_dir: Path) -> str:
 def _where_measured(ctx: PointContext, gpu: str, ok_records: list, point_dir: Path) -> dict:
     """configuration.json's ``http_keep_alive`` and ``machine`` (the node's samples are in its job
     folder: SPECDEC_JOB_DIR, which a baseline's points share with the speculative job's)."""
-    job_dir = os.environ.get("SPECDEC_JOB_DIR") or str(point_dir.parent.parent)
-    return {"http_keep_alive": ctx.keep_alive, "machine": point_machine(gpu, ok_records, job_dir)}
+    return {"http_keep_alive": ctx.keep_alive, "machine": point_machine(gpu, ok_records, _job_dir(point_dir))}
+
+
+def _job_dir(point_dir: Path) -> str:
+    return os.environ.get("SPECDEC_JOB_DIR") or str(point_dir.parent.parent)
 
 
 def point_machine(gpu: str, ok_records: list, job_dir: Optional[str]) -> dict:
@@ -470,6 +473,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
                                     "good_output_tps": g.get("good_output_tps"), "meets_slo": g.get("meets_slo")})
             per.append({"repeat": r, "phase": name, "server_start": server_start(),
                         **repeat_record.repeat_figures(acc, tim, ok),
+                        "machine": machine.compact(point_machine("", ok, _job_dir(point_dir))["window"]),
                         # the repeat's own verify steps, for the run's /metrics cross-check
                         "num_spec_steps": ext.get("num_spec_steps"),
                         "num_accepted_draft_tokens": ext.get("num_accepted_draft_tokens")})

@@ -142,6 +142,7 @@ class NodeContext(Protocol):
     server: Optional[ServerProcess]
     members: list
     idle_spinners: list  # topology=disagg, CPU build: the threads set to nice 19 (node/spinners.py)
+    server_start: int  # which start of the server the client measures (sweep.server_starts)
 
     @property
     def engine(self) -> Engine: ...

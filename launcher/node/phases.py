@@ -54,6 +54,19 @@ def baseline_bench(job: NodeContext, server: ServerProcess, baseline_dir: Path) 
     return job.run_client(job.bench_argv(server.url, role="baseline"), server, ready, "baseline benchmark")
 
 
+def baseline_starts(job: NodeContext, server: ServerProcess, baseline_dir: Path,
+                    starts: int) -> tuple[ServerProcess, int]:
+    """The matched baseline on each of ``starts`` starts of the server without speculation
+    (sweep.server_starts; the first is ``server``): (the server running now, the exit status)."""
+    rc = baseline_bench(job, server, baseline_dir)
+    while rc == 0 and job.server_start < starts:
+        job.server_start += 1
+        server = restart_without_speculation(job, f"matched baseline, server start {job.server_start}/{starts}")
+        rc = baseline_bench(job, server, baseline_dir)
+    job.server_start = 1
+    return server, rc
+
+
 def write_speedups(job: NodeContext, results_dir: Path) -> None:
     """Speedups against the baseline, for whatever is complete now (never fails the job)."""
     argv = [job.python, "-m", "launcher.speedup", str(results_dir), "--job", str(job.job_dir)]

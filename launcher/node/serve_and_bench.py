@@ -298,17 +298,8 @@ class NodeJob(ClientRun):
         except Exception as e:  # telemetry never breaks the job
             self.log(f"GPU telemetry unavailable: {type(e).__name__}: {e}")
             sampler = None
-        try:  # clocks, throttling, host CPU and the engine's CPU time, per point (launcher.runtime.machine)
-            self._machine = machine.MachineSampler(machine.samples_path(self.job_dir), interval_s=0.5,
-                                                   engine_pids=self._engine_pids).start()
-        except Exception as e:
-            self.log(f"machine telemetry unavailable: {type(e).__name__}: {e}")
+        self._machine = _machine_sampler(self)
         return sampler
-
-    def _engine_pids(self) -> list[int]:
-        """The engine's root processes now (the server, or the disaggregated servers and router)."""
-        procs = ([self.server] if self.server is not None else []) + list(self.members)
-        return [p.pid for p in procs if p.pid is not None]
 
     def _startup_checks(self) -> Optional[int]:
         """Before the server starts: the API-key rule, the inputs, the engine. The exit
@@ -380,13 +371,7 @@ class NodeJob(ClientRun):
                 " and ".join(w for w, on in (("matched baseline", run_baseline),
                                              ("lossless reference", lossless)) if on))
             if run_baseline:
-                brc = phases.baseline_bench(self, server, Path(baseline.job_dir))
-                while brc == 0 and self.server_start < self._server_starts():  # the baseline's starts
-                    self.server_start += 1
-                    server = phases.restart_without_speculation(
-                        self, f"matched baseline, server start {self.server_start}/{self._server_starts()}")
-                    brc = phases.baseline_bench(self, server, Path(baseline.job_dir))
-                self.server_start = 1
+                server, brc = phases.baseline_starts(self, server, Path(baseline.job_dir), self._server_starts())
                 if rc == 0 and brc != 0:
                     rc = brc
                     self.fail(f"baseline benchmark failed (exit {describe_returncode(brc)}; "
@@ -479,6 +464,20 @@ class NodeJob(ClientRun):
                 self._restore_signals()
                 self._teardown_logging()
         return rc
+
+
+def _machine_sampler(job: NodeJob) -> Optional[machine.MachineSampler]:
+    """Clocks, throttling, host CPU and the engine's CPU time, sampled for the points'
+    configuration.json (launcher.runtime.machine); None when it cannot start."""
+    def engine_pids() -> list[int]:  # the server now, or the disaggregated servers and router
+        procs = ([job.server] if job.server is not None else []) + list(job.members)
+        return [p.pid for p in procs if p.pid is not None]
+    try:
+        return machine.MachineSampler(machine.samples_path(job.job_dir), interval_s=0.5,
+                                      engine_pids=engine_pids).start()
+    except Exception as e:  # telemetry never breaks the job
+        job.log(f"machine telemetry unavailable: {type(e).__name__}: {e}")
+        return None
 
 
 def _usage_error(msg: str, job_dir: str) -> int:

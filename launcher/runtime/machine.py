@@ -285,6 +285,20 @@ def window_summary(samples: list[dict], t0: float, t1: float) -> dict:
     return out
 
 
+def compact(window: Optional[dict]) -> Optional[dict]:
+    """A window's headline for one repeat's row of repeats.json: the first GPU's median SM clock,
+    utilisation and power, the share of samples with a slowing reason, the host's busy and
+    steal shares and the engine's cores' worth of CPU. Pure."""
+    if not window:
+        return None
+    g = (window.get("gpus") or [None])[0] or {}
+    med = lambda k: (g.get(k) or {}).get("median")  # noqa: E731
+    return {"sm_mhz": med("sm_mhz"), "util_pct": med("util_pct"), "power_w": med("power_w"),
+            "slowed_share": g.get("slowed_share"), "cpu_busy_share": window.get("cpu_busy_share"),
+            "cpu_steal_share": window.get("cpu_steal_share"), "load1_max": window.get("load1_max"),
+            "engine_cores": window.get("engine_cores"), "samples": window.get("samples")}
+
+
 def one_line(machine: Optional[dict]) -> str:
     """``NVIDIA H200 on 16 x Intel(R) Xeon ...; SM 1980 MHz (1755-1980), no slowing reason``."""
     if not machine:
