@@ -19,11 +19,14 @@
 #   kK:L[+base]  one server: python3 -m launcher recipe=gpu_8b with sweep.num_speculative_tokens=[K]
 #             sweep.forced_acceptance_lengths=[L] (L a number or k+1); +base adds the matched
 #             baseline (sweep.baseline=true: one restart of the same server without speculation;
-#             run it once, the later invocations land beside it in /tmp/res/gpu_8b)
+#             run it once, the later invocations land beside it in /tmp/res/gpu_8b); EXTRA adds
+#             overrides, e.g. EXTRA="sweep.repeats=3 sweep.server_starts=2" (issue 37)
 #   base      the matched baseline alone (draft=none: the same server without speculation, in
 #             the folder sweep.baseline=true would use), instead of a +base stage
 #   e3:L      (optional) the EAGLE3-shaped head (built on first use, seconds) at k=3 and forced AL L:
 #             draft=llama8b_shaped_eagle3, whether vLLM 0.26 serves a random EAGLE3 head
+#   facts     the machine: CPU model, cores, load, busiest processes, GPU clocks, power limits
+#             and clock-event reasons ($OUT/machine_facts.txt)
 #   parity    tests/benchmarks/bench_parity_specdec_bench.py on the same model, forced AL 2.5, k=3,
 #             C 1/8/32 (specdec_bench's in-process engine against ours)
 # After the stages: launcher.speedup and launcher.report over /tmp/res/gpu_8b, the results
@@ -61,6 +64,19 @@ env_setup() {
   # HF_HUB_OFFLINE goes to the server only (recipe server.env): AIPerf rejects a local
   # tokenizer path with it set.
   unset HF_HUB_OFFLINE
+}
+
+facts() {  # the machine a figure comes from: CPU, cores, load, GPU clocks and power limits
+  {
+    echo "== date"; date -u
+    echo "== lscpu"; lscpu 2>&1 | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|NUMA node|MHz|Hypervisor|Virtualization" 
+    echo "== nproc $(nproc)"; echo "== loadavg $(cat /proc/loadavg)"
+    echo "== /proc/stat cpu"; head -1 /proc/stat
+    echo "== busiest processes"; ps -eo pid,pcpu,pmem,comm --sort=-pcpu 2>/dev/null | head -8
+    echo "== nvidia-smi"; nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,enforced.power.limit,temperature.gpu,clocks_event_reasons.active,persistence_mode,compute_mode --format=csv 2>&1
+    nvidia-smi -q -d PERFORMANCE,CLOCK 2>&1 | head -60
+  } > "$OUT/machine_facts.txt" 2>&1
+  cat "$OUT/machine_facts.txt" | head -40
 }
 
 gpu_snapshot() {  # gpu_snapshot NAME
@@ -133,8 +149,9 @@ launch() {  # launch kK:L[+base]
   local dry=()
   [ "$DRY" = 1 ] && dry=(dry_run=true)
   local log="$OUT/k${k}_${level/+/p}.launcher.log"
+  # shellcheck disable=SC2086  # EXTRA: more overrides, e.g. "sweep.repeats=3 sweep.server_starts=2"
   $PY -m launcher recipe=gpu_8b output_dir="$RES" wait=true "sweep.num_speculative_tokens=[$k]" \
-    "sweep.forced_acceptance_lengths=[$level]" sweep.baseline=$base "${dry[@]}" > "$log" 2>&1
+    "sweep.forced_acceptance_lengths=[$level]" sweep.baseline=$base ${EXTRA:-} "${dry[@]}" > "$log" 2>&1
   local rc=$?
   echo "[k=$k L=$level baseline=$base] launcher rc=$rc"
   tail -25 "$log"
@@ -207,13 +224,14 @@ ran_launcher=0
 for stage in "$@"; do
   case "$stage" in
     1|2|3) timed "part$stage" part "$stage" || exit $? ;;
+    facts) facts ;;
     unpack) timed unpack unpack || exit $? ;;
     models) timed models models || exit $? ;;
     k*:*) ran_launcher=1; timed "$stage" launch "$stage" || status=1; snapshot ;;
     base) ran_launcher=1; timed base baseline || status=1; snapshot ;;
     e3:*) ran_launcher=1; timed "$stage" eagle3 "${stage#e3:}" || status=1; snapshot ;;
     parity) timed parity parity || status=1 ;;
-    *) echo "unknown stage $stage (stages: 1 2 3 unpack models base kK:L[+base] e3:L parity)"; exit 2 ;;
+    *) echo "unknown stage $stage (stages: 1 2 3 facts unpack models base kK:L[+base] e3:L parity)"; exit 2 ;;
   esac
 done
 [ "$ran_launcher" = 1 ] && timed save save
