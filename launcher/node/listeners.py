@@ -9,15 +9,17 @@ The classification (``classify``) is pure.
 """
 from __future__ import annotations
 
+import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Optional
 
 from launcher.contracts.server_ready import Listener
 from launcher.node.spinners import server_processes
-from launcher.runtime.processes import ListeningSocket, descendants, listening_sockets
+from launcher.runtime.processes import ListeningSocket, descendants, listening_sockets, processes_with
 
 SLURM_CLIENT = "srun"  # a server started as a Slurm step: its srun client's own ports
+SLURM_JOB_ENV = "SLURM_JOB_ID"  # in the environment of every process of a Slurm job
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Owner:
     node: Optional[str] = None
     side_channel_port: Optional[int] = None
     metrics_port: Optional[int] = None
+    launcher_node: Optional[str] = None  # where its srun client runs (the job's own node)
 
 
 def classify(found: Iterable[ListeningSocket], owner: Owner) -> list[Listener]:
@@ -48,8 +51,10 @@ def classify(found: Iterable[ListeningSocket], owner: Owner) -> list[Listener]:
             kind, key = "metrics", False
         elif s.port == owner.side_channel_port:
             kind, key = "kv_side_channel", False
-        elif s.process == SLURM_CLIENT:
-            kind, key = "slurm_step", False
+        elif s.process == SLURM_CLIENT:  # the step's srun client, on the job's own node
+            out.append(Listener(owner=owner.name, kind="slurm_step", address=s.address, port=s.port, pid=s.pid,
+                                process=s.process, node=owner.launcher_node or owner.node, checks_key=False))
+            continue
         else:
             kind, key = "internal", False
         out.append(Listener(owner=owner.name, kind=kind, address=s.address, port=s.port, pid=s.pid,
@@ -69,19 +74,30 @@ def owners(members: list, router, api_key: Optional[str]) -> list[Owner]:
     one server is ``router``) and its router."""
     here = socket.gethostname()
     out = [Owner(m.role, _pids(m), m.port, bool(api_key), m.node or here,
-                 side_channel_port=m.side_channel_port) for m in members]
+                 side_channel_port=m.side_channel_port, launcher_node=here) for m in members]
     if members:
         out.append(Owner("router", _pids(router), router.port, False, here,
                          metrics_port=router.metrics_port))
     else:
-        out.append(Owner("server", _pids(router), router.port, bool(api_key), here))
+        out.append(Owner("server", _pids(router), router.port, bool(api_key), here, launcher_node=here))
     return out
 
 
+def _job_sruns() -> frozenset:
+    """This Slurm job's srun clients (the one that runs this node job, started by the batch
+    script: not this process's ancestor, its task runs under slurmstepd): ports of the job that
+    no server owns. None outside an allocation."""
+    job = os.environ.get(SLURM_JOB_ENV)
+    return frozenset(processes_with(SLURM_CLIENT, SLURM_JOB_ENV, job)) if job else frozenset()
+
+
 def job_listeners(members: list, server, api_key: Optional[str]) -> list[Listener]:
-    """Every listening socket of the job's servers and router, now."""
-    found = []
-    for o in owners(members, server, api_key):
+    """Every listening socket of the job's servers, its router and its own srun, now."""
+    found, seen = [], set()
+    for o in owners(members, server, api_key) + [Owner("job", _job_sruns(), None, False, socket.gethostname(),
+                                                       launcher_node=socket.gethostname())]:
+        o = replace(o, pids=o.pids - seen)
+        seen |= o.pids
         found += classify(listening_sockets(o.pids), o)
     return found
 

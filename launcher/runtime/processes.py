@@ -135,6 +135,19 @@ def descendants(root: int) -> set[int]:
     return {k.pid for k in kids if _running(k)}
 
 
+def processes_with(name: str, env_name: str, env_value: str) -> set[int]:
+    """Running processes called ``name`` whose environment has ``env_name=env_value``."""
+    psutil = _psutil()
+    out = set()
+    for p in psutil.process_iter():
+        try:
+            if p.name() == name and p.environ().get(env_name) == env_value and _running(p):
+                out.add(p.pid)
+        except (psutil.Error, OSError):
+            continue
+    return out
+
+
 def thread_seconds(pids: Iterable[int]) -> dict[tuple[int, int], float]:
     """(pid, thread id) -> CPU seconds (user + system) so far, for every thread of ``pids``."""
     psutil = _psutil()

@@ -152,6 +152,17 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
         assert side and all(x["port"] == s["side_channel_port"] and not x["checks_key"] for x in side), listed
     assert all(x["checks_key"] == (x["kind"] == "api" and x["owner"] != "router") for x in lis), listed
     print(f"listeners in server_ready.json:\n{listed}")
+    # nothing the job listened on escaped the record: every socket `ss -ltnp` showed in the two
+    # namespaces during the benchmark (the cluster's own slurmd aside) is in it
+    recorded = {(x["address"], x["port"]) for x in lis}
+    shown = [ln.split() for ln in sockets.splitlines() if ln.startswith("LISTEN") and '"slurmd"' not in ln]
+    def where(local):  # ss writes 0.0.0.0:80, [::]:80, [::ffff:10.0.0.1]:80, *:80
+        a, p = local.rsplit(":", 1)
+        a = a.strip("[]").removeprefix("::ffff:")
+        return ("::" if a == "*" else a), int(p)
+
+    missing = [f"{f[3]} {f[-1]}" for f in shown if where(f[3]) not in recorded]
+    assert shown and not missing, f"not in server_ready.json: {missing}\n{listed}"
     assert KEY not in (disagg / "server_ready.json").read_text()
 
     summary = json.loads((disagg / "summary.json").read_text())

@@ -40,10 +40,10 @@ def test_each_socket_is_named_by_what_it_is_and_whether_it_checks_the_key():
     found = [ListeningSocket(10, "python3", "0.0.0.0", 8000), ListeningSocket(11, "VLLM::EngineCore", "10.0.0.1", 5600),
              ListeningSocket(11, "VLLM::EngineCore", "127.0.0.1", 41000), ListeningSocket(9, "srun", "0.0.0.0", 35000),
              ListeningSocket(99, "other", "0.0.0.0", 1)]  # not the server's
-    server = Owner("prefill0", frozenset({9, 10, 11}), 8000, True, "n1", side_channel_port=5600)
-    got = {(x.kind, x.port, x.checks_key) for x in classify(found, server)}
-    assert got == {("api", 8000, True), ("kv_side_channel", 5600, False), ("internal", 41000, False),
-                   ("slurm_step", 35000, False)}
+    server = Owner("decode0", frozenset({9, 10, 11}), 8000, True, "n2", side_channel_port=5600, launcher_node="n1")
+    got = {(x.kind, x.port, x.checks_key, x.node) for x in classify(found, server)}
+    assert got == {("api", 8000, True, "n2"), ("kv_side_channel", 5600, False, "n2"), ("internal", 41000, False, "n2"),
+                   ("slurm_step", 35000, False, "n1")}  # the step's srun client runs on the job's node
     router = Owner("router", frozenset({20}), 9000, False, "n1", metrics_port=9001)
     got = classify([ListeningSocket(20, "vllm-router", "127.0.0.1", 9000),
                     ListeningSocket(20, "vllm-router", "127.0.0.1", 9001)], router)
