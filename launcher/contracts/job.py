@@ -238,6 +238,7 @@ class TopologySpec:
     router_command: str = default_engine().default_router_command
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
+    router_host: str = "127.0.0.1"  # where the router listens (API and metrics): beside the benchmark
     pin_cpu_cores: bool = True  # CPU build: each server its own cores (cpu_core_sets)
     # The KV-transfer library's progress thread sleeps up to this long (µs) between polls; 0: the
     # library's own (NIXL: no pause). Resolved from topology.kv_progress_poll_us by the planner

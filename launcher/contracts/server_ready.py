@@ -19,7 +19,34 @@ PHASE_FILES = {None: SERVER_READY_FILE, "lossless": "lossless/reference_server_r
                "known_answer": "known_answer_server_ready.json"}
 # Keys written only when set (a plain server has no topology; a phase's server no engine keys).
 _OPTIONAL = ("engine", "acceptance_source", "speculative_config", "amx_permission_hook", "metrics_urls", "topology",
-             "ranks")
+             "ranks", "listeners")
+
+
+# What a listener is (Listener.kind); docs/disagg.md "Who can reach what" says what protects each
+LISTENER_KINDS = ("api", "metrics", "kv_side_channel", "slurm_step", "internal")
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One listening TCP socket of the job's processes, as found on the machine (not from the
+    configuration): whose, what, where it is bound, and whether it checks the API key."""
+    owner: str  # the server or router it belongs to: server, prefill0, decode0, router
+    kind: str  # one of LISTENER_KINDS
+    address: str  # bound address: 0.0.0.0 / :: (every address of its node), 127.0.0.1, one address
+    port: int
+    pid: int
+    process: str  # the process name
+    node: Optional[str] = None  # the node (hostname) it runs on
+    checks_key: bool = False  # refuses a request without the job's API key (on the engine's guarded paths)
+
+    @property
+    def loopback_only(self) -> bool:
+        return self.address.startswith("127.") or self.address == "::1"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Listener":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -42,6 +69,7 @@ class ServerReady:
     metrics_urls: Optional[list] = None  # topology=disagg: the decode servers' /metrics
     topology: Optional[dict] = None  # topology=disagg: every server and the router
     ranks: Optional[list] = None  # multi-node: each rank's node, address, interface and pid, as it saw them
+    listeners: Optional[list[Listener]] = None  # every listening socket of the job's servers and router
     extra: dict = field(default_factory=dict)  # keys this version does not know (a newer writer's)
 
     def to_dict(self) -> dict:
@@ -51,8 +79,10 @@ class ServerReady:
     @classmethod
     def from_dict(cls, d: dict) -> "ServerReady":
         known = {f.name for f in fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in d.items() if k in known},
-                   extra={k: v for k, v in d.items() if k not in known})
+        kw = {k: v for k, v in d.items() if k in known}
+        if isinstance(kw.get("listeners"), list):
+            kw["listeners"] = [Listener.from_dict(x) for x in kw["listeners"] if isinstance(x, dict)]
+        return cls(**kw, extra={k: v for k, v in d.items() if k not in known})
 
 
 def ready_path(job_dir, phase: Optional[str] = None) -> Path:

@@ -196,6 +196,11 @@ class Engine(abc.ABC):
     # it refuses with the reason (policy -> one line)
     router_policies: tuple = ()
     refused_router_policies: dict = {}
+    # the router's flags that say where it listens or what key it holds: the launcher's alone
+    # (topology.router_host), refused in topology.router_extra_args
+    router_listen_flags: tuple = ()
+    # why the router may not listen off loopback (it checks no client key); None: it checks one
+    router_client_key_gap: Optional[str] = None
 
     # -- versions and what they have
 

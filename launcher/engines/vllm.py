@@ -45,6 +45,16 @@ REQUEST_PREFILL_TIME = "vllm:request_prefill_time_seconds"
 TIME_TO_FIRST_TOKEN = "vllm:time_to_first_token_seconds"
 # Where vllm-router's P/D mode reads the key it sends to the servers (router_with_key)
 ROUTER_KEY_ENV = "OPENAI_API_KEY"
+# vllm-router's listening sockets and key: where it listens (its API, its Prometheus port) is the
+# launcher's (topology.router_host), never router_extra_args'; its --api-key is the key it sends
+# the servers (DP mode), on its command line
+ROUTER_LISTEN_FLAGS = ("--host", "--port", "--prometheus-host", "--prometheus-port", "--api-key")
+# Why vllm-router 0.1.17 cannot listen off loopback here (docs/disagg.md "Who can reach what"):
+# its CLI has no setting or variable that makes it check a client's key (--api-key is the key it
+# sends the servers, and would be on its command line; its Rust core's api_key_validation_urls
+# is not reachable from its CLI and sends the client's token to an outside URL).
+ROUTER_CLIENT_KEY_GAP = ("vllm-router 0.1.17 checks no client key (its --api-key is the key it sends the "
+                         "servers, on its command line) and forwards every request with the servers' key")
 # vllm-router 0.1.17's --policy choices in its P/D mode (vllm-router --help). cache_aware keeps
 # a prefix tree of the request texts it sent to each prefill server and sends a request where
 # the longest prefix went (a conversation's later turns to the server holding its earlier
@@ -118,6 +128,8 @@ class VLLM(Engine):
         prefill_time=REQUEST_PREFILL_TIME, first_token_time=TIME_TO_FIRST_TOKEN)
     router_policies = ROUTER_POLICIES
     refused_router_policies = REFUSED_ROUTER_POLICIES
+    router_listen_flags = ROUTER_LISTEN_FLAGS
+    router_client_key_gap = ROUTER_CLIENT_KEY_GAP
     metrics = MetricNames(drafts="vllm:spec_decode_num_drafts", accepted="vllm:spec_decode_num_accepted_tokens",
                           draft_tokens="vllm:spec_decode_num_draft_tokens",
                           accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")
@@ -299,7 +311,8 @@ class VLLM(Engine):
                     metrics_port: Optional[int] = None) -> list[str]:
         """vLLM's router (PyPI vllm-router, vllm-project/router) in its prefill/decode mode
         with the NIXL connector: a request goes to a prefill server with max_tokens 1 and
-        do_remote_decode, then to a decode server with the returned kv_transfer_params."""
+        do_remote_decode, then to a decode server with the returned kv_transfer_params.
+        Its API and its Prometheus port both listen on ``host``."""
         a = shlex.split(command) + ["--vllm-pd-disaggregation", "--kv-connector", "nixl"]
         for u in prefill_urls:
             a += ["--prefill", u]
@@ -307,7 +320,8 @@ class VLLM(Engine):
             a += ["--decode", u]
         a += ["--policy", policy, "--host", host, "--port", str(port)]
         # its own Prometheus port (default 29000: a second router on the host failed to start)
-        return a + (["--prometheus-port", str(metrics_port)] if metrics_port else []) + list(extra)
+        return a + (["--prometheus-host", host, "--prometheus-port", str(metrics_port)] if metrics_port else []) \
+            + list(extra)
 
     def router_with_key(self, argv: list[str], key: str) -> tuple[list[str], dict[str, str]]:
         """vllm-router 0.1.17's P/D mode sends ``Bearer $OPENAI_API_KEY`` from its environment

@@ -92,8 +92,8 @@ def describe_commands(job: JobSpec) -> list[str]:
             lines.append(f"#   {role} {i}: {' '.join(f'{k}={shell_join([v])}' for k, v in env.items())} "
                          f"{shell_join(argv)}")
             urls[role].append(f"http://{addr}:<{role}{i} port>")
-        router = eng.router_argv(t.router_command, job.bind_host, "<router port>", urls["prefill"], urls["decode"],
-                                 t.router_policy, tuple(t.router_extra_args))
+        router = eng.router_argv(t.router_command, t.router_host, "<router port>", urls["prefill"], urls["decode"],
+                                 t.router_policy, tuple(t.router_extra_args), metrics_port="<router metrics port>")
         lines.append(f"#   router: {shell_join(router)}")
     elif L.nodes > 1:
         for rank in range(L.nodes):

@@ -138,9 +138,9 @@ def serve(job: NodeContext, speculative_config: object = "spec", phase: str = ""
     host = sp.bind_host
     taken: set[int] = set()
 
-    def port() -> int:  # the router's, on this node
+    def port() -> int:  # the router's, on this node, where it listens
         while True:
-            p = free_ports(client_host(host) if host.strip() in ("", "*") else host, 1)[0]
+            p = free_ports(client_host(t.router_host), 1)[0]
             if p not in taken:
                 taken.add(p)
                 return p
@@ -211,7 +211,10 @@ def _router(job: NodeContext, rport: tuple[int, int], urls: dict, policy: str, l
             label: str) -> ServerProcess:
     """The router in front of the servers (``urls``: role -> server URLs), started and ready."""
     sp, t, eng = job.spec, job.spec.topology, get_engine(job.spec.engine)
-    host, probe = sp.bind_host, client_host(sp.bind_host)
+    # the router and its metrics port listen beside the benchmark (loopback), never where other
+    # hosts reach them: the router checks no client key (docs/disagg.md "Who can reach what")
+    host = t.router_host
+    probe = client_host(host)
     rport, metrics_port = rport
     argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], policy,
                            tuple(t.router_extra_args), metrics_port=metrics_port)
@@ -225,6 +228,7 @@ def _router(job: NodeContext, rport: tuple[int, int], urls: dict, policy: str, l
                            log_path=job.logs / f"{log_name}.log", log=job.log, env=renv,
                            api_key=job.api_key, engine=eng)
     router.label = label
+    router.metrics_port = metrics_port
     router.any_status_answers = True  # its /health is 503 while it holds a server unhealthy; it still routes
     job.server = router
     router.start()
@@ -327,7 +331,8 @@ def ready_info(job: NodeContext, router: ServerProcess) -> dict:
                          "placement": t.placement, "router_node": socket.gethostname(),
                          "decode_draft_model": t.decode_draft_model,
                          "servers": servers, "idle_spinners": job.idle_spinners,
-                         "router_ready": router.ready_info(job.spec.bind_host).to_dict()}}
+                         "router_host": t.router_host,
+                         "router_ready": router.ready_info(t.router_host).to_dict()}}
 
 def parity_reference(job: NodeContext) -> int:
     """bench.disagg_parity, first half: the disaggregated servers stop, and the aggregated server

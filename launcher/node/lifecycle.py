@@ -40,6 +40,7 @@ from launcher.runtime.processes import (  # noqa: F401 (re-exported for the node
     DEFAULT_STOP_GRACE_S,
     TAIL_LINES,
     Interrupted,
+    ProcessTag,
     describe_returncode,
     descendants,
     live_processes,
@@ -120,6 +121,10 @@ class ServerProcess(ServerWatch):
         ServerWatch.__init__(self)  # the watchdog's view: answers, and the engine processes under it
         self.side_channel_port: Optional[int] = None  # topology=disagg: the NIXL side channel
         self.cpu_cores: Optional[list] = None  # topology=disagg on CPU: its cores, one list per rank
+        self.tag: Optional[ProcessTag] = None  # marks its processes (a Slurm step's too): its listening sockets
+        self.metrics_port: Optional[int] = None  # a router's own metrics port
+        self.node: Optional[str] = None  # topology=disagg as Slurm steps: the node it runs on
+        self.address: Optional[str] = None  # ... and that node's address
 
     @property
     def url(self) -> str:

@@ -20,6 +20,7 @@ from launcher.contracts.job import JobSpec
 from launcher.contracts.server_ready import ready_path, write_server_ready
 from launcher.engines import ServerKey, get_engine
 from launcher.node import disagg as disagg_node
+from launcher.node import listeners
 from launcher.node import server_fault, slurm_steps
 from launcher.node.context import JobContext
 from launcher.node.lifecycle import (ServerDiedError, ServerProcess, ServerStartError, describe_returncode, log_tail,
@@ -28,6 +29,7 @@ from launcher.node.net import client_host, node_address, pick_free_port, port_is
 from launcher.results.status import JobProgress, read_progress
 from launcher.runtime import apikey
 from launcher.runtime.cpuinfo import cpu_flags
+from launcher.runtime.processes import ProcessTag
 
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
 
@@ -158,10 +160,13 @@ class ServerGroup(JobContext):
             self.log(f"starting {phase} on {host}:{port}"
                      f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             env, key = self.server_launch()
+            tag = ProcessTag()  # finds the server's processes on this machine (its listening sockets)
+            env = tag.apply(env)
             server = ServerProcess(argv + key.argv, probe_host=probe, port=port, served_name=name,
                                    log_path=self.logs / "server.log", log=self.log, env=env, api_key=self.api_key,
                                    engine=self.engine, key=key)
             server.label = "main server" if phase == "server" else phase
+            server.tag = tag
             self.server = server
             server.start()
             try:
@@ -243,6 +248,9 @@ class ServerGroup(JobContext):
                        amx_permission_hook=self._amx_permission_hook())
         if self.members:
             info = replace(info, **disagg_node.ready_info(self, server))
+        found = listeners.job_listeners(self.members, server, self.api_key)
+        self.log(listeners.describe(found))
+        info = replace(info, listeners=found)
         ranks = self.rank_placements()
         if ranks is not None:
             info = replace(info, ranks=ranks)

@@ -11,12 +11,14 @@ The process tree is read with psutil.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
 TAIL_LINES = 50
@@ -131,6 +133,19 @@ def descendants(root: int) -> set[int]:
     except psutil.Error:
         return set()
     return {k.pid for k in kids if _running(k)}
+
+
+def processes_with(name: str, env_name: str, env_value: str) -> set[int]:
+    """Running processes called ``name`` whose environment has ``env_name=env_value``."""
+    psutil = _psutil()
+    out = set()
+    for p in psutil.process_iter():
+        try:
+            if p.name() == name and p.environ().get(env_name) == env_value and _running(p):
+                out.add(p.pid)
+        except (psutil.Error, OSError):
+            continue
+    return out
 
 
 def thread_seconds(pids: Iterable[int]) -> dict[tuple[int, int], float]:
@@ -260,3 +275,70 @@ def spawn(argv: list[str], *, stdout=None, env: Optional[dict] = None, cwd: Opti
     return subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=stdout,
                             stderr=subprocess.STDOUT if stdout is not None else None,
                             env=env, cwd=cwd, start_new_session=True)
+
+
+# ---------------------------------------------------------------- listening sockets
+
+
+@dataclass(frozen=True)
+class ListeningSocket:
+    """A TCP socket in the LISTEN state held by process ``pid`` (``process``: its name)."""
+    pid: int
+    process: str
+    address: str  # the bound address: 0.0.0.0 / :: (every address), 127.0.0.1, a node's address
+    port: int
+
+
+def _proc_address(hex_addr: str) -> str:
+    """An address as /proc/net/tcp{,6} writes it (host-order 32-bit words in hex)."""
+    raw = bytes.fromhex(hex_addr)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    return str(ipaddress.ip_address(words))
+
+
+def parse_listening(text: str) -> dict[int, tuple[str, int]]:
+    """socket inode -> (address, port) of the LISTEN sockets in a /proc/<pid>/net/tcp or tcp6
+    table. Pure."""
+    out = {}
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) < 10 or f[3] != "0A":  # 0A: TCP_LISTEN
+            continue
+        addr, port = f[1].rsplit(":", 1)
+        out[int(f[9])] = (_proc_address(addr), int(port, 16))
+    return out
+
+
+def listening_sockets(pids: Iterable[int]) -> list[ListeningSocket]:
+    """The listening TCP sockets the processes ``pids`` hold, each read in the process's own
+    network namespace (/proc/<pid>/net/tcp{,6}: a process of another node of a test cluster
+    on this machine is seen at its node's addresses). Processes gone or unreadable are skipped."""
+    tables: dict[str, dict[int, tuple[str, int]]] = {}  # per network namespace
+    out = set()
+    for pid in sorted(set(pids)):
+        try:
+            ns = os.readlink(f"/proc/{pid}/ns/net")
+            if ns not in tables:
+                tables[ns] = {}
+                for name in ("tcp", "tcp6"):
+                    try:
+                        with open(f"/proc/{pid}/net/{name}") as f:
+                            tables[ns].update(parse_listening(f.read()))
+                    except OSError:
+                        pass
+            inodes = set()
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if link.startswith("socket:["):
+                    inodes.add(int(link[8:-1]))
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        for inode in inodes & tables[ns].keys():
+            addr, port = tables[ns][inode]
+            out.add(ListeningSocket(pid, comm, addr, port))
+    return sorted(out, key=lambda s: (s.port, s.address, s.pid))

@@ -6,6 +6,11 @@
   node and the decode server on the other, each its own Slurm step, the KV cache moving
   over NIXL between the nodes' bridge addresses, the router on the head; the parity verdict
   against the aggregated server passes and every prompt's KV was transferred.
+- While that job runs, from the other node's network namespace (`ip netns exec`), the router is
+  unreachable (it and its metrics port listen on the head's loopback) and each server refuses a
+  request without the key and with a wrong one; the benchmark's own requests pass. Every
+  listening socket of the job is in server_ready.json with its address and key status
+  (docs/disagg.md "Who can reach what").
 - The verdict failing on an injected acceptance loss runs on one host:
   tests/e2e/test_e2e_disagg.py (the verdict's logic does not depend on where the servers run).
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 
 from launcher.results import read_point
 from tests.e2e.procs import processes_matching
@@ -25,8 +31,51 @@ SMALL = ("bench.disagg_parity=true", "bench.known_answer=false", "sweep.temperat
          "sweep.datasets=[mtbench]", "sweep.num_requests=2", "server.ready_timeout_s=900")
 
 
+KEY = "e2e-nodes-key-5b0c"  # the user's key (exported), so the test can send the right one too
+NETNS = "specdec-"  # the test cluster's node namespaces: specdec-n1, specdec-n2
+
+
 def _jobs(out):
     return {d.name: d for d in (out / "smoke").iterdir() if (d / "job.json").exists()}
+
+
+def _curl(node: str, url: str, key: str | None = None, post: bool = True) -> str:
+    """An HTTP request from ``node``'s network namespace: its status code, or "unreachable"."""
+    argv = ["ip", "netns", "exec", NETNS + node.removeprefix(NETNS), "curl", "-s", "-o", "/dev/null", "-w",
+            "%{http_code}", "--max-time", "10", url]
+    if post:
+        argv += ["-H", "Content-Type: application/json", "-d",
+                 json.dumps({"model": "x", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]})]
+    if key is not None:
+        argv += ["-H", f"Authorization: Bearer {key}"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    return "unreachable" if p.stdout.strip() in ("", "000") else p.stdout.strip()
+
+
+def _probe_from_the_other_node(disagg: Path, nodes: dict) -> list[tuple[str, str, str, str]]:
+    """During the job (its servers and router up): requests from the node that does not run the
+    socket, each (from, socket, request, answer)."""
+    ready = json.loads((disagg / "server_ready.json").read_text())
+    servers = {s["role"]: s for s in ready["topology"]["servers"]}
+    head = ready["topology"]["router_node"]
+    other = next(n for n in nodes if n != head)
+    router = next(x for x in ready["listeners"] if x["owner"] == "router" and x["kind"] == "api")
+    metrics = next(x for x in ready["listeners"] if x["owner"] == "router" and x["kind"] == "metrics")
+    tried = []
+    for port, what in ((router["port"], "router"), (metrics["port"], "router metrics")):
+        for addr in (nodes[head], "127.0.0.1"):
+            url = f"http://{addr}:{port}" + ("/v1/chat/completions" if what == "router" else "/metrics")
+            tried.append((other, f"{what} {url}", "no key", _curl(other, url, post=what == "router")))
+    for role, s in servers.items():
+        frm = other if s["node"] == head else head
+        url = s["url"] + "/v1/chat/completions"
+        tried.append((frm, f"{role} {url}", "no key", _curl(frm, url)))
+        tried.append((frm, f"{role} {url}", "wrong key", _curl(frm, url, key="not-the-key")))
+        # the control: the same socket answers from there with the key (a read, no generation:
+        # the point's every-prompt-transferred figure stays the benchmark's own)
+        tried.append((frm, f"{role} {s['url']}/v1/models", "the key", _curl(frm, s["url"] + "/v1/models", KEY,
+                                                                            post=False)))
+    return tried
 
 
 def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack, tmp_path):
@@ -34,6 +83,7 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
     env = slurm_multinode.env()
     # submitted without wait=true: the multi-node test cluster has no accounting (sacct), so
     # submitit cannot tell the job ended; the job's own job_result.json says it
+    env = {**env, "SPECDEC_API_KEY": KEY}  # exported: the job's servers check it (else one generated per job)
     proc = subprocess.run(stack.launcher_cmd("topology=disagg", "cluster=slurm", "cluster.nodes=2",
                                              "sweep.concurrencies=[1,2]", *SMALL, f"output_dir={out}"),
                           cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
@@ -42,12 +92,29 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
     disagg = next((d for n, d in jobs.items() if "-pd1x1-" in n), None)
     assert disagg is not None, f"no disagg job folder: {sorted(jobs)}\n{proc.stdout[-3000:]}"
     deadline = time.monotonic() + 1500
+    tried, sockets = [], ""
     while not (disagg / "job_result.json").exists() and time.monotonic() < deadline:
-        time.sleep(5)
+        if not tried and (disagg / "server_ready.json").exists():  # the servers and router are up
+            tried = _probe_from_the_other_node(disagg, slurm_multinode.nodes)
+            sockets = "\n".join(subprocess.run(["ip", "netns", "exec", NETNS + n.removeprefix(NETNS), "ss", "-ltnp"],
+                                               capture_output=True, text=True).stdout for n in sorted(slurm_multinode.nodes))
+        time.sleep(0.5 if not tried else 5)
+    table = "\n".join(" | ".join(t) for t in tried)
+    print(f"requests from the other node (from | socket | request | answer):\n{table}\nss -ltnp:\n{sockets}")
     jobs = _jobs(out)
     log = (disagg / "logs" / "job.log").read_text()
     result = json.loads((disagg / "job_result.json").read_text())
     assert result["exit_code"] == 0 and result["slurm_job_id"], f"{result}\n{log[-5000:]}"
+
+    # from the other node: the router unreachable, each server refusing without the key and with a
+    # wrong one (401), the same server answering with the key (the sockets were up)
+    assert tried, f"server_ready.json never appeared during the job\n{log[-3000:]}"
+    assert "server API key: from the environment" in log
+    for frm, sock, req, answer in tried:
+        if sock.startswith("router"):
+            assert answer == "unreachable", table
+        else:
+            assert answer == ("200" if req == "the key" else "401"), table
 
     # prefill and decode on different nodes, each its own Slurm step there, at that node's address
     ready = json.loads((disagg / "server_ready.json").read_text())
@@ -67,6 +134,36 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
     for name in ("prefill0.log", "decode0.log", "router.log"):
         assert (disagg / "logs" / name).stat().st_size > 0, name
     assert "first request through the router" in log
+
+    # every listening socket of the job, found on the nodes: the router's on loopback, each server's
+    # API checking the key, the NIXL side channels (no key: docs/disagg.md "Who can reach what")
+    lis = ready["listeners"]
+    listed = "\n".join(f"{x['owner']} {x['kind']} {x['address']}:{x['port']} {x['process']} key={x['checks_key']}"
+                        for x in lis)
+    router_l = [x for x in lis if x["owner"] == "router"]
+    assert {x["kind"] for x in router_l} >= {"api", "metrics"}, listed
+    assert all(x["address"] == "127.0.0.1" and not x["checks_key"] for x in router_l), listed
+    assert next(x for x in router_l if x["kind"] == "api")["port"] == ready["port"]
+    for role, s in servers.items():
+        mine = [x for x in lis if x["owner"] == role]
+        api = [x for x in mine if x["kind"] == "api"]
+        assert [(x["port"], x["checks_key"], x["node"]) for x in api] == [(s["port"], True, s["node"])], listed
+        side = [x for x in mine if x["kind"] == "kv_side_channel"]
+        assert side and all(x["port"] == s["side_channel_port"] and not x["checks_key"] for x in side), listed
+    assert all(x["checks_key"] == (x["kind"] == "api" and x["owner"] != "router") for x in lis), listed
+    print(f"listeners in server_ready.json:\n{listed}")
+    # nothing the job listened on escaped the record: every socket `ss -ltnp` showed in the two
+    # namespaces during the benchmark (the cluster's own slurmd aside) is in it
+    recorded = {(x["address"], x["port"]) for x in lis}
+    shown = [ln.split() for ln in sockets.splitlines() if ln.startswith("LISTEN") and '"slurmd"' not in ln]
+    def where(local):  # ss writes 0.0.0.0:80, [::]:80, [::ffff:10.0.0.1]:80, *:80
+        a, p = local.rsplit(":", 1)
+        a = a.strip("[]").removeprefix("::ffff:")
+        return ("::" if a == "*" else a), int(p)
+
+    missing = [f"{f[3]} {f[-1]}" for f in shown if where(f[3]) not in recorded]
+    assert shown and not missing, f"not in server_ready.json: {missing}\n{listed}"
+    assert KEY not in (disagg / "server_ready.json").read_text()
 
     summary = json.loads((disagg / "summary.json").read_text())
     assert [p["status"] for p in summary["points"]] == ["complete", "complete"], summary["points"]

@@ -41,6 +41,8 @@ def test_router_argv_is_vllm_routers_pd_mode():
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--prefill"] == ["http://h:1", "http://h:2"]
     assert _flag(argv, "--decode") == "http://h:3" and _flag(argv, "--port") == "9000"
     assert argv[-2:] == ["--log-level", "warning"]
+    m = get_engine("vllm").router_argv("vllm-router", "127.0.0.1", 9000, ["http://p"], ["http://d"], metrics_port=9001)
+    assert _flag(m, "--prometheus-host") == "127.0.0.1" and _flag(m, "--prometheus-port") == "9001"
 
 
 def test_plan_puts_the_topology_in_the_job_spec_and_its_own_folder(compose, tmp_path):
@@ -96,6 +98,12 @@ def test_nixls_progress_thread_gets_a_poll_timeout_on_the_cpu_build(compose, tmp
     (("topology=disagg", "topology.router_policy=nearest"),
      "topology.router_policy: is 'nearest' (fix: use one of round_robin, power_of_two, cache_aware"),
     (("topology=disagg", "parallel.dp=2"), "parallel.dp: is 2: a disaggregated server is one replica"),
+    # the router checks no client key: it listens beside the benchmark only (docs/disagg.md "Who can reach what")
+    (("topology=disagg", "cluster=slurm", "topology.router_host=0.0.0.0"),
+     "topology.router_host: is '0.0.0.0', where other hosts reach the router, and vllm-router 0.1.17 checks no client key"),
+    (("topology=disagg", "topology.router_extra_args=[--host,0.0.0.0]"), "topology.router_extra_args: sets --host:"),
+    (("topology=disagg", "topology.router_extra_args=['--prometheus-host=0.0.0.0',--api-key,k]"),
+     "topology.router_extra_args: sets --prometheus-host, --api-key:"),
     (("topology=disagg", "topology.kv_progress_poll_us=-1"), "topology.kv_progress_poll_us: is -1 (fix: use 0"),
     (("recipe=qwen3_eagle3", "cluster=h100", "cluster.container_scope=job", "topology=disagg",
       "topology.kv_progress_poll_us=1000"), "topology.kv_progress_poll_us: is 1000 on GPUs (fix: use null or 0"),
@@ -113,6 +121,17 @@ def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
     assert "#   prefill 0: VLLM_NIXL_SIDE_CHANNEL_PORT=" in text and "#   decode 0: " in text
     router = next(ln for ln in lines if ln.startswith("#   router: "))
     assert "--vllm-pd-disaggregation" in router and "venvs/router/bin/vllm-router" in router
+
+
+def test_the_router_and_its_metrics_port_listen_on_loopback_even_on_a_cluster(compose, tmp_path):
+    """The cluster binds the servers off loopback (they check the key); the router checks none,
+    so it and its Prometheus port listen beside the benchmark, on the head node's loopback."""
+    (job,) = make_plan(compose("topology=disagg", "cluster=slurm", f"output_dir={tmp_path}")).jobs
+    assert job.bind_host == "0.0.0.0" and job.topology.router_host == "127.0.0.1"
+    router = next(ln for ln in describe_commands(job) if ln.startswith("#   router: ")).split()
+    assert router[router.index("--host") + 1] == "127.0.0.1"
+    assert router[router.index("--prometheus-host") + 1] == "127.0.0.1"
+    assert "0.0.0.0" not in router
 
 
 def test_each_cpu_server_gets_its_own_cores():

@@ -197,6 +197,10 @@ class TopologyConfig:
     router_command: str = default_engine().default_router_command
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
+    # Where the router listens (its API and its metrics port): the benchmark runs beside it on the
+    # head node, so loopback; the router checks no client key, so another address is refused
+    # (docs/disagg.md "Who can reach what")
+    router_host: str = "127.0.0.1"
     # CPU build (kv_buffer_device cpu): give each server its own cores (VLLM_CPU_OMP_THREADS_BIND);
     # two servers spinning on the same cores made transfers take minutes on 2 cores (measured)
     pin_cpu_cores: bool = True

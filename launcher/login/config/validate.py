@@ -17,7 +17,7 @@ from launcher.login.config.schema import (KV_BUFFER_DEVICES, LauncherConfig, MET
                                           SPEC_METHODS, TOPOLOGIES)
 from launcher.login.errors import ConfigError
 from launcher.login.server_args import acceptance_source, build_server_flags, engine_version
-from launcher.runtime.apikey import api_key_in_args, fix
+from launcher.runtime.apikey import api_key_in_args, fix, is_loopback
 from launcher.runtime.inputs import check_dataset, check_model, check_tokenizer, HF_ID
 
 KNOWN_DATASETS = ("mtbench", "specbench")
@@ -352,6 +352,16 @@ def _check_topology(cfg: LauncherConfig, add, errs: list) -> None:
         add("topology.router", f"is '{t.router}'", f"use one of {', '.join(ROUTERS)}")
     if not t.router_command.strip():
         add("topology.router_command", "is empty", f"set the {t.router} executable")
+    if not is_loopback(t.router_host):
+        add("topology.router_host", f"is '{t.router_host}', where other hosts reach the router, and "
+            + ((engine.router_client_key_gap if engine is not None else None) or "the router checks no key"),
+            "leave it 127.0.0.1: the benchmark runs beside the router on the head node (docs/disagg.md)")
+    taken = [a.split("=", 1)[0] for a in t.router_extra_args
+             if engine is not None and a.split("=", 1)[0] in engine.router_listen_flags]
+    if taken:
+        add("topology.router_extra_args", f"sets {', '.join(dict.fromkeys(taken))}: where the router listens and "
+            "the key it holds are the launcher's", "drop it (the router listens on topology.router_host, its "
+            "ports are picked free, the servers' key reaches it through its environment)")
     if engine is not None and t.router_policy not in engine.router_policies:
         why = engine.refused_router_policies.get(t.router_policy)
         add("topology.router_policy", f"is '{t.router_policy}'" + (f" ({why})" if why else ""),
