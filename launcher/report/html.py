@@ -11,6 +11,7 @@ from launcher.engines.forced_acceptance import label as forced_label
 from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.job_dir import Job, Point
 from launcher.results.summary import PointRow, as_row
+from launcher.runtime.machine import machines_line
 from launcher.report.marks import FEW, LEGEND, NOISY, SUSPECT, point_marks
 
 CSS = """
@@ -107,6 +108,7 @@ def provenance(job: Job) -> list[tuple[str, str]]:
         ("container image", _distinct(c.get("container_image") for c in cfgs)),
         ("GPU", f"{gpu} × {ngpu}" if gpu and ngpu else gpu),
         ("GPU memory (peak)", _telemetry(job.telemetry)),
+        ("machine (over the points)", machines_line(p.machine for p in job.points)),
         ("tool version / git", pick(*(e.get("tool_version") for e in ext)) + " / " + pick(*(e.get("git_sha") for e in ext))),
         ("python", _distinct(c.get("python_version") for c in cfgs)),
         ("timestamps (UTC)", _span(c.get("timestamp") for c in cfgs)),

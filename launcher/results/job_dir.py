@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from launcher.results import ACCEPTANCE_FILE, TIMING_FILE, PointResult, ValidityRule, point_problems, read_point
+from launcher.results import (ACCEPTANCE_FILE, EXTENSION_KEY, TIMING_FILE, PointResult, ValidityRule, point_problems,
+                              read_point)
 from launcher.contracts.job import JobSpec, read_recorded_job
 from launcher.results.layout import is_run_dir
 from launcher.results.store import is_complete
@@ -69,6 +70,13 @@ class Point:
     @property
     def configuration(self) -> dict | None:
         return (self.result.configuration or None) if self.result else None
+
+    @property
+    def machine(self) -> dict | None:
+        """Where the point was measured: GPU, host, clocks and load over it (configuration.json's
+        ``machine``, launcher.runtime.machine); None for files that predate it."""
+        ext = ((self.configuration or {}).get(EXTENSION_KEY)) or {}
+        return ext.get("machine") if isinstance(ext.get("machine"), dict) else None
 
     @property
     def problems(self) -> list[str]:

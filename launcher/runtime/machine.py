@@ -299,6 +299,28 @@ def compact(window: Optional[dict]) -> Optional[dict]:
             "engine_cores": window.get("engine_cores"), "samples": window.get("samples")}
 
 
+def machines_line(machines: Iterable[Optional[dict]]) -> str:
+    """Where a set of points was measured, in one line: each distinct GPU and host, the range of
+    the points' median SM clocks, the slowing reasons seen and the highest steal. Pure."""
+    ms = [m for m in machines if m]
+    if not ms:
+        return "machine not recorded"
+    hosts = list(dict.fromkeys(f"{m.get('gpu') or '?'} on {(m.get('host') or {}).get('cores') or '?'} x "
+                               f"{(m.get('host') or {}).get('cpu_model') or '?'}" for m in ms))
+    gpus = [((m.get("window") or {}).get("gpus") or [None])[0] or {} for m in ms]
+    clocks = [g["sm_mhz"]["median"] for g in gpus if g.get("sm_mhz")]
+    reasons = sorted({r for g in gpus for r in (g.get("reasons_seen") or []) if r not in ("gpu_idle", "sync_boost")})
+    steal = [(m.get("window") or {}).get("cpu_steal_share") for m in ms]
+    steal = [s for s in steal if isinstance(s, (int, float))]
+    text = "; ".join(hosts)
+    if clocks:
+        text += f"; SM clock {min(clocks):g}-{max(clocks):g} MHz (medians over {len(clocks)} points)"
+        text += f", slowed by {'/'.join(reasons)}" if reasons else ", no slowing reason"
+    if steal:
+        text += f"; CPU steal up to {max(steal):.1%}"
+    return text
+
+
 def one_line(machine: Optional[dict]) -> str:
     """``NVIDIA H200 on 16 x Intel(R) Xeon ...; SM 1980 MHz (1755-1980), no slowing reason``."""
     if not machine:

@@ -30,6 +30,7 @@ from launcher.results.records import RecordError, profiling_records, read_profil
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
+from launcher.runtime import machine
 from launcher.results.summary import change_summary
 from launcher.speedup import best_k, paired, predict
 from launcher.speedup import slo as slo_mod
@@ -173,6 +174,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
             b_step, s_step = predict.base_step_s(brec), predict.spec_step_s(srec)
             rows.append({
                 "job": job.name, "job_dir": str(job.path), "point_dir": str(p.path), "baseline_job": base.name,
+                "machine": machine.one_line(p.machine), "baseline_machine": machine.one_line(bp.machine),
                 "dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency, "k": k,
                 "draft": draft, "forced_acceptance": forced, "measured_al": p.average_al, "server_al": p.server_al,
                 "speedup": sp, "beats_baseline": paired.beats_baseline(sp, tps_s, tps_b),
@@ -197,7 +199,9 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
         mine = [c for c in choices if ((c.draft or ""), c.dataset, c.temperature) == (draft, ds, t)]
         schedules.append({"draft": draft or None, "dataset": ds, "temperature": t,
                           "speculative_config": best_k.vllm_schedule(mine)})
-    return {"schema_version": SCHEMA_VERSION, "baseline_jobs": [b.name for b in baselines], "points": rows,
+    measured_on = machine.machines_line(p.machine for j in jobs for p in j.points if p.ok)
+    return {"schema_version": SCHEMA_VERSION, "measured_on": measured_on,
+            "baseline_jobs": [b.name for b in baselines], "points": rows,
             "best_k": [c.to_dict() for c in choices], "schedules": schedules,
             "forced": forced_table(rows), "skipped": skipped}
 
@@ -329,6 +333,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{args.results}: no baseline job (run the recipe with sweep.baseline=true); no speedups written")
         return 0
     print(f"speedup: {len(res['points'])} point(s) against the baseline; {Path(args.results) / SUMMARY_FILE}")
+    print(f"  measured on: {res['measured_on']}")
     drafts = {c.get("draft") for c in res["best_k"]}
     for c in res["best_k"]:
         sp = c["speedup"]

@@ -4,7 +4,9 @@ change (the identical draft against the smoke's noisy one) is flagged.
 
 Three launcher runs of the smoke recipe (one server each, as CI runs are), at T=0, on
 MT-Bench alone and without the known-answer probe (it has its own tests) to keep this near
-2 min: 2 points (concurrency 1 and 2) of 3 repeats each per run.
+2 min: 2 points (concurrency 1 and 2) of 3 repeats each per run. The identical-draft run
+measures its repeats across two starts of its server instead (sweep.server_starts=2, 2
+repeats each): the pooled repeats.json is checked on it.
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ def _compare(a, b):
 def runs(real_stack, tmp_path_factory):
     root = tmp_path_factory.mktemp("repeats")
     return {"a": _launch(root / "a"), "b": _launch(root / "b"),
-            "identical": _launch(root / "identical", "draft=tiny_identical")}
+            "identical": _launch(root / "identical", "draft=tiny_identical", "sweep.repeats=2",
+                                 "sweep.server_starts=2")}
 
 
 def test_each_point_holds_three_repeats(runs):
@@ -74,3 +77,30 @@ def test_a_real_change_is_flagged(runs):
     better = _compare(runs["a"], runs["identical"])
     assert better.returncode == 0
     assert "0 regression(s), 2 improvement(s)" in better.stdout, better.stdout[-4000:]
+
+
+def test_repeats_across_two_server_starts_are_pooled(runs):
+    job = runs["identical"]
+    assert json.loads((job / "job.json").read_text())["bench"]["server_starts"] == 2
+    log = (job / "logs" / "job.log").read_text()
+    assert log.count("server start 2/2: restarting the speculative server") == 1, log[-3000:]
+    summary = json.loads((job / "summary.json").read_text())
+    # the second start's AIPerf run: the server's counters hold exactly that start's repeats
+    assert summary["prometheus_runs"] and all(r["matches"] for r in summary["prometheus_runs"])
+    for row in summary["points"]:
+        assert row["status"] == "complete" and row["repeats"]["n"] == 4, row
+        doc = json.loads((job / row["dir"] / "repeats.json").read_text())
+        assert [(r["repeat"], r["server_start"]) for r in doc["per_repeat"]] == [(1, 1), (2, 1), (3, 2), (4, 2)]
+        held = doc["files_hold"]["repeat"]
+        tps = [r["Output TPS"] for r in doc["per_repeat"]]
+        assert sorted(tps)[1] == tps[held - 1]  # the lower median over both starts
+        timing = json.loads((job / row["dir"] / "timing.json").read_text())[-1]
+        assert timing["Output TPS"] == tps[held - 1]
+        assert sorted(p.name for p in (job / row["dir"] / "aiperf_repeats").iterdir()) == \
+            sorted(f"r{i}" for i in (1, 2, 3, 4) if i != held)
+        assert not (job / row["dir"] / ".earlier_starts").exists()
+        assert all(r["machine"]["engine_cores"] is not None for r in doc["per_repeat"])  # the node's samples
+        conf = json.loads((job / row["dir"] / "configuration.json").read_text())
+        ext = next(v for v in conf.values() if isinstance(v, dict) and "machine" in v)
+        assert ext["machine"]["host"]["cores"] and ext["machine"]["window"]["samples"] >= 1
+        assert ext["http_keep_alive"]["safe"] is True

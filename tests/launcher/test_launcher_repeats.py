@@ -41,3 +41,20 @@ def test_compare_defaults_travel_in_job_json(qwen3_dflash_cfg):
 def test_the_standard_sweep_repeats_three_times_and_smoke_once(compose):
     assert compose("recipe=qwen3_dflash").sweep.repeats == 3
     assert compose("recipe=smoke").sweep.repeats == 1
+
+
+def test_server_starts_reach_the_benchmark_and_bad_values_are_refused(qwen3_dflash_cfg):
+    from launcher.bench.cli import spec_args
+    from launcher.login.config.validate import validate
+
+    cfg = copy.deepcopy(qwen3_dflash_cfg)
+    cfg.sweep.server_starts = 2
+    job = make_plan(cfg).jobs[0]
+    assert job.bench.server_starts == 2
+    args, _, _ = spec_args(job, "speculative", "http://127.0.0.1:1")
+    assert args.server_starts == 2
+    cfg.sweep.server_starts = 0
+    assert any(e.field == "sweep.server_starts" and "sweep.server_starts=2" in str(e) for e in validate(cfg))
+    cfg.sweep.server_starts = 2
+    cfg.topology.kind = "disagg"
+    assert any(e.field == "sweep.server_starts" and "disagg" in str(e) for e in validate(cfg))

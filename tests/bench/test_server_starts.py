@@ -1,0 +1,51 @@
+"""sweep.server_starts on the benchmark's side: a later start takes the earlier starts' repeats
+(and their AIPerf folders) before its own join them, and resume counts every start's repeats."""
+import json
+from types import SimpleNamespace
+
+from launcher.bench import point, resume
+from launcher.contracts.job import SERVER_START_ENV
+from launcher.results.repeats import record
+
+
+def _point_with_first_start(tmp_path, held=2):
+    d = tmp_path / "mtbench" / "t0_c1"
+    per = [{"repeat": i, "phase": f"p0_c1_r{i}", "server_start": 1, "Output TPS": 100.0 + i} for i in (1, 2, 3)]
+    (d / "aiperf").mkdir(parents=True)
+    (d / "aiperf" / "profile_export.jsonl").write_text(f"held {held}\n")
+    for i in (1, 2, 3):
+        if i != held:
+            (d / record.REPEATS_ARTIFACTS / f"r{i}").mkdir(parents=True)
+            (d / record.REPEATS_ARTIFACTS / f"r{i}" / "profile_export.jsonl").write_text(f"r{i}\n")
+    (d / record.REPEATS_FILE).write_text(json.dumps(record.build(per, held - 1)))
+    return d
+
+
+def test_the_second_start_takes_the_first_starts_repeats_and_folders(tmp_path, monkeypatch):
+    d = _point_with_first_start(tmp_path)
+    monkeypatch.setenv(SERVER_START_ENV, "2")
+    per, srcs = point._earlier_starts(d)
+    assert [(r["repeat"], r["server_start"], r["Output TPS"]) for r in per] == [(1, 1, 101.0), (2, 1, 102.0),
+                                                                                (3, 1, 103.0)]
+    assert [s.read_text() for s in (x / "profile_export.jsonl" for x in srcs)] == ["r1\n", "held 2\n", "r3\n"]
+    assert not (d / "aiperf").exists() and not list((d / record.REPEATS_ARTIFACTS).iterdir())
+
+
+def test_the_first_start_takes_nothing(tmp_path, monkeypatch):
+    d = _point_with_first_start(tmp_path)
+    monkeypatch.setenv(SERVER_START_ENV, "1")
+    assert point._earlier_starts(d) == ([], [])
+    assert (d / "aiperf" / "profile_export.jsonl").exists()
+    monkeypatch.delenv(SERVER_START_ENV)
+    assert point.server_start() == 1
+
+
+def test_resume_skips_a_point_only_with_every_starts_repeats(tmp_path, monkeypatch):
+    d = _point_with_first_start(tmp_path)
+    monkeypatch.setattr(resume, "is_complete", lambda p: True)
+    monkeypatch.setattr(point, "load_point_values", lambda p: {})
+    o = SimpleNamespace(dir="mtbench/t0_c1", status=None, reason=None, values={})
+    two_starts = SimpleNamespace(force=False, repeats=3, server_starts=2)
+    assert resume.resume([o], tmp_path, two_starts) == [o]            # 3 of 6 repeats: measure
+    one_start = SimpleNamespace(force=False, repeats=3, server_starts=1)
+    assert resume.resume([o], tmp_path, one_start) == [] and o.status == "skipped"
