@@ -32,7 +32,7 @@ from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.runtime import machine
 from launcher.results.summary import change_summary
-from launcher.speedup import best_k, paired, predict
+from launcher.speedup import best_k, break_even, paired, predict
 from launcher.speedup import slo as slo_mod
 
 SPEEDUP_FILE = "speedup.json"
@@ -178,7 +178,8 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
                 "dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency, "k": k,
                 "draft": draft, "forced_acceptance": forced, "measured_al": p.average_al, "server_al": p.server_al,
                 "speedup": sp, "beats_baseline": paired.beats_baseline(sp, tps_s, tps_b),
-                "throughput_repeats": thr_reps, "tps_repeats": tps_s, "base_tps_repeats": tps_b,
+                "throughput_repeats": thr_reps, "throughput_per_repeat": per_repeat_speedups(rep_s, rep_b),
+                "tps_repeats": tps_s, "base_tps_repeats": tps_b,
                 "acceptance": {"histogram": {str(j): n for j, n in hist.items()},
                                "position_acceptance": predict.position_acceptance(hist, k),
                                "expected_tokens_per_step": predict.expected_tokens_per_step(hist, k)},
@@ -203,7 +204,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     return {"schema_version": SCHEMA_VERSION, "measured_on": measured_on,
             "baseline_jobs": [b.name for b in baselines], "points": rows,
             "best_k": [c.to_dict() for c in choices], "schedules": schedules,
-            "forced": forced_table(rows), "skipped": skipped}
+            "forced": forced_table(rows), "break_even": break_even.break_even(rows), "skipped": skipped}
 
 
 def forced_table(rows: list[dict]) -> list[dict]:
@@ -228,11 +229,19 @@ def throughput_repeats(rep_spec: Optional[dict], rep_base: Optional[dict]) -> Op
     like every repeated figure (launcher.results.repeats.stats); None without repeats on both sides."""
     if not rep_spec or not rep_base:
         return None
-    s = [r.get("Output TPS") for r in rep_spec.get("per_repeat") or []]
-    b = [r.get("Output TPS") for r in rep_base.get("per_repeat") or []]
-    ratios = [x / y for x, y in zip(s, b) if x and y]
+    ratios = per_repeat_speedups(rep_spec, rep_base)
     out = summarize(ratios, float(rep_spec.get("noisy_rel_mad") or NOISY_REL_MAD)) if len(ratios) > 1 else None
     return out.to_dict() if out else None
+
+
+def per_repeat_speedups(rep_spec: Optional[dict], rep_base: Optional[dict]) -> list[float]:
+    """Repeat i's Output TPS over the baseline's repeat i (with sweep.server_starts, repeat i of
+    both sides ran on the same start number); [] without repeats on both sides."""
+    if not rep_spec or not rep_base:
+        return []
+    s = [r.get("Output TPS") for r in rep_spec.get("per_repeat") or []]
+    b = [r.get("Output TPS") for r in rep_base.get("per_repeat") or []]
+    return [x / y for x, y in zip(s, b) if x and y]
 
 
 def _add_predictions(rows: list[dict]) -> None:
@@ -347,6 +356,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"  {label(f['forced'])} k={f['k']}: {f['dataset']} T={f['temperature']:g} C={f['concurrency']}: "
               f"measured AL {'-' if al is None else f'{al:.3f}'} (server {'-' if srv is None else f'{srv:.3f}'}), "
               f"{f['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x")
+    for b in res.get("break_even") or []:
+        print(f"  {break_even.one_line(b)}")
     return 0
 
 

@@ -1,0 +1,71 @@
+"""The break-even acceptance length of forced-acceptance runs: the AL at which a speculative
+server's Output TPS equals its baseline's, per (dataset, T, C, k), with a 95 % interval.
+
+Forced acceptance changes what a verify step accepts, not what it computes, so a step costs
+the same in every forced level: ``cost`` baseline steps. A step then yields AL tokens where
+the baseline's yields one, so the throughput speedup is AL / cost and the break-even AL is the
+cost itself. Each measured repeat gives one estimate, server AL / that repeat's speedup
+(repeat i over the baseline's repeat i); the break-even is their mean over every level and
+repeat, with the 95 % Student-t interval (launcher.results.repeats.stats), and the spread of
+the per-level means says whether the cost is indeed constant. Beside it, the straight-line
+interpolation between the two measured levels that bracket 1x (None when none do), the
+estimate docs/gpu.md used before. Pure.
+"""
+from __future__ import annotations
+
+from statistics import mean
+from typing import Optional
+
+from launcher.results.repeats.stats import summarize
+
+
+def _key(r: dict) -> tuple:
+    return r["dataset"], r["temperature"], r["concurrency"], r["k"]
+
+
+def interpolated(levels: list[tuple[float, float]]) -> Optional[float]:
+    """The AL where speedup crosses 1 between two measured (AL, speedup) levels, in AL order."""
+    pts = sorted(levels)
+    for (a1, s1), (a2, s2) in zip(pts, pts[1:]):
+        if s1 < 1 <= s2 and s2 != s1:
+            return a1 + (1 - s1) * (a2 - a1) / (s2 - s1)
+    return None
+
+
+def break_even(rows: list[dict]) -> list[dict]:
+    """One row per (dataset, T, C, k) with forced points: ``rows`` are launcher.speedup's point
+    rows (``forced_acceptance``, ``server_al`` or ``measured_al``, ``speedup.throughput`` and,
+    with repeats, ``throughput_per_repeat``)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("forced_acceptance") and (r.get("server_al") or r.get("measured_al")):
+            groups.setdefault(_key(r), []).append(r)
+    out = []
+    for (ds, t, c, k), rs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        estimates, per_level, levels = [], [], []
+        for r in rs:
+            al = float(r.get("server_al") or r.get("measured_al"))
+            speedups = [s for s in (r.get("throughput_per_repeat") or [(r.get("speedup") or {}).get("throughput")])
+                        if s]
+            costs = [al / s for s in speedups]
+            estimates += costs
+            if costs:
+                per_level.append({"forced": r["forced_acceptance"].get("length"), "al": al,
+                                  "step_cost": mean(costs), "n": len(costs)})
+                levels.append((al, mean(speedups)))
+        s = summarize(estimates)
+        out.append({"dataset": ds, "temperature": t, "concurrency": c, "k": k,
+                    "break_even_al": s.mean if s else None, "lo": s.lo if s else None, "hi": s.hi if s else None,
+                    "n": s.n if s else 0, "levels": sorted(per_level, key=lambda x: x["al"]),
+                    "interpolated": interpolated(levels)})
+    return out
+
+
+def one_line(b: dict) -> str:
+    if b.get("break_even_al") is None:
+        return f"{b['dataset']} T={b['temperature']:g} C={b['concurrency']} k={b['k']}: break-even AL not measured"
+    iv = f" [{b['lo']:.2f}, {b['hi']:.2f}]" if b.get("lo") is not None else " (one estimate: no interval)"
+    interp = b.get("interpolated")
+    return (f"{b['dataset']} T={b['temperature']:g} C={b['concurrency']} k={b['k']}: break-even AL "
+            f"{b['break_even_al']:.2f}{iv} over {b['n']} repeat(s) of {len(b['levels'])} level(s)"
+            + (f"; interpolated {interp:.2f}" if interp is not None else ""))
