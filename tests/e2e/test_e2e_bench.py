@@ -82,6 +82,9 @@ def test_lossless_check_against_real_servers(spec_server, ref_server, tmp_path):
     assert res["passed"], r.stdout  # greedy speculative decoding must not change the output
 
 
+NO_TPS = ("--tps-threshold", "1000", "--single-run-tps-threshold", "1000")  # judge AL and pairing only
+
+
 def _compare(a: Path, b: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "launcher.compare", str(a), str(b), *extra],
                           cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=120)
@@ -118,9 +121,12 @@ def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path)
             assert ext_a["Prometheus_AL"] == pytest.approx(ext_b["Prometheus_AL"], abs=1e-12), pt
         else:
             assert ext_a["Prometheus_AL"] is None, (pt, win_a)
-    # Throughput on a shared 2-core CPU is noisy; AL at temperature 0 is not.
-    same = _compare(a, b, "--tps-threshold", "0.5")
+    # Throughput on a shared 2-core CPU is not the test's to judge (two identical runs moved
+    # -62 % and +81 % beside an archive being packed): compare judges AL, which at T=0 does
+    # not move, and pairs every point; throughput thresholds are set past any load's reach.
+    same = _compare(a, b, *NO_TPS)
     assert same.returncode == 0, same.stdout + same.stderr
+    assert "0 regression(s)" in same.stdout and "0 missing" in same.stdout, same.stdout
 
     # Inject a regression: lower run B's per-request AL on one point by 20%.
     acc_path = b / "mtbench" / "t0_c1" / "acceptance_rate.json"
@@ -129,7 +135,7 @@ def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path)
     acc["Request_AL"] = {k: v * 0.8 for k, v in acc["Request_AL"].items()}
     acc["Average_AL"] = sum(acc["Request_AL"].values()) / len(acc["Request_AL"])
     acc_path.write_text(json.dumps(runs))
-    reg = _compare(a, b, "--tps-threshold", "0.5")
+    reg = _compare(a, b, *NO_TPS)
     assert reg.returncode == 1, reg.stdout
     flagged = [ln for ln in reg.stdout.splitlines() if "REGRESSION" in ln]
     assert flagged and all("mtbench/t0_c1" in ln for ln in flagged), reg.stdout
