@@ -456,7 +456,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
 
     missing = next((why for _, _, why in runs if why is not None), None)
     point_dir = save_dir / o.dir
-    per, srcs = _earlier_starts(point_dir)  # sweep.server_starts: the earlier starts' repeats join these
+    per, srcs, origins = _earlier_starts(point_dir)  # sweep.server_starts: the earlier starts' repeats join these
     slo, slo_repeats = point_slo(ctx), []
     if missing is None:
         spec_cfg = _spec_cfg(ctx)
@@ -479,6 +479,8 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
                         "num_accepted_draft_tokens": ext.get("num_accepted_draft_tokens")})
             srcs.append(dst)
     if missing is not None:
+        for staged, origin in zip(srcs, origins):  # the earlier starts' folders go back where they were
+            ar.move_artifacts(staged, origin)
         o.status, o.reason = "failed", missing
         progress.point_done(o.dir, o.status, o.reason)
         return missing
@@ -498,19 +500,19 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
     return None if o.status == "complete" else o.reason
 
 
-def _earlier_starts(point_dir: Path) -> tuple[list, list]:
+def _earlier_starts(point_dir: Path) -> tuple[list, list, list]:
     """The repeats this point holds from earlier starts of the server (sweep.server_starts), with
     their AIPerf folders moved aside (the held one from ``aiperf/``, the others from
-    ``aiperf_repeats/``) so this start's repeats can join them: (per-repeat rows, folders). On
-    the first start, or without repeats.json: nothing."""
+    ``aiperf_repeats/``) so this start's repeats can join them: (per-repeat rows, folders, where
+    each folder was). On the first start, or without repeats.json: nothing."""
     start = server_start()
     doc = repeat_record.read(point_dir) if start > 1 else None
     if not doc:
-        return [], []
+        return [], [], []
     held = (doc.get("files_hold") or {}).get("repeat")
     staged = point_dir / ".earlier_starts"
     shutil.rmtree(staged, ignore_errors=True)
-    per, srcs = [], []
+    per, srcs, origins = [], [], []
     for row in doc.get("per_repeat") or []:
         if int(row.get("server_start") or 1) >= start:
             continue
@@ -522,7 +524,8 @@ def _earlier_starts(point_dir: Path) -> tuple[list, list]:
         ar.move_artifacts(src, dst)
         per.append({**row, "repeat": len(per) + 1, "server_start": int(row.get("server_start") or 1)})
         srcs.append(dst)
-    return per, srcs
+        origins.append(src)
+    return per, srcs, origins
 
 
 def sweep_prometheus_check(window: Optional[dict], steps: int, accepted: int,

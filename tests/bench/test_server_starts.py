@@ -24,7 +24,8 @@ def _point_with_first_start(tmp_path, held=2):
 def test_the_second_start_takes_the_first_starts_repeats_and_folders(tmp_path, monkeypatch):
     d = _point_with_first_start(tmp_path)
     monkeypatch.setenv(SERVER_START_ENV, "2")
-    per, srcs = point._earlier_starts(d)
+    per, srcs, origins = point._earlier_starts(d)
+    assert origins == [d / record.REPEATS_ARTIFACTS / "r1", d / "aiperf", d / record.REPEATS_ARTIFACTS / "r3"]
     assert [(r["repeat"], r["server_start"], r["Output TPS"]) for r in per] == [(1, 1, 101.0), (2, 1, 102.0),
                                                                                 (3, 1, 103.0)]
     assert [s.read_text() for s in (x / "profile_export.jsonl" for x in srcs)] == ["r1\n", "held 2\n", "r3\n"]
@@ -34,7 +35,7 @@ def test_the_second_start_takes_the_first_starts_repeats_and_folders(tmp_path, m
 def test_the_first_start_takes_nothing(tmp_path, monkeypatch):
     d = _point_with_first_start(tmp_path)
     monkeypatch.setenv(SERVER_START_ENV, "1")
-    assert point._earlier_starts(d) == ([], [])
+    assert point._earlier_starts(d) == ([], [], [])
     assert (d / "aiperf" / "profile_export.jsonl").exists()
     monkeypatch.delenv(SERVER_START_ENV)
     assert point.server_start() == 1
@@ -49,3 +50,18 @@ def test_resume_skips_a_point_only_with_every_starts_repeats(tmp_path, monkeypat
     assert resume.resume([o], tmp_path, two_starts) == [o]            # 3 of 6 repeats: measure
     one_start = SimpleNamespace(force=False, repeats=3, server_starts=1)
     assert resume.resume([o], tmp_path, one_start) == [] and o.status == "skipped"
+
+
+def test_a_later_start_that_fails_puts_the_earlier_folders_back(tmp_path, monkeypatch):
+    d = _point_with_first_start(tmp_path)
+    monkeypatch.setenv(SERVER_START_ENV, "2")
+    ctx = SimpleNamespace(args=SimpleNamespace(slo=None))
+    o = SimpleNamespace(dir="mtbench/t0_c1", status=None, reason=None, values={})
+    done = []
+    progress = SimpleNamespace(point_done=lambda *a: done.append(a))
+    runs = [("p0_c1_r1", tmp_path / "nowhere", "AIPerf exited with code 1 before this point finished")]
+    why = point._finish_repeats(ctx, None, [], o, tmp_path, runs, 1, progress)
+    assert why.startswith("AIPerf exited") and o.status == "failed" and done
+    assert (d / "aiperf" / "profile_export.jsonl").read_text() == "held 2\n"
+    assert sorted(p.name for p in (d / record.REPEATS_ARTIFACTS).iterdir()) == ["r1", "r3"]
+    assert not list((d / ".earlier_starts").iterdir())
