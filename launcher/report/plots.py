@@ -69,7 +69,7 @@ def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None
             ys = [p.output_tps_per_gpu for p in pts]
             ax.plot(xs, ys, marker=_MARKERS[gi % len(_MARKERS)], label=_join(lab, _tlabel(t)))
             for p, x, y in zip(pts, xs, ys):
-                ax.annotate(f"c{p.concurrency}{point_marks(p).symbols}", (x, y), textcoords="offset points",
+                ax.annotate(f"c{p.concurrency} {point_marks(p).symbols}".rstrip(), (x, y), textcoords="offset points",
                             xytext=(5, 4), fontsize=8)
                 tps = point_marks(p).tps
                 if tps is not None and p.num_gpus:  # the 95% interval over the repeats
