@@ -4,10 +4,8 @@ export into result files and checks."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
 from typing import Optional
 
@@ -34,6 +32,7 @@ from launcher.results import schedule_check as schedules
 from launcher.runtime.apikey import client_key
 from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
 from launcher.runtime.files import REPO_ROOT, write_json_atomic
+from launcher.runtime.source import git_sha, tool_version
 from launcher.runtime.telemetry import gpu_names
 
 
@@ -56,21 +55,6 @@ class PointContext:
     @property
     def stream_counted(self) -> bool:
         return self.speculative and self.acceptance_source == "stream_chunks"
-
-
-def _git_sha() -> Optional[str]:
-    try:
-        return subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _tool_version() -> str:
-    try:
-        return version("specdec-launcher")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return "0+unknown"
 
 
 def _gpu_name(save_dir: Path) -> str:
@@ -638,7 +622,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         extension={"recipe": _recorded(ctx, "recipe"), "dataset": spec.name, "model": _recorded(ctx, "model") or args.tokenizer,
                    "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
-                   "tool_version": _tool_version(), "git_sha": _git_sha(),
+                   "tool_version": tool_version(), "git_sha": git_sha(),
                    "engine": ctx.engine.name, "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
                    "forced_acceptance": forced_from_speculative_config(spec_cfg), "recorded_on": where,

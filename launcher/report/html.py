@@ -12,6 +12,7 @@ from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.job_dir import Job, Point
 from launcher.results.summary import PointRow, as_row
 from launcher.report.marks import FEW, LEGEND, NOISY, SUSPECT, point_marks
+from launcher.runtime.source import UNKNOWN_COMMIT
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -107,7 +108,8 @@ def provenance(job: Job) -> list[tuple[str, str]]:
         ("container image", _distinct(c.get("container_image") for c in cfgs)),
         ("GPU", f"{gpu} × {ngpu}" if gpu and ngpu else gpu),
         ("GPU memory (peak)", _telemetry(job.telemetry)),
-        ("tool version / git", pick(*(e.get("tool_version") for e in ext)) + " / " + pick(*(e.get("git_sha") for e in ext))),
+        ("tool version / git", pick(*(e.get("tool_version") for e in ext)) + " / "
+         + pick(*(e.get("git_sha") or (UNKNOWN_COMMIT if e.get("tool_version") else None) for e in ext))),
         ("python", _distinct(c.get("python_version") for c in cfgs)),
         ("timestamps (UTC)", _span(c.get("timestamp") for c in cfgs)),
         ("wall time / server start", f"{_num(s.get('wall_time_s'), 1)} s / {_num(s.get('server_startup_s'), 1)} s"),
