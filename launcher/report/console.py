@@ -22,6 +22,7 @@ from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
 
 FORCED = "F"  # the point's acceptance was forced; its level is in the legend
 from launcher.results.disagg_parity import read_parity
+from launcher.results.identity import describe, identity
 from launcher.results.job_dir import Job, Point
 from launcher.results.job_result import known_answer_line
 from launcher.speedup.collect import read_speedup
@@ -68,19 +69,13 @@ def _mark_cell(p: Point, marks) -> Text:
 
 
 def job_title(job: Job) -> str:
-    s = job.summary
-    cfg = job.configuration
-    ext = cfg.get("specdec_launcher") or {}
-    spec = ext.get("speculative_config") or {}
-    model = s.get("model") or cfg.get("model_dir") or "?"
-    method = s.get("method") or spec.get("method") or cfg.get("speculative_algorithm") or "?"
-    k = s.get("num_speculative_tokens") or spec.get("num_speculative_tokens") or cfg.get("draft_length")
-    draft = spec.get("model") or cfg.get("draft_model_dir")
+    """The job in one line, from its first point's identity (launcher.results.identity)."""
+    if not job.points:
+        return f"job {job.name}"
+    i = identity(job, job.points[0])
     short = lambda x: str(x).rstrip("/").rsplit("/", 1)[-1]  # noqa: E731
-    what = "no speculation (baseline)" if method == "none" else \
-        f"{method}" + (f" k={k}" if k else "") + (f", draft {short(draft)}" if draft else "")
-    engine = cfg.get("engine_version") or s.get("engine_version")
-    return f"job {job.name}: {short(model)}, {what}" + (f" · engine {engine}" if engine else "")
+    return f"job {job.name}: {short(i.model)}, {describe(i)}" + (
+        f" · engine {i.engine_version}" if i.engine_version != "?" else "")
 
 
 def results_table(job: Job) -> tuple[Table, set[str]]:
