@@ -516,6 +516,24 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
 
 
+def forced_note(jobs: list[Job]) -> str:
+    """At the top of the page: which jobs ran at a forced acceptance (vLLM's synthetic sampling),
+    whose AL the server set; their points are left out of the acceptance plots."""
+    levels: dict[str, set] = {}
+    for j in jobs:
+        for p in j.points:
+            f = identity(j, p).forced
+            if f:
+                levels.setdefault(j.name, set()).add(f)
+    if not levels:
+        return ""
+    which = "; ".join(f"{_e(name)}: {_e(', '.join(sorted(v)))}" for name, v in levels.items())
+    return (f'<p class="warn" id="forced-note"><b>Forced acceptance: the acceptance length was set, not earned by '
+            f"the draft.</b> {which} (vLLM's synthetic sampling). Their Average_AL and Server_AL are the level the "
+            "server was set to; the acceptance plots (AL vs temperature, the histogram, Category_AL) leave "
+            "their points out.</p>")
+
+
 def page(title: str, subtitle: str, overview: str, sections: list[str]) -> str:
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             '<meta name=viewport content="width=device-width,initial-scale=1">'
