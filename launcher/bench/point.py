@@ -283,7 +283,7 @@ def _write_group_config(ctx: PointContext, questions: list[Question], temperatur
                                artifact_dir=group_dir, phases=([plan.warm] if plan.warm else []) + plan.phases,
                                request_timeout_s=args.request_timeout_s,
                                server_metrics=tuple(scrape_urls(ctx.server_ready.metrics_urls or (), ctx.server_ready.topology)),
-                               slos=_aiperf_slos(ctx))
+                               slos=_aiperf_slos(ctx), gap_s=float(getattr(args, "phase_gap_s", None) or ar.GAP_S))
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
 
