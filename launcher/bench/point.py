@@ -31,7 +31,7 @@ from launcher.results.repeats import record as repeat_record
 from launcher.results import schedule_check as schedules
 from launcher.runtime.apikey import client_key
 from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
-from launcher.runtime.files import REPO_ROOT, write_json_atomic
+from launcher.runtime.files import write_json_atomic
 from launcher.runtime.source import git_sha, tool_version
 from launcher.runtime.telemetry import gpu_names
 

@@ -14,8 +14,6 @@ temperature, concurrency, forced level) alone when that is unambiguous on both s
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from launcher.results.identity import point_k, workload
 from launcher.results.job_dir import Job, Point
 
