@@ -105,10 +105,12 @@ def main() -> None:
             (tmp / f"startup{r}").mkdir()
             a_wall, a_bench = aiperf_startup(url, tmp / f"startup{r}")
             startups.append(a_wall - a_bench)
+            print(f"round {r + 1}: AIPerf start-up {startups[-1]:.2f} s", flush=True)
             for mode, extra in (modes if r % 2 == 0 else modes[::-1]):  # alternate the order: no mode always first
                 w, s = run_bench(url, tmp / f"{mode.replace(' ', '_')}_{r}", temps, concs, datasets, *extra)
                 n = len(s["points"])
                 per_round[mode].append((w - bench_sum(s)) / n)
+                print(f"round {r + 1}: {mode}: wall {w:.1f} s, overhead {per_round[mode][-1]:.2f} s/point", flush=True)
                 walls[mode], sums[mode] = walls.get(mode, 0.0) + w / opts.rounds, sums.get(mode, 0.0) + bench_sum(s) / opts.rounds
         walls["naive"], sums["naive"] = 0.0, 0.0
         for ds in datasets:
