@@ -294,7 +294,13 @@ def phase_name(index: int, concurrency: int) -> str:
 # of the next point's first seconds with the previous point (measured: docs/results-layout.md,
 # "Server metrics per point"). A constant rate of one request per ``GAP_RATE_PERIOD_S`` sends
 # nothing within the gap.
-GAP_S = 1.0  # AIPerf scrapes every 333 ms: two or three scrapes fall in it
+# AIPerf scrapes every endpoint when a phase starts (its boundary scrape: within 15 to 90 ms of
+# the gap's start, measured on the 2-core stack under load, its response before the gap ended)
+# and every 333 ms besides; a gap just over one period holds the boundary scrape and at least
+# one periodic one even where the boundary scrape is late. 1.0 s cost 0.6 s more a gap for the
+# same window (issue 41; tests/benchmarks/bench_sweep_overhead.py --gap-baseline 1.0).
+SCRAPE_PERIOD_S = 0.333  # AIPerf's AIPERF_SERVER_METRICS_COLLECTION_INTERVAL default
+GAP_S = 0.4
 GAP_RATE_PERIOD_S = 1000.0
 GAP_PREFIX = "gap_"
 SCRAPES_FILE = "server_metrics_export.jsonl"  # AIPerf's jsonl format: every scrape with its time
@@ -310,14 +316,15 @@ def gap_phase(index: int, seconds: float = GAP_S) -> dict:
 def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path, artifact_dir: Path,
                       phases: list[PhasePlan], request_timeout_s: int, workers: Optional[int] = None,
                       record_processors: Optional[int] = None, server_metrics: tuple = (),
-                      slos: Optional[dict] = None) -> dict:
+                      slos: Optional[dict] = None, gap_s: float = GAP_S) -> dict:
     """AIPerf 0.13's YAML config (schemaVersion 2.0) running several client points of one
     dataset and temperature in one process, one profiling phase each, in order. Pure. Each
     phase sends ``sessions`` conversations (the whole dataset once) with sequential sampling;
     the request fields (temperature, ...) ride on every turn of the input file.
     ``server_metrics``: more /metrics endpoints to scrape besides ``url``'s (topology=disagg:
     the decode servers behind the router). ``slos``: AIPerf's goodput definition
-    (`benchmark.slos`: metric tag -> limit in ms; launcher.results.goodput.Slo.aiperf_slos)."""
+    (`benchmark.slos`: metric tag -> limit in ms; launcher.results.goodput.Slo.aiperf_slos).
+    ``gap_s``: the idle phase between two points (GAP_S)."""
     runtime: dict = {"ui": "none"}
     if workers:
         runtime["workers"] = int(workers)
@@ -334,7 +341,7 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
                         "sampling": "sequential"},
             "phases": _with_gaps([{"name": ph.name, "kind": "profiling", "type": "concurrency",
                                    "concurrency": int(ph.concurrency), "sessions": int(ph.sessions)}
-                                  for ph in phases]),
+                                  for ph in phases], gap_s),
             "gpuTelemetry": {"enabled": False},
             "runtime": runtime,
             "artifacts": {"dir": str(artifact_dir), "raw": True},
@@ -349,11 +356,11 @@ def multiphase_config(*, model: str, url: str, tokenizer: str, input_file: Path,
     return cfg
 
 
-def _with_gaps(phases: list[dict]) -> list[dict]:
-    """``phases`` with an idle phase after each but the last. Pure."""
+def _with_gaps(phases: list[dict], gap_s: float = GAP_S) -> list[dict]:
+    """``phases`` with an idle phase of ``gap_s`` after each but the last. Pure."""
     out: list[dict] = []
     for i, ph in enumerate(phases):
-        out += [ph] + ([gap_phase(i)] if i < len(phases) - 1 else [])
+        out += [ph] + ([gap_phase(i, gap_s)] if i < len(phases) - 1 else [])
     return out
 
 

@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 import yaml
 
+from launcher.bench import aiperf_runner as ar
 from launcher.bench import point as point_mod
 from launcher.bench import slo_probe
 from launcher.bench.golden_check import golden_verdict
@@ -74,6 +75,10 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
                    help="phases (default): one AIPerf process per dataset x temperature, one profiling phase per "
                         "point, so AIPerf's start-up is paid once a group; point: one AIPerf process per point "
                         "(the baseline)")
+    p.add_argument("--phase_gap_s", type=float, default=None,
+                   help="the idle phase between two points of one AIPerf run, in seconds (default "
+                        f"{ar.GAP_S:g}: just over AIPerf's scrape period, so each point's server counters are "
+                        "its own; tests/benchmarks/bench_sweep_overhead.py compares values)")
     p.add_argument("--repeats", type=int, default=1,
                    help="measure each point N times against this server (extra AIPerf profiling phases, in "
                         "rounds); each repeat's figures and their mean, sd, 95%% interval and relative MAD go "

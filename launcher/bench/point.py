@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
 from typing import Optional
 
@@ -34,8 +32,9 @@ from launcher.results.repeats import record as repeat_record
 from launcher.results import schedule_check as schedules
 from launcher.runtime.apikey import client_key
 from launcher.runtime.datasets import DatasetSpec, Question, write_aiperf_multi_turn
-from launcher.runtime.files import REPO_ROOT, write_json_atomic
+from launcher.runtime.files import write_json_atomic
 from launcher.runtime import machine
+from launcher.runtime.source import git_sha, tool_version
 from launcher.runtime.telemetry import gpu_names
 
 
@@ -64,21 +63,6 @@ class PointContext:
         """Both ends' idle keep-alive (launcher.bench.aiperf_runner.keep_alive): the server's
         from its variable in this environment (the job's server env reaches the benchmark)."""
         return ar.keep_alive(self.engine.http_keep_alive_env, self.engine.http_keep_alive_default_s, dict(os.environ))
-
-
-def _git_sha() -> Optional[str]:
-    try:
-        return subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _tool_version() -> str:
-    try:
-        return version("specdec-launcher")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return "0+unknown"
 
 
 def _gpu_name(save_dir: Path) -> str:
@@ -346,7 +330,7 @@ def _write_group_config(ctx: PointContext, questions: list[Question], temperatur
                                artifact_dir=group_dir, phases=([plan.warm] if plan.warm else []) + plan.phases,
                                request_timeout_s=args.request_timeout_s,
                                server_metrics=tuple(scrape_urls(ctx.server_ready.metrics_urls or (), ctx.server_ready.topology)),
-                               slos=_aiperf_slos(ctx))
+                               slos=_aiperf_slos(ctx), gap_s=float(getattr(args, "phase_gap_s", None) or ar.GAP_S))
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return ar.multiphase_argv(args.aiperf, cfg_path, api_key=client_key())
 
@@ -719,7 +703,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         extension={"recipe": _recorded(ctx, "recipe"), "dataset": spec.name, "model": _recorded(ctx, "model") or args.tokenizer,
                    "speculative_config": spec_cfg or {"method": "none"}, "num_gpus": args.num_gpus,
                    "aiperf": args.aiperf, "aiperf_benchmark_duration_s": duration,
-                   "tool_version": _tool_version(), "git_sha": _git_sha(),
+                   "tool_version": tool_version(), "git_sha": git_sha(),
                    "engine": ctx.engine.name, "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
                    "forced_acceptance": forced_from_speculative_config(spec_cfg), "recorded_on": where,

@@ -192,9 +192,22 @@ def _missing(job: str, rel_dir: str, a: Point | None, b: Point | None, why: str)
 
 
 def _state(p: Point | None) -> str:
+    """A side's point in words: "complete", "absent", or what keeps it from being compared
+    (its status and reason, or the validity rule's problems: "invalid (no timing.json)")."""
     if p is None:
         return "absent"
-    return p.status if not p.ok else "complete"
+    if p.ok:
+        return "complete"
+    why = "; ".join(p.problems) or (p.reason or "")
+    if p.status in ("complete", "skipped"):
+        return f"invalid ({why or 'no acceptance figures'})"
+    return f"{p.status} ({why})" if why else p.status
+
+
+def _sides(a: Point | None, b: Point | None) -> str:
+    """Both sides' states, once when they are the same: "A and B invalid (timing.json missing)"."""
+    sa, sb = _state(a), _state(b)
+    return f"A and B {sa}" if sa == sb else f"A {sa}, B {sb}"
 
 
 def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: Thresholds) -> list[PointDiff]:
@@ -209,7 +222,7 @@ def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: Thresholds) -> list[P
             if b.dir != a.dir:
                 d.dir = f"{a.dir} ~ {b.dir}"
         else:
-            d = _missing(name, a.dir if a.dir == b.dir else f"{a.dir} ~ {b.dir}", a, b, f"A {_state(a)}, B {_state(b)}")
+            d = _missing(name, a.dir if a.dir == b.dir else f"{a.dir} ~ {b.dir}", a, b, _sides(a, b))
         if note:
             d.notes.append(note)
         out.append(d)
@@ -223,5 +236,5 @@ def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: Thresholds) -> list[P
                 continue
             for p in mine:
                 a, b = (p, None) if side == "A" else (None, p)
-                out.append(_missing(j.name, p.dir, a, b, f"A {_state(a)}, B {_state(b)}"))
+                out.append(_missing(j.name, p.dir, a, b, _sides(a, b)))
     return out

@@ -1,47 +1,28 @@
 """Which point of run A is compared with which point of run B: by what they measured.
 
-A point's workload key is (dataset, temperature, concurrency, k), k the number of
-speculative tokens (0 without speculation), read from the point's own
-configuration.json (ours, or specdec_bench's ``draft_length``), else its job. Folder
+A point's workload key is (dataset, temperature, concurrency, k, forced acceptance), k the
+number of speculative tokens (0 without speculation) and the forced level ("" when the
+draft earned its acceptance), read by launcher.results.identity from the point's own
+configuration.json (ours, or specdec_bench's ``draft_length``), else its job. Two forced
+levels are two workloads: never paired, not even loosely. Folder
 paths do not enter: specdec_bench writes one point at its output folder's root, this
 project under ``<dataset>/t<T>_c<C>/``, and the two compare when they measured the
 same workload. A key held by several points on a side (several jobs with the same k)
 is paired by job name (server_id). Points left over are paired on (dataset,
-temperature, concurrency) alone when that is unambiguous on both sides (comparing
-k=3 with k=1 on purpose); the pair then carries a note.
+temperature, concurrency, forced level) alone when that is unambiguous on both sides
+(comparing k=3 with k=1 on purpose); the pair then carries a note.
 """
 from __future__ import annotations
 
-from typing import Optional
-
-from launcher.engines import num_speculative_tokens
+from launcher.results.identity import point_k, workload
 from launcher.results.job_dir import Job, Point
 
-
-def point_k(job: Job, p: Point) -> Optional[int]:
-    cfg = p.configuration or {}
-    sc = ((cfg.get("specdec_launcher") or {}).get("speculative_config")
-          or (cfg.get("serving_config") or {}).get("speculative_config"))
-    if isinstance(sc, dict) and sc:
-        if sc.get("method") in (None, "none"):
-            return 0
-        k = sc.get("num_speculative_tokens")
-        if isinstance(k, int):
-            return k
-    alg = cfg.get("speculative_algorithm")
-    if isinstance(alg, str) and alg.upper() == "NONE":
-        return 0
-    if isinstance(cfg.get("draft_length"), int) and alg:
-        return cfg["draft_length"]
-    spec = job.spec
-    if (spec and spec.method == "none") or job.summary.get("method") == "none":
-        return 0
-    k = num_speculative_tokens(spec.speculative_config if spec else None) or job.summary.get("num_speculative_tokens")
-    return int(k) if isinstance(k, int) else None
+__all__ = ["label", "match_points", "point_k", "workload_key"]
 
 
 def workload_key(job: Job, p: Point) -> tuple:
-    return (p.dataset, round(float(p.temperature), 6), int(p.concurrency), point_k(job, p))
+    """(dataset, T, C, k, forced acceptance): launcher.results.identity, the one reader."""
+    return workload(job, p)
 
 
 def label(ja: Job, jb: Job) -> str:
@@ -75,8 +56,9 @@ def match_points(jobs_a: list[Job], jobs_b: list[Job]):
             pairs.append((ja, pa, jb, pb, None))
         else:
             left_a.append((ja, pa))
-    # leftovers: pair on (dataset, T, C) when that is unambiguous on both sides
-    loose = lambda j, p: workload_key(j, p)[:3]  # noqa: E731
+    # leftovers: pair on (dataset, T, C, forced) when that is unambiguous on both sides: k may differ,
+    # the forced level may not (a forced AL is what was measured)
+    loose = lambda j, p: (*workload_key(j, p)[:3], workload_key(j, p)[4])  # noqa: E731
     rest_b = [(x, side_b[x]) for x in range(len(side_b)) if x not in used_b]
     only_a = []
     for ja, pa in left_a:

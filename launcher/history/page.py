@@ -201,9 +201,10 @@ def latest_table(h: History) -> str:
     rows = []
     for s in h.series:
         r = s.runs[-1]
-        model, draft, method, k, ds, t, c = s.key
+        model, draft, method, k, forced, ds, t, c = s.key
         rows.append(f'<tr {_attrs(s)}><td class="l"><a href="#{anchor(s)}">{_e(short(model))}</a></td>'
-                    f'<td class="l">{_e(short(draft))}</td><td class="l">{_e(method)}</td><td>{_e(k)}</td>'
+                    f'<td class="l">{_e(short(draft))}</td><td class="l">{_e(method)}</td>'
+                    f'<td>{_e(k)}{"" if not forced else " · " + _e(forced)}</td>'
                     f'<td class="l">{_e(ds)}</td><td>{t:g}</td><td>{c}</td><td>{len(s.runs)}</td>'
                     f'<td class="l">{_e(r.stamp)}</td><td class="l">{_e(r.engine_version)}</td>'
                     f'<td>{_n(r.al, "{:.3f}")}</td><td>{_pct(r.al_rel)}</td><td>{_n(r.tps, "{:.1f}")}</td>'

@@ -1,8 +1,9 @@
-"""Runs into series: one per (model, draft, method, k, dataset, T, C), ordered by time,
+"""Runs into series: one per (model, draft, method, k, forced acceptance, dataset, T, C), ordered by time,
 each run judged against the one before it by launcher.compare's noise-aware rule.
 
 A run is read through launcher.results (launcher.results.job_dir.load_job on its
-folder: ours or specdec_bench's). Its time is configuration.json's ``timestamp``;
+folder: ours or specdec_bench's), its identity through launcher.results.identity (the
+reader compare and the report use). Its time is configuration.json's ``timestamp``;
 its labels are the engine version, the container image and the tool version
 (ours: ``specdec_launcher.tool_version``; specdec_bench: its version or sha).
 Consecutive valid runs of a series are compared with
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.compare.diff import NOISE, Thresholds, judge_point
-from launcher.compare.match import point_k
+from launcher.results.identity import identity
 from launcher.results.job_dir import Job, Point, ResultsError, load_job
+from launcher.results.layout import EXTENSION_KEY
 from launcher.results.repeats import record
 
 
@@ -30,7 +32,7 @@ class Run:
     job: Job
     point: Point
     time: Optional[datetime]
-    key: tuple                    # (model, draft, method, k, dataset, T, C)
+    key: tuple                    # (model, draft, method, k, forced, dataset, T, C)
     engine_version: str
     image: str
     tool: str
@@ -63,8 +65,9 @@ class Series:
 
     @property
     def label(self) -> str:
-        model, draft, method, k, ds, t, c = self.key
-        return f"{short(model)} · {short(draft)} · {method} k={k} · {ds} T={t:g} C={c}"
+        model, draft, method, k, forced, ds, t, c = self.key
+        return f"{short(model)} · {short(draft)} · {method} k={k}" + (f" · {forced}" if forced else "") \
+            + f" · {ds} T={t:g} C={c}"
 
     @property
     def regressions(self) -> list[Run]:
@@ -98,30 +101,19 @@ def read_run(where: str, folder: Path) -> Optional[Run]:
     if len(job.points) != 1:
         return None
     p = job.points[0]
-    cfg = p.configuration or {}
-    ext = cfg.get("specdec_launcher") or {}
-    spec = ext.get("speculative_config") or {}
-    origin = "specdec_launcher" if ext or (p.result and p.result.ours) else "specdec_bench"
-    model = ext.get("model") or cfg.get("model_dir") or "?"
-    method = spec.get("method") or str(cfg.get("speculative_algorithm") or "none").lower()
-    draft = spec.get("model") or cfg.get("draft_model_dir") or ("none" if method == "none" else "-")
-    k = point_k(job, p)
+    ident = identity(job, p)
+    ext = (p.configuration or {}).get(EXTENSION_KEY) or {}
     # ours: the dataset the benchmark recorded (its run arguments leave a dataset's path null when
     # the job spec named it); specdec_bench's: inferred from its arguments by launcher.results
     dataset = str(ext.get("dataset") or p.dataset)
-    tool = ext.get("tool_version") and f"specdec-launcher {ext['tool_version']}" + (
-        f" ({str(ext.get('git_sha'))[:8]})" if ext.get("git_sha") else "")
-    if not tool:
-        sdb = cfg.get("specdec_bench_version") or (cfg.get("specdec_bench_sha") or "")[:8]
-        tool = f"specdec_bench {sdb}".strip()
     doc = record.read(p.path)
     al_ci, n = _ci(doc, "Average_AL")
     tps_ci, n2 = _ci(doc, "Output TPS")
-    return Run(where=where, job=job, point=p, time=_time(cfg.get("timestamp")),
-               key=(str(model), str(draft), str(method), k, dataset, float(p.temperature), int(p.concurrency)),
-               engine_version=str(cfg.get("engine_version") or "?"), image=str(cfg.get("container_image") or "none"),
-               tool=tool, origin=origin, al=p.average_al, tps=p.output_tps, al_ci=al_ci, tps_ci=tps_ci,
-               n=max(n, n2))
+    return Run(where=where, job=job, point=p, time=_time(ident.timestamp),
+               key=(ident.model, ident.draft, ident.method, ident.k, ident.forced, dataset, float(p.temperature),
+                    int(p.concurrency)),
+               engine_version=ident.engine_version, image=ident.image, tool=ident.tool, origin=ident.origin,
+               al=p.average_al, tps=p.output_tps, al_ci=al_ci, tps_ci=tps_ci, n=max(n, n2))
 
 
 @dataclass

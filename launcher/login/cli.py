@@ -10,7 +10,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from launcher.login.config.compose import compose_recipe
-from launcher.login.config.validate import validate
+from launcher.login.config.validate import ignored_requests_per_concurrency, validate
 from launcher.login.errors import UserError
 from launcher.login.plan import make_plan
 from launcher.login.sbatch import describe_commands, render_sbatch, render_standalone
@@ -43,6 +43,10 @@ def print_plan(cfg, plan) -> None:
     out.write(f"recipe {plan.recipe}: {len(plan.jobs)} job(s), {plan.num_points} client point(s); "
               f"cluster {cfg.cluster.name} ({cfg.cluster.executor})\n")
     out.write(f"results: {plan.results_dir}\n")
+    ignored = ignored_requests_per_concurrency(cfg)
+    if ignored:
+        out.write(f"sweep.num_requests_per_concurrency: ignored for C={', '.join(map(str, ignored))} "
+                  f"(not in sweep.concurrencies {list(cfg.sweep.concurrencies)})\n")
     for job in plan.jobs:
         out.write(f"\njob {job.server_id}  ->  {job.job_dir}\n")
         for p in job.points:

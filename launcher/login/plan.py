@@ -22,6 +22,7 @@ from launcher.engines import get_engine
 from launcher.engines.flags import drop_flags, kv_cache_cap_bytes, pick_flags
 from launcher.engines.forced_acceptance import resolve_length
 from launcher.login.config.schema import LauncherConfig
+from launcher.login.config.validate import requests_per_concurrency
 from launcher.login.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
 from launcher.results.goodput import slo_from_dict
 from launcher.runtime.files import REPO_ROOT
@@ -65,7 +66,7 @@ def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
         model=cfg.model.served_name, tokenizer=cfg.model.tokenizer or cfg.model.path, save_dir=str(job_dir),
         datasets=tuple(DatasetInput(ds, sw.dataset_paths[ds]) for ds in sw.datasets),
         num_requests=sw.num_requests, max_turns=sw.max_turns, output_length=sw.output_length, num_gpus=num_gpus,
-        requests_per_concurrency={int(c): int(n) for c, n in sorted(sw.num_requests_per_concurrency.items())},
+        requests_per_concurrency=requests_per_concurrency(cfg),
         aiperf=b.aiperf, aiperf_mode=b.aiperf_mode, point_timeout_s=b.point_timeout_s,
         request_timeout_s=b.request_timeout_s,
         gates=Gates(max_failed_fraction=b.gates.max_failed_fraction,

@@ -185,6 +185,29 @@ def left_queue_without_result(s: Submitted, grace_s: float = 30.0) -> bool:
     return time.time() - first > grace_s and not result.exists()
 
 
+ENDED_CELL = "see below"  # an ended job's sentence (verdicts, results path, reason) is printed under the table
+CURRENT_MAX = 28  # the "now" column: a short state, cut with an ellipsis, never a wrapped sentence
+
+
+def short_state(current: str) -> str:
+    """What a running job is doing, short: the point and its state, without the reason in
+    brackets (the reason is printed whole once the job ends)."""
+    text = " ".join(str(current or "").split())
+    return text.split(" (", 1)[0]
+
+
+def jobs_table(title: str, rows: list[tuple[str, str, str, str, str]]) -> Table:
+    """The jobs as a table of short cells: (job id, server, state, points, now). No cell holds a
+    sentence: "now" is cut to one line; an ended job says "see below"."""
+    t = Table(title=title, expand=False)
+    for col in ("job id", "server", "state", "points"):
+        t.add_column(col, overflow="fold")
+    t.add_column("now", overflow="ellipsis", no_wrap=True, max_width=CURRENT_MAX)
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
 def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
     """Live progress until every job ends. True when all succeeded."""
     console = Console(stderr=True)
@@ -192,26 +215,24 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
     outcomes: dict[str, tuple[bool, str]] = {}
 
     def table() -> Table:
-        t = Table(title=f"specdec jobs ({time.time() - start:.0f}s)", expand=False)
-        for col in ("job id", "server", "state", "points", "current / reason"):
-            t.add_column(col, overflow="fold")
+        rows = []
         for s in subs:
             prog = job_progress(s.job)
             if s.job_id in outcomes:
-                ok, msg = outcomes[s.job_id]
+                ok, _ = outcomes[s.job_id]
                 state = "[green]DONE[/]" if ok else "[red]FAILED[/]"
-                cur = msg
+                cur = ENDED_CELL
             else:
                 try:
                     state = s.handle.state
                 except Exception:  # noqa: BLE001 - state lookups can fail transiently
                     state = "?"
-                cur = prog.current or ""
+                cur = short_state(prog.current or "")
             done = prog.points_done or 0
             if s.job_id in outcomes:  # the final count: every point complete on disk
                 done = points_complete(s.job, done)
-            t.add_row(s.job_id, s.job.server_id, state, f"{done}/{len(s.job.points)}", str(cur))
-        return t
+            rows.append((s.job_id, s.job.server_id, state, f"{done}/{len(s.job.points)}", cur))
+        return jobs_table(f"specdec jobs ({time.time() - start:.0f}s)", rows)
 
     with Live(table(), console=console, refresh_per_second=2, transient=not console.is_terminal) as live:
         while len(outcomes) < len(subs):
@@ -228,8 +249,12 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
             if len(outcomes) < len(subs):
                 time.sleep(poll_s)
     console.print(table())
-    for s in subs:  # the table cuts long messages: each outcome (a failure's reason, the
-        ok, msg = outcomes[s.job_id]  # known-answer verdict) again, one unwrapped line each
-        console.print(f"job {s.job_id} ({s.job.server_id}) {'DONE' if ok else 'FAILED'}: {msg}", soft_wrap=True,
-                      markup=False, highlight=False)
+    for line in outcome_lines([(s.job_id, s.job.server_id, *outcomes[s.job_id]) for s in subs]):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     return all(ok for ok, _ in outcomes.values())
+
+
+def outcome_lines(outcomes: list[tuple[str, str, bool, str]]) -> list[str]:
+    """Under the table: each job's outcome (a failure's reason, the known-answer verdict, the
+    results path) whole, one unwrapped line each."""
+    return [f"job {job_id} ({server}) {'DONE' if ok else 'FAILED'}: {msg}" for job_id, server, ok, msg in outcomes]

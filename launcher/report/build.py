@@ -7,22 +7,31 @@ from pathlib import Path
 from launcher.report import html, plots
 from launcher.report.slo_section import slo_section
 from launcher.report.speedup_section import speedup_section
-from launcher.results.job_dir import Job, load_results, read_json
+from launcher.results.identity import identity
+from launcher.results.job_dir import Job, Point, load_results, read_json
 from launcher.speedup.collect import SLO_FILE, load_analysis
+
+
+def earned(job: Job, points: list[Point]) -> list[Point]:
+    """The points whose acceptance the draft earned: a forced point's Average_AL, Category_AL
+    and histogram show only the level the server was set to (launcher.results.identity)."""
+    return [p for p in points if not identity(job, p).forced]
 
 
 def _job_figures(job: Job, out: Path, prefix: str) -> list[tuple[str, str]]:
     ok = [p for p in job.points if p.ok]
+    mine = earned(job, ok)  # the acceptance plots: never a forced value drawn as if the draft had earned it
     series = {"": ok}
+    drawn = sum(plots.drawable(p) for p in ok)
     made = [
         (plots.throughput_pareto(series, out / f"{prefix}pareto.png"),
          "Output TPS per GPU vs per-user decode speed; one curve per temperature, points labelled by concurrency; "
-         "ringed points are Pareto-optimal.", True),
-        (plots.al_vs_temperature(series, out / f"{prefix}al_vs_temperature.png"),
+         f"ringed points are Pareto-optimal. {drawn} of {len(ok)} point(s) drawn.", True),
+        (plots.al_vs_temperature({"": mine}, out / f"{prefix}al_vs_temperature.png"),
          "Average_AL per dataset against temperature.", False),
-        (plots.pooled_histogram(ok, out / f"{prefix}acceptance_histogram.png"),
+        (plots.pooled_histogram(mine, out / f"{prefix}acceptance_histogram.png"),
          "Acceptance_Length_Histogram summed over points, per temperature.", False),
-        (plots.category_al(ok, out / f"{prefix}category_al.png"),
+        (plots.category_al(mine, out / f"{prefix}category_al.png"),
          "Category_AL per dataset and temperature (mean over concurrencies).", False),
     ]
     return _rel(made, out)
@@ -37,7 +46,7 @@ def _overview(jobs: list[Job], out: Path) -> str:
     made = [
         (plots.throughput_pareto(series, out / "overview_pareto.png"),
          "All jobs: Output TPS per GPU vs per-user decode speed (labels: concurrency).", True),
-        (plots.al_vs_temperature(series, out / "overview_al_vs_temperature.png"),
+        (plots.al_vs_temperature({j.name: earned(j, series[j.name]) for j in jobs}, out / "overview_al_vs_temperature.png"),
          "All jobs: Average_AL against temperature.", False),
     ]
     figs = _rel(made, out)
@@ -65,7 +74,8 @@ def build_report(results_dir: Path, out: Path | None = None) -> Path:
     multi = len(jobs) > 1
     sections = [html.job_section(j, _job_figures(j, out, f"job{i + 1}_" if multi else ""), heading=multi)
                 for i, j in enumerate(jobs)]
-    overview = (_overview(jobs, out) if multi else "") + _slo(results_dir, out) + _speedup(results_dir, jobs, out)
+    overview = html.forced_note(jobs) + (_overview(jobs, out) if multi else "") + _slo(results_dir, out) \
+        + _speedup(results_dir, jobs, out)
     title = "Speculative decoding benchmark" + ("" if multi else f": {jobs[0].name}")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     index = out / "index.html"

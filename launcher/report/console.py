@@ -19,7 +19,10 @@ from rich.text import Text
 
 from launcher.engines.forced_acceptance import label as forced_label
 from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
+
+FORCED = "F"  # the point's acceptance was forced; its level is in the legend
 from launcher.results.disagg_parity import read_parity
+from launcher.results.identity import describe, identity
 from launcher.results.job_dir import Job, Point
 from launcher.results.job_result import known_answer_line
 from launcher.speedup.collect import read_speedup
@@ -27,7 +30,10 @@ from launcher.speedup.collect import read_speedup
 MARK_WORDS = {SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature)",
               FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
               NOISY: f"{NOISY} noisy (Output TPS relative MAD over the repeats above the threshold)",
-              "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)"}
+              "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)",
+              FORCED: f"{FORCED} forced acceptance ({{levels}}: vLLM's synthetic sampling): Average_AL is set by "
+                      "the server, not earned by the draft"}
+MARK_SEP = " "  # between two marks of one cell: each stands apart
 
 
 def _n(v: Optional[float], fmt: str) -> str:
@@ -50,29 +56,26 @@ def _tps(p: Point, marks) -> str:
 def _mark_cell(p: Point, marks) -> Text:
     if not p.ok:  # the reason is printed under the table, where it has the whole width
         return Text("FAILED" if p.status != "complete" else "invalid", style="red")
-    cell = Text(marks.symbols, style="magenta" if marks.suspect else "yellow")
+    parts = [(m, "magenta" if m == SUSPECT else "yellow") for m in marks.listed]
     if marks.tps is not None:
-        cell.append((" " if marks.symbols else "") + f"n={marks.tps.n}", style="dim")
+        parts.append((f"n={marks.tps.n}", "dim"))
     forced = p.result.forced_acceptance if p.result else None
     if forced:
-        cell.append((" " if marks.symbols else "") + forced_label(forced), style="cyan")
+        parts.append((FORCED, "cyan"))
+    cell = Text()
+    for i, (word, style) in enumerate(parts):  # each mark stands apart: "† ~ !", "n=3 F", never "†~!" or "n=3F"
+        cell.append((MARK_SEP if i else "") + word, style=style)
     return cell
 
 
 def job_title(job: Job) -> str:
-    s = job.summary
-    cfg = job.configuration
-    ext = cfg.get("specdec_launcher") or {}
-    spec = ext.get("speculative_config") or {}
-    model = s.get("model") or cfg.get("model_dir") or "?"
-    method = s.get("method") or spec.get("method") or cfg.get("speculative_algorithm") or "?"
-    k = s.get("num_speculative_tokens") or spec.get("num_speculative_tokens") or cfg.get("draft_length")
-    draft = spec.get("model") or cfg.get("draft_model_dir")
+    """The job in one line, from its first point's identity (launcher.results.identity)."""
+    if not job.points:
+        return f"job {job.name}"
+    i = identity(job, job.points[0])
     short = lambda x: str(x).rstrip("/").rsplit("/", 1)[-1]  # noqa: E731
-    what = "no speculation (baseline)" if method == "none" else \
-        f"{method}" + (f" k={k}" if k else "") + (f", draft {short(draft)}" if draft else "")
-    engine = cfg.get("engine_version") or s.get("engine_version")
-    return f"job {job.name}: {short(model)}, {what}" + (f" · engine {engine}" if engine else "")
+    return f"job {job.name}: {short(i.model)}, {describe(i)}" + (
+        f" · engine {i.engine_version}" if i.engine_version != "?" else "")
 
 
 def results_table(job: Job) -> tuple[Table, set[str]]:
@@ -90,8 +93,9 @@ def results_table(job: Job) -> tuple[Table, set[str]]:
     for p in job.points:
         mk = point_marks(p)
         if p.ok:
-            used.update(ch for ch in mk.symbols)
-            used.update("n" if mk.tps is not None else "")
+            used.update(mk.listed)
+            used.update(["n"] if mk.tps is not None else [])
+            used.update([FORCED] if p.result and p.result.forced_acceptance else [])
         t.add_row(p.dataset, f"{p.temperature:g}", str(p.concurrency), _n(p.average_al, "{:.3f}"),
                   _n(p.server_al, "{:.3f}"), _tps(p, mk),
                   *((_n(speedups[p.dir], "{:.2f}x"),) if with_speedup else ()), _mark_cell(p, mk))
@@ -132,14 +136,20 @@ def verdict_lines(job: Job) -> list[str]:
     return out
 
 
+def forced_levels(job: Job) -> str:
+    """The job's forced levels in words: "forced AL 3.5"."""
+    return ", ".join(sorted({forced_label(p.result.forced_acceptance) for p in job.points
+                             if p.result and p.result.forced_acceptance}))
+
+
 def print_results(jobs: list[Job], console: Console) -> None:
     """Every job's table, the legend of the marks it used, and its verdict lines."""
     for job in jobs:
         table, used = results_table(job)
         console.print(table)
-        for sym in (SUSPECT, FEW, NOISY, "n"):
+        for sym in (SUSPECT, FEW, NOISY, "n", FORCED):
             if sym in used:
-                console.print(Text(MARK_WORDS[sym], style="dim"))
+                console.print(Text(MARK_WORDS[sym].replace("{levels}", forced_levels(job)), style="dim"))
         for p in job.points:
             if not p.ok:
                 reason = p.reason or ("; ".join(p.problems) if p.problems else p.status)

@@ -9,10 +9,12 @@ from typing import Any, Iterable
 
 from launcher.engines.forced_acceptance import label as forced_label
 from launcher.results.disagg_parity import acceptance_check, read_parity
+from launcher.results.identity import identity
 from launcher.results.job_dir import Job, Point
 from launcher.results.summary import PointRow, as_row
 from launcher.runtime.machine import machines_line
 from launcher.report.marks import FEW, LEGEND, NOISY, SUSPECT, point_marks
+from launcher.runtime.source import UNKNOWN_COMMIT
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -85,33 +87,31 @@ def provenance(job: Job) -> list[tuple[str, str]]:
     cfgs = [p.configuration for p in job.points if p.configuration] or [{}]
     s = job.summary
     ext = [c.get(EXTENSION_KEY) or {} for c in cfgs]
-    # ours: the vLLM speculative config in the extension; specdec_bench: its flat arguments
-    spec = [e.get("speculative_config") or {"method": c.get("speculative_algorithm"), "model": c.get("draft_model_dir"),
-                                            "num_speculative_tokens": c.get("draft_length")}
-            for c, e in zip(cfgs, ext)]
     serving = [c.get("serving_config") or {} for c in cfgs]
 
     def pick(*vals):
         return _distinct(vals)
 
+    idents = [identity(job, p) for p in job.points]  # what was measured: launcher.results.identity
     gpu = _distinct(c.get("gpu") for c in cfgs)
     ngpu = _distinct(p.num_gpus for p in job.points)
     rows = [
         ("recipe / server_id", pick(s.get("recipe")) + " / " + pick(s.get("server_id"), *(sv.get("server_id") for sv in serving))),
-        ("model", pick(s.get("model"), *(c.get("model_dir") for c in cfgs))),
-        ("draft", _distinct(sp.get("model") for sp in spec) or "–"),
-        ("method", pick(s.get("method")) or _distinct(sp.get("method") for sp in spec)),
-        ("k (num_speculative_tokens)", _distinct([s.get("num_speculative_tokens")])
-         or _distinct(sp.get("num_speculative_tokens") for sp in spec) or "–"),
+        ("model", _distinct(i.model for i in idents)),
+        ("draft", _distinct(i.draft for i in idents if i.draft not in ("-", "none")) or "–"),
+        ("method", _distinct(i.method for i in idents)),
+        ("k (num_speculative_tokens)", _distinct(i.k for i in idents) or "–"),
+        ("forced acceptance", _distinct(i.forced for i in idents) or "no (the draft's own acceptance)"),
         ("engine", _distinct(f"{c.get('engine') or ''} {c.get('engine_version') or s.get('engine_version') or ''}".strip()
                              for c in cfgs)),
         ("container image", _distinct(c.get("container_image") for c in cfgs)),
         ("GPU", f"{gpu} × {ngpu}" if gpu and ngpu else gpu),
         ("GPU memory (peak)", _telemetry(job.telemetry)),
         ("machine (over the points)", machines_line(p.machine for p in job.points)),
-        ("tool version / git", pick(*(e.get("tool_version") for e in ext)) + " / " + pick(*(e.get("git_sha") for e in ext))),
+        ("tool version / git", pick(*(e.get("tool_version") for e in ext)) + " / "
+         + pick(*(e.get("git_sha") or (UNKNOWN_COMMIT if e.get("tool_version") else None) for e in ext))),
         ("python", _distinct(c.get("python_version") for c in cfgs)),
-        ("timestamps (UTC)", _span(c.get("timestamp") for c in cfgs)),
+        ("timestamps (UTC)", _span(i.timestamp for i in idents)),
         ("wall time / server start", f"{_num(s.get('wall_time_s'), 1)} s / {_num(s.get('server_startup_s'), 1)} s"),
         ("folder", str(job.path)),
     ]
@@ -516,6 +516,24 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"{disagg_block(read_parity(job.path))}{prefix_cache_block(job)}{ttft_split_block(job)}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
             f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
+
+
+def forced_note(jobs: list[Job]) -> str:
+    """At the top of the page: which jobs ran at a forced acceptance (vLLM's synthetic sampling),
+    whose AL the server set; their points are left out of the acceptance plots."""
+    levels: dict[str, set] = {}
+    for j in jobs:
+        for p in j.points:
+            f = identity(j, p).forced
+            if f:
+                levels.setdefault(j.name, set()).add(f)
+    if not levels:
+        return ""
+    which = "; ".join(f"{_e(name)}: {_e(', '.join(sorted(v)))}" for name, v in levels.items())
+    return (f'<p class="warn" id="forced-note"><b>Forced acceptance: the acceptance length was set, not earned by '
+            f"the draft.</b> {which} (vLLM's synthetic sampling). Their Average_AL and Server_AL are the level the "
+            "server was set to; the acceptance plots (AL vs temperature, the histogram, Category_AL) leave "
+            "their points out.</p>")
 
 
 def page(title: str, subtitle: str, overview: str, sections: list[str]) -> str:

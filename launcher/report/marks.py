@@ -29,8 +29,14 @@ class Marks:
     tps: Optional[object] = None    # launcher.results.repeats.stats.Summary of Output TPS, with repeats
 
     @property
+    def listed(self) -> list[str]:
+        """The marks that apply, one entry each (never run together)."""
+        return [m for m, on in ((FEW, self.few), (NOISY, self.noisy), (SUSPECT, self.suspect)) if on]
+
+    @property
     def symbols(self) -> str:
-        return (FEW if self.few else "") + (NOISY if self.noisy else "") + (SUSPECT if self.suspect else "")
+        """The marks as one label, each standing apart ("† ~ !")."""
+        return " ".join(self.listed)
 
 
 def point_marks(p) -> Marks:

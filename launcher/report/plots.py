@@ -47,15 +47,36 @@ def pareto_front(xy: list[tuple[float, float]]) -> set[int]:
     return front
 
 
+E2E_NOTE = ("hollow: no decode speed could be timed (every request's tokens after the first arrived at once); "
+            "x is its end-to-end speed, output tokens / request time")
+
+
+def per_user_speed(p: Point) -> tuple[float, bool] | None:
+    """(x, estimated) of a point on the throughput plot: its per-user decode speed, else (a point
+    whose decode speed could not be timed: few or no samples) its end-to-end speed, marked as such;
+    None when it has neither. A point with few samples is drawn and marked, never dropped."""
+    if p.decode_tps_p50 is not None:
+        return p.decode_tps_p50, False
+    if p.e2e_tps_p50 is not None:
+        return p.e2e_tps_p50, True
+    return None
+
+
+def drawable(p: Point) -> bool:
+    """The point has both axes of the throughput plot."""
+    return p.output_tps_per_gpu is not None and per_user_speed(p) is not None
+
+
 def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None:
     """Output TPS/gpu against per-user decode tok/s, one panel per dataset,
-    one curve per (job, temperature) through its concurrencies."""
-    usable = {lab: [p for p in pts if p.output_tps_per_gpu is not None and p.decode_tps_p50 is not None]
-              for lab, pts in series.items()}
+    one curve per (job, temperature) through its concurrencies (every drawable point:
+    launcher.report.plots.drawable; those without a decode speed hollow, at their end-to-end speed)."""
+    usable = {lab: [p for p in pts if drawable(p)] for lab, pts in series.items()}
     datasets = sorted({p.dataset for pts in usable.values() for p in pts})
     if not datasets:
         return None
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.2), squeeze=False)
+    any_estimated = False
     for ax, ds in zip(axes[0], datasets):
         groups: dict[tuple[str, float], list[Point]] = defaultdict(list)
         for lab, pts in usable.items():
@@ -65,12 +86,18 @@ def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None
         all_xy, all_pts = [], []
         for gi, ((lab, t), pts) in enumerate(sorted(groups.items())):
             pts.sort(key=lambda p: p.concurrency)
-            xs = [p.decode_tps_p50 for p in pts]
+            speeds = [per_user_speed(p) for p in pts]
+            xs = [x for x, _ in speeds]
             ys = [p.output_tps_per_gpu for p in pts]
-            ax.plot(xs, ys, marker=_MARKERS[gi % len(_MARKERS)], label=_join(lab, _tlabel(t)))
-            for p, x, y in zip(pts, xs, ys):
-                ax.annotate(f"c{p.concurrency}{point_marks(p).symbols}", (x, y), textcoords="offset points",
-                            xytext=(5, 4), fontsize=8)
+            (line,) = ax.plot(xs, ys, marker=_MARKERS[gi % len(_MARKERS)], label=_join(lab, _tlabel(t)))
+            est = [(x, y) for (x, e), y in zip(speeds, ys) if e]
+            if est:  # hollow: the end-to-end speed stands in for a decode speed no request could time
+                any_estimated = True
+                ax.scatter([x for x, _ in est], [y for _, y in est], s=64, marker=_MARKERS[gi % len(_MARKERS)],
+                           facecolors="white", edgecolors=line.get_color(), linewidths=1.5, zorder=4)
+            for p, (x, e), y in zip(pts, speeds, ys):
+                ax.annotate(f"c{p.concurrency} {point_marks(p).symbols}".rstrip() + (" e2e" if e else ""), (x, y),
+                            textcoords="offset points", xytext=(5, 4), fontsize=8)
                 tps = point_marks(p).tps
                 if tps is not None and p.num_gpus:  # the 95% interval over the repeats
                     ax.errorbar([x], [y], yerr=[[y - tps.lo / p.num_gpus], [tps.hi / p.num_gpus - y]],
@@ -88,19 +115,19 @@ def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("Throughput vs per-user speed across concurrency (labels: concurrency)", fontsize=11)
-    _legend_marks(fig)
+    _legend_marks(fig, E2E_NOTE if any_estimated else "")
     return _save(fig, path)
 
 
-def _legend_marks(fig) -> None:
+def _legend_marks(fig, extra: str = "") -> None:
     """The marks' meaning under a figure (launcher.report.marks)."""
-    fig.text(0.01, 0.005, LEGEND, fontsize=6.5, ha="left", va="bottom", wrap=True)
+    fig.text(0.01, 0.005, LEGEND + (f"; {extra}" if extra else ""), fontsize=6.5, ha="left", va="bottom", wrap=True)
     fig.subplots_adjust(bottom=0.2)
 
 
 def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None:
     """Average_AL against temperature, one line per (job, dataset): the mean over
-    concurrencies, with bars spanning their min..max."""
+    concurrencies, with bars spanning their min..max. None with fewer than two temperatures."""
     lines: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     suspect: set[float] = set()
     for lab, pts in series.items():
@@ -109,8 +136,8 @@ def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None
                 lines[(lab, p.dataset)][p.temperature].append(p.average_al)
                 if point_marks(p).suspect:
                     suspect.add(p.temperature)
-    if not lines:
-        return None
+    if len({t for by_t in lines.values() for t in by_t}) < 2:
+        return None  # one temperature is a single dot on a degenerate axis: nothing to show against temperature
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for gi, ((lab, ds), by_t) in enumerate(sorted(lines.items())):
         ts = sorted(by_t)

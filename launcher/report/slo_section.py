@@ -92,7 +92,8 @@ def tables(g: dict) -> str:
           '<p class="sub">Goodput in good requests/s; ✗ the SLO not met, ~ the repeats disagree (within noise), '
           'probe: a concurrency the max-load search added.</p>')
     recs = "".join(f"<tr><td>{_e(_span(r))}</td><td><b>{_e(r['label'])}</b>"
-                   + (f' <span class="sub">({_e(r["note"])})</span>' if r.get("note") else "") + "</td></tr>"
+                   + (f' <span class="sub">({_e(r["note"])})</span>' if r.get("note") else "")
+                   + (f' <span class="warn">{_e(r["suspect"])}</span>' if r.get("suspect") else "") + "</td></tr>"
                    for r in g["recommendation"])
     t2 = (f'<table class="slo-rec"><thead><tr><th>load (concurrency)</th><th>recommended</th></tr></thead>'
           f"<tbody>{recs}</tbody></table>")

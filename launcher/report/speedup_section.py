@@ -36,7 +36,8 @@ def best_k_table(analysis: dict) -> str:
         note = " ~ all noisy" if c.get("all_noisy") else ""
         n = c.get("repeats") or 1
         cells = [_e(c["dataset"]), f"{c['temperature']:g}", str(c["concurrency"]),
-                 f"<b>{c['k']}</b>{note}" + (f" (median − MAD over {n} repeats)" if n > 1 else " (one repeat)")]
+                 f"<b>{c['k']}</b>{note}" + (f" (median − MAD over {n} repeats)" if n > 1 else " (one repeat)")
+                 + (f' <span class="warn">{_e(c["suspect"])}</span>' if c.get("suspect") else "")]
         cells += [_num(c["candidates"].get(str(k)), 1) + (" ~ noisy, excluded" if k in excluded else "") for k in ks]
         cells += [_num(c["speedup"], 2) + ("×" if c["speedup"] is not None else ""), _beats(c["beats_baseline"])]
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")

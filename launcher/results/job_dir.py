@@ -25,6 +25,7 @@ from launcher.results import (ACCEPTANCE_FILE, EXTENSION_KEY, TIMING_FILE, Point
                               read_point)
 from launcher.contracts.job import JobSpec, read_recorded_job
 from launcher.results.layout import is_run_dir
+from launcher.results.point import stat
 from launcher.results.store import is_complete
 from launcher.results.summary import PointRow, has_summary, point_rows, read_summary, summary_path as summary_file
 from launcher.results.validity import thin_sample
@@ -127,6 +128,18 @@ class Point:
     def decode_tps_p50(self) -> float | None:
         """Per-user decode speed: median over requests of generation tokens/s."""
         return self._value(self.result and self.result.decode_tps_median, "decode_tps_median")
+
+    @property
+    def e2e_tps_p50(self) -> float | None:
+        """Per-user end-to-end speed: the median output tokens over the median request time (TTFT
+        included). Where no decode speed could be timed (every request's chunks after the first
+        arrived at once) it is the one per-user speed the point has."""
+        if not self.result:
+            return None
+        tokens, e2e = stat(self.result.timing, "Number of Output Tokens"), stat(self.result.timing, "E2E Request Time")
+        if tokens is None or not e2e:
+            return None
+        return tokens / (e2e / 1e3 if self.result.legacy else e2e)
 
     @property
     def ttft_p50_ms(self) -> float | None:

@@ -29,6 +29,7 @@ class KChoice:
     noisy_excluded: tuple = ()      # k left out as noisy (relative MAD above bench.gates.noisy_rel_mad)
     all_noisy: bool = False         # every k was noisy: chosen among them all, not to be trusted
     draft: Optional[str] = None     # the draft the k were measured with (each draft has its own best k)
+    suspect: Optional[str] = None   # "SUSPECT: <warning>": the known-answer probe failed at this temperature
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -51,7 +52,8 @@ def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
     For each (draft, dataset, temperature, concurrency), vLLM's tune_speculative_k rule: noisy
     points are left out (unless every k is noisy), each k is scored by median − MAD of
     its Output TPS, the highest score wins and a tie goes to the smaller k. Two drafts are
-    never candidates of one choice."""
+    never candidates of one choice. A row's ``suspect`` (the known-answer probe failed at its
+    temperature) marks the choice it enters."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("k") is None or r.get("output_tps") is None:
@@ -69,7 +71,8 @@ def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
                            {int(r["k"]): r["output_tps"] for r in sorted(rs, key=lambda r: r["k"])},
                            score=_score(best), repeats=int(rep.get("n") or 1),
                            noisy_excluded=tuple(sorted(int(r["k"]) for r in rs if r not in pool)),
-                           all_noisy=not calm, draft=draft or None))
+                           all_noisy=not calm, draft=draft or None,
+                           suspect=next((f"SUSPECT: {r['suspect']}" for r in rs if r.get("suspect")), None)))
     return out
 
 

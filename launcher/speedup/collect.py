@@ -177,6 +177,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
                 "machine": machine.one_line(p.machine), "baseline_machine": machine.one_line(bp.machine),
                 "dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency, "k": k,
                 "draft": draft, "forced_acceptance": forced, "measured_al": p.average_al, "server_al": p.server_al,
+                "suspect": p.row.engine_warning or None,
                 "speedup": sp, "beats_baseline": paired.beats_baseline(sp, tps_s, tps_b),
                 "throughput_repeats": thr_reps, "throughput_per_repeat": per_repeat_speedups(rep_s, rep_b),
                 "tps_repeats": tps_s, "base_tps_repeats": tps_b,
@@ -193,13 +194,15 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
          "concurrency": r["concurrency"], "k": r["k"],
          "output_tps": (r["tps_repeats"] or {}).get("mean") or r["speedup"]["spec_output_tps"],
          "speedup": (r["throughput_repeats"] or {}).get("mean") or r["speedup"]["throughput"],
-         "beats_baseline": r["beats_baseline"], "tps_repeats": r["tps_repeats"]}
+         "beats_baseline": r["beats_baseline"], "tps_repeats": r["tps_repeats"], "suspect": r["suspect"]}
         for r in rows if not r["forced_acceptance"])
     schedules = []
     for draft, ds, t in sorted({(c.draft or "", c.dataset, c.temperature) for c in choices}):
         mine = [c for c in choices if ((c.draft or ""), c.dataset, c.temperature) == (draft, ds, t)]
         schedules.append({"draft": draft or None, "dataset": ds, "temperature": t,
-                          "speculative_config": best_k.vllm_schedule(mine)})
+                          "speculative_config": best_k.vllm_schedule(mine),
+                          **({"suspect": next(c.suspect for c in mine if c.suspect)} if any(c.suspect for c in mine)
+                             else {})})
     measured_on = machine.machines_line(p.machine for j in jobs for p in j.points if p.ok)
     return {"schema_version": SCHEMA_VERSION, "measured_on": measured_on,
             "baseline_jobs": [b.name for b in baselines], "points": rows,
@@ -349,7 +352,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         who = f" [{Path(c['draft']).name}]" if len(drafts) > 1 and c.get("draft") else ""
         print(f"  {c['dataset']} T={c['temperature']:g} C={c['concurrency']}{who}: best k={c['k']} "
               f"({c['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x, "
-              f"beats baseline: {c['beats_baseline']})")
+              f"beats baseline: {c['beats_baseline']})" + (f" {c['suspect']}" if c.get("suspect") else ""))
 
     for f in res.get("forced") or []:
         sp, al, srv = f["speedup"], f["measured_al"], f["server_al"]
@@ -379,4 +382,5 @@ def print_slo(res: dict, path: Path) -> None:
         for r in g["recommendation"]:
             span = f"{r['from']}+" if r["to"] is None else (f"{r['from']}" if r["to"] == r["from"]
                                                             else f"{r['from']}-{r['to']}")
-            print(f"    load {span}: {r['label']}" + (f" ({r['note']})" if r.get("note") else ""))
+            print(f"    load {span}: {r['label']}" + (f" ({r['note']})" if r.get("note") else "")
+                  + (f" {r['suspect']}" if r.get("suspect") else ""))

@@ -4,7 +4,9 @@ over plain rows; :func:`collect` reads a results folder into them.
 
 A row: {dataset, temperature, concurrency, config, k (0: no speculation; None: a
 dynamic schedule), goodput_rps, good_output_tps, meets_slo, verdict, goodput_repeats
-(per-repeat goodput_rps)}.
+(per-repeat goodput_rps), suspect (the point's engine warning: the known-answer probe
+failed at its temperature)}. Every recommendation drawn from a suspect temperature
+carries ``suspect`` ("SUSPECT: <the warning>"), printed on its line.
 
 Recommendation at a concurrency every configuration measured (the sweep's points):
 among the configurations whose verdict there is "met" (a schedule's point only where
@@ -146,9 +148,16 @@ def analyse(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
             else:
                 merged.append(r)
         ranges = merged
-        out.append({"dataset": ds, "temperature": t, "configs": per_config, "recommendation": ranges,
+        # an answer drawn from a suspect temperature (the known-answer probe failed there) says so on its line
+        suspect = next((r["suspect"] for r in rs if r.get("suspect")), None)
+        if suspect:
+            for r in ranges:
+                r["suspect"] = f"SUSPECT: {suspect}"
+        out.append({"dataset": ds, "temperature": t, "suspect": suspect, "configs": per_config, "recommendation": ranges,
                     "per_concurrency": [{"concurrency": c, "config": cfg, "label": lab or "none meets the SLO",
-                                         "goodput_rps": g, "configs_measured": n} for c, cfg, lab, g, n in picks]})
+                                         "goodput_rps": g, "configs_measured": n,
+                                         **({"suspect": f"SUSPECT: {suspect}"} if suspect else {})}
+                                        for c, cfg, lab, g, n in picks]})
     return out
 
 
@@ -174,7 +183,8 @@ def point_row(job, point, slo: Slo, k: Optional[int]) -> Optional[dict]:
                 "num_speculative_tokens_per_batch_size"),
             "search_probe": bool(ext.get("search_probe") or point.row.search_probe),
             "schedule_check": point.row.schedule_check or ext.get("schedule_check"),
-            "agrees_with_aiperf": g["agrees_with_aiperf"]}
+            "agrees_with_aiperf": g["agrees_with_aiperf"],
+            "suspect": point.row.engine_warning or None}
 
 
 def collect(jobs: list, slo: Slo, k_of) -> list[dict]:

@@ -17,8 +17,8 @@ With --gpu (tests/gpu/run_gpu_smoke.sh, on the lent H200): both engines run
 in this interpreter (the carried vLLM CUDA build, 0.26: no per-request stats,
 so our acceptance is counted from stream chunks, as specdec_bench counts it),
 AIPerf as `python3 -m aiperf`, the models under $SPECDEC_HOME/models.
-Goal: |mean paired difference| <= 0.01 (timing figures on a shared 2-core
-machine are noisy; re-run on a quiet one).
+Goal: |mean paired difference| <= 0.01 (the Output TPS line names the host it ran on: timing
+figures on a shared CPU machine are noisy; re-run on a quiet one).
 
 Another model and forced acceptance (tests/gpu/run_gpu_8b.sh, issue 32): --target/--draft/
 --served-name/--k, --forced-al L (vLLM's synthetic acceptance in both engines: ours through
@@ -193,6 +193,15 @@ def main() -> int:
     return 0
 
 
+def host_words(gpu: str | None, cpus: int | None) -> str:
+    """The host the figures were measured on, as our point recorded it (configuration.json's gpu
+    field: the GPUs' names, or "cpu"), for the Output TPS line: one run's timing, not a noise figure."""
+    cores = f"{cpus} CPU cores" if cpus else "CPU cores unknown"
+    if gpu and gpu != "cpu":
+        return f"on {gpu}, {cores}: one run each, not a noise estimate"
+    return f"on {cores}, no GPU: CPU timing on a shared machine is noisy"
+
+
 def compare(theirs, ours, c: int, k: int) -> None:
     """The paired per-question comparison at one concurrency."""
     K = k  # noqa: N806
@@ -211,7 +220,7 @@ def compare(theirs, ours, c: int, k: int) -> None:
     print(f"Average_AL: specdec_bench {theirs.average_al:.4f}, ours {ours.average_al:.4f}, "
           f"ours Server_AL (vLLM's definition) {ours.server_al:.4f}")
     print(f"Output TPS: specdec_bench {theirs.output_tps:.1f}, ours {ours.output_tps:.1f} "
-          "(2-core shared machine: noisy)")
+          f"({host_words((ours.configuration or {}).get('gpu'), os.cpu_count())})")
     merged = {}
     for name, res in (("specdec_bench", theirs), ("ours", ours)):
         hist = {int(k): v for k, v in res.acceptance["Acceptance_Length_Histogram"].items()}

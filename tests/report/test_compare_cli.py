@@ -194,3 +194,24 @@ def test_thresholds_default_to_the_candidates_recipe(tmp_path, capsys):
     assert recipe_threshold(load_results(b), "tps", 0.05) == 0.2
     assert _run(capsys, a, b)[0] == 0  # the recipe allows 50% for one repeat
     assert _run(capsys, a, b, "--single-run-tps-threshold", "0.35")[0] == 1  # the flag wins
+
+
+def test_missing_names_the_validity_problem(tmp_path, capsys):
+    """issue 41 item 7: a point that fails the validity rule is MISSING with its problem named,
+    not "A complete, B complete" (tests/data/h200_vllm026_8b: no COMPLETE, no timing.json)."""
+    data = Path(__file__).resolve().parents[1] / "data" / "h200_vllm026_8b"
+    rc, out = _run(capsys, str(data), str(data))
+    assert rc == 1
+    missing = [l for l in _verdict_lines(out) if l.startswith("MISSING")]
+    assert missing
+    for line in missing:
+        assert "complete, B complete" not in line, line
+        assert "A and B invalid (" in line and "COMPLETE" in line and "timing.json missing" in line, line
+
+
+def test_missing_names_one_sides_problem(tmp_path, capsys):
+    a, b = _copy(tmp_path / "a"), _copy(tmp_path / "b")
+    (b / "mtbench" / "t0_c1" / "timing.json").unlink()
+    rc, out = _run(capsys, a, b)
+    (line,) = [l for l in _verdict_lines(out) if l.startswith("MISSING")]
+    assert "mtbench/t0_c1" in line and "A complete, B " in line and "timing.json missing" in line, line

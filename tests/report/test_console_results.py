@@ -100,3 +100,37 @@ def test_report_false_prints_the_tables_only(tmp_path, capsys):
 def test_an_unreadable_folder_is_one_line(tmp_path, capsys):
     assert end_of_run([str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith("no results to show:")
+
+
+def _force(job: Path, point: str, length: float) -> None:
+    f = job / point / "configuration.json"
+    c = json.loads(f.read_text())
+    c["specdec_launcher"]["forced_acceptance"] = {"length": length}
+    f.write_text(json.dumps(c))
+
+
+def test_marks_stand_apart_and_the_legend_explains_each(tmp_path):
+    """issue 41 item 2: a forced run with repeats: "n=3forced AL 3.5" ran its marks together.
+    At 80 columns with a long reason and several marks on one point, each mark is its own
+    word in the cell and every mark used has its line in the legend."""
+    job = planted(tmp_path)
+    for d in ("mtbench/t0_c2", "specbench/t0.7_c1"):
+        _force(job, d, 3.5)
+    out = render(job, 80)
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines) <= 80, max(lines, key=len)
+    rows = {tuple(r.split()[:3]): r for r in lines if re.match(r"^ *(mtbench|specbench) ", r)}
+    assert len(rows) == 8  # no row folds, marks included
+    marks_col = lines[next(i for i, ln in enumerate(lines) if "marks" in ln)].index("marks")
+    cell = lambda key: rows[key][marks_col:].split()  # noqa: E731
+    assert cell(("mtbench", "0", "2")) == ["~", "n=3", "F"]           # noisy, repeats, forced: three words
+    assert cell(("specbench", "0.7", "1")) == ["†", "!", "F"]          # few, suspect, forced
+    assert cell(("specbench", "0.7", "2")) == ["†", "!"]
+    legend = " ".join(ln.strip() for ln in lines)
+    used = {m for r in rows.values() for m in r[marks_col:].split() if m != "FAILED"}
+    starts = {"!": "! suspect T", "†": "† few samples", "~": "~ noisy", "n=3": "n=N: Output TPS",
+              "F": "F forced acceptance (forced AL 3.5"}
+    assert used == set(starts)
+    for m in used:
+        assert starts[m] in legend, (m, legend)
+    assert "set by the server, not earned by the draft" in legend

@@ -24,7 +24,7 @@ def test_marks_of_a_noisy_suspect_point(tmp_path):
     pt = next(p for p in j.points if p.dir == "mtbench/t0.7_c1")
     mk = point_marks(pt)
     assert mk.noisy and mk.suspect.startswith("engine defect") and mk.repeats == 3 and mk.tps.n == 3
-    assert mk.symbols.endswith("~!")
+    assert mk.listed[-2:] == ["~", "!"] and mk.symbols.endswith("~ !")  # each mark stands apart (issue 41)
     html = points_table(j.points)
     assert "100.0 ±" in html and "(n=3) ~ noisy" in html and "! SUSPECT T" in html
     calm = next(p for p in j.points if p.dir == "mtbench/t0_c1")

@@ -47,6 +47,19 @@ def _writable(path: Path) -> bool:
         return False
 
 
+def requests_per_concurrency(cfg: LauncherConfig) -> dict[int, int]:
+    """sweep.num_requests_per_concurrency's entries for the concurrencies the sweep runs. Map keys
+    merge (a recipe's {16: 64} stays when the command line narrows sweep.concurrencies), so an
+    entry for a concurrency not run is ignored, not an error: `ignored_requests_per_concurrency`."""
+    swept = {int(c) for c in cfg.sweep.concurrencies}
+    return {int(c): int(n) for c, n in sorted(cfg.sweep.num_requests_per_concurrency.items()) if int(c) in swept}
+
+
+def ignored_requests_per_concurrency(cfg: LauncherConfig) -> list[int]:
+    """The concurrencies sweep.num_requests_per_concurrency names that the sweep does not run."""
+    return sorted(int(c) for c in cfg.sweep.num_requests_per_concurrency if int(c) not in requests_per_concurrency(cfg))
+
+
 def validate(cfg: LauncherConfig) -> list[ConfigError]:
     """Every problem with the recipe, one ConfigError each (empty: valid): one check per section."""
     errs: list[ConfigError] = []
@@ -151,9 +164,12 @@ def _check_parallelism(cfg: LauncherConfig, add, errs: list) -> None:
         add("cluster.nodes", f"is {cl.nodes} on a CPU cluster (gpus_per_node=0), where each node runs one rank, but "
             f"tp x pp x dp = {gpus}", f"set cluster.nodes={gpus}, or tp x pp x dp = {cl.nodes}")
     elif gpus > 1 and cl.nodes == 1:
+        # parallel=tp1 (a group) would not undo a typed parallel.tp=2: name the fields themselves
+        ones = " ".join(f"parallel.{n}=1" for n, v in (("tp", par.tp), ("pp", par.pp), ("dp", par.dp)) if v > 1)
         add("parallel.tp", f"tp x pp x dp = {gpus} but cluster '{cl.name}' has no GPUs (gpus_per_node=0)",
-            f"use parallel=tp1 on a CPU cluster, cluster.nodes={gpus} (one CPU rank per node), or a GPU cluster "
-            "such as cluster=gb300")
+            f"set {ones} on a CPU cluster"
+            + (f", cluster.nodes={gpus} (one CPU rank per node)" if cl.executor == "slurm" else "")
+            + ", or use a GPU cluster (cluster=<name>, e.g. h100)")
     if cl.nodes > 1 and cl.executor != "slurm":
         add("cluster.nodes", f"is {cl.nodes} on the {cl.executor} executor", "multi-node servers need a Slurm cluster")
     if cl.container_scope not in ("server", "job"):
@@ -208,17 +224,14 @@ def _check_sweep(cfg: LauncherConfig, add, errs: list) -> None:
         elif ds.startswith("speed_") and Path(sw.dataset_paths[ds]).stem != ds[len("speed_"):]:
             add(f"sweep.dataset_paths.{ds}", f"file '{Path(sw.dataset_paths[ds]).name}' does not match the split",
                 f"point it at the {ds[len('speed_'):]}.parquet split")
-    for c, n in sw.num_requests_per_concurrency.items():
+    for c, n in requests_per_concurrency(cfg).items():  # entries of concurrencies not swept are ignored (the plan says so)
         f = "sweep.num_requests_per_concurrency"
-        if c not in sw.concurrencies:
-            add(f, f"names concurrency {c}, which is not in sweep.concurrencies {list(sw.concurrencies)}",
-                f"remove {c} or add it to sweep.concurrencies")
         if n < 1:
             add(f, f"gives C={c} {n} conversations", "use 1 or more")
         elif sw.num_requests is not None and n > sw.num_requests:
             add(f, f"gives C={c} {n} conversations, more than sweep.num_requests={sw.num_requests}",
                 f"use at most {sw.num_requests} (a point sends a slice of the dataset, never a question twice)")
-    if sw.num_requests_per_concurrency and cfg.bench.aiperf_mode != "phases":
+    if requests_per_concurrency(cfg) and cfg.bench.aiperf_mode != "phases":
         add("sweep.num_requests_per_concurrency", f"needs bench.aiperf_mode=phases (it is {cfg.bench.aiperf_mode})",
             "set bench.aiperf_mode=phases or remove sweep.num_requests_per_concurrency")
     if sw.repeats < 1:
