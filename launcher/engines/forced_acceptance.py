@@ -8,7 +8,14 @@ commit 002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443; present in 0.26 and 0.32):
 ``synthetic_acceptance_rates`` (k unconditional per-position rates in [0, 1],
 non-increasing). vLLM's sampler refuses it on the CPU ("Synthetic acceptance
 not supported with CPU sampling", on the first request), so it is refused here
-before any server starts. Pure functions, standard library only.
+before any server starts.
+
+The method does not matter to it in vLLM 0.26.0 (read in the CUDA wheel: the
+speculative config's check takes only num_speculative_tokens and the rates;
+v1/sample/rejection_sampler.py applies the rates whatever proposed the drafts;
+no code path compares ``rejection_sample_method`` with ``dflash`` or ``eagle3``),
+so DFlash and EAGLE3 take it as draft_model does: METHODS_REFUSING_FORCED is
+empty. Pure functions, standard library only.
 """
 from __future__ import annotations
 
@@ -21,6 +28,8 @@ METHOD_KEY = "rejection_sample_method"
 LENGTH_KEY = "synthetic_acceptance_length"
 RATES_KEY = "synthetic_acceptance_rates"
 FIELD = "draft.forced_acceptance"
+# Speculative methods whose forced acceptance vLLM refuses (method -> its message): none in 0.26.
+METHODS_REFUSING_FORCED: dict[str, str] = {}
 
 
 def speculative_keys(length: Optional[float], rates: Optional[Sequence[float]]) -> dict:
@@ -41,6 +50,9 @@ def problems(length: Optional[float], rates: Optional[Sequence[float]], k: int,
     if method == "none":
         out.append((FIELD, "is set without speculation (draft.method=none)",
                     "pick a draft (any method: the acceptance is forced) or remove draft.forced_acceptance"))
+    elif method in METHODS_REFUSING_FORCED:
+        out.append((FIELD, f"vLLM refuses it with method {method} ({METHODS_REFUSING_FORCED[method]})",
+                    "remove draft.forced_acceptance and measure the draft's own acceptance"))
     if length is not None and rates is not None:
         out.append((FIELD, "sets both length and rates", "set only one of .length or .rates"))
     if length is not None and not 1.0 <= float(length) <= k + 1:
@@ -80,6 +92,10 @@ def sweep_problems(levels: Sequence, ks: Sequence[int], method: str, length: Opt
     if method == "none":
         out.append((SWEEP_FIELD, "is set without speculation (draft.method=none)",
                     "pick a draft (any method: the acceptance is forced) or set sweep.forced_acceptance_lengths=[]"))
+    elif method in METHODS_REFUSING_FORCED:
+        out.append((SWEEP_FIELD, f"vLLM refuses forced acceptance with method {method} "
+                    f"({METHODS_REFUSING_FORCED[method]})", "set sweep.forced_acceptance_lengths=[] and measure the "
+                    "draft's own acceptance"))
     if length is not None or rates is not None:
         out.append((SWEEP_FIELD, "is set together with draft.forced_acceptance",
                     "keep one: the sweep's lengths or draft.forced_acceptance (remove .length/.rates)"))

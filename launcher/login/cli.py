@@ -171,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                 _err(e.line())
             return 2
         plan = make_plan(cfg)
+        for note in plan.notes:
+            print(f"note: {note}")
     except UserError as e:
         _err(e.line())
         return e.exit_code

@@ -9,12 +9,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from omegaconf import OmegaConf
 
+from launcher import golden
 from launcher.contracts import placement
 from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
                                     LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
@@ -43,6 +44,8 @@ class Plan:
     # sweep.baseline=true: the matched baseline. Not a job of its own: the first
     # speculative job runs its points on the server it restarts without speculation.
     baseline: Optional[JobPlan] = None
+    # What the plan leaves out of the recipe, and why (one line each: a skipped golden check).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def num_points(self) -> int:
@@ -57,10 +60,33 @@ def _slug(s: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in s).strip("-").lower()
 
 
+def golden_skip_reason(cfg: LauncherConfig) -> Optional[str]:
+    """Why the recipe's golden reference (bench.golden) is not checked on this run, or None
+    when it is: no speculation, random weights (a shaped checkpoint: the reference needs the
+    real ones), or a forced acceptance (the AL is set, not measured)."""
+    gid, d = cfg.bench.golden, cfg.draft
+    if not gid:
+        return None
+    if d.method == "none":
+        return f"bench.golden={gid} skipped: no speculation (draft.method=none)"
+    random = [f for f, v in (("model.random_weights", cfg.model.random_weights),
+                             ("draft.random_weights", d.random_weights)) if v]
+    if random:
+        entry = golden.lookup(gid) or {}
+        real = " + ".join(x for x in (entry.get("model"), entry.get("draft")) if x) or "the real checkpoints"
+        return (f"bench.golden={gid} skipped: {' and '.join(random)}=true (a shaped checkpoint with random "
+                f"weights); the reference needs {real}, so this run does not test it")
+    forced = [f for f, v in (("draft.forced_acceptance", d.forced_acceptance.length is not None
+                              or d.forced_acceptance.rates is not None),
+                             ("sweep.forced_acceptance_lengths", bool(cfg.sweep.forced_acceptance_lengths))) if v]
+    if forced:
+        return f"bench.golden={gid} skipped: the acceptance is forced ({forced[0]}), so no draft's acceptance is measured"
+    return None
+
+
 def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
     """launcher.bench's settings for one job (its points are the job's)."""
     sw, b, d = cfg.sweep, cfg.bench, cfg.draft
-    forced = d.forced_acceptance.length is not None or d.forced_acceptance.rates is not None
     rp = sw.runtime_params
     return BenchSpec(
         model=cfg.model.served_name, tokenizer=cfg.model.tokenizer or cfg.model.path, save_dir=str(job_dir),
@@ -73,7 +99,7 @@ def bench_spec(cfg: LauncherConfig, job_dir: Path, num_gpus: int) -> BenchSpec:
                     min_acceptance_length=dict(sorted(b.gates.min_acceptance_length.items())),
                     min_tokens_per_step=b.gates.min_tokens_per_step),
         preflight=d.method != "none" and b.preflight, force=b.force,
-        golden=b.golden if b.golden and d.method != "none" and not forced else None,  # a forced AL says nothing of the draft
+        golden=None if golden_skip_reason(cfg) else b.golden,
         lossless=(LosslessSpec(b.lossless.num_prompts, b.lossless.output_length, b.lossless.min_match_fraction)
                   if b.lossless.enabled else None),
         runtime_params=RuntimeParams(dict(rp.sampling_kwargs), dict(rp.chat_template_args), dict(rp.dataset_kwargs)),
@@ -172,7 +198,9 @@ def make_plan(cfg: LauncherConfig) -> Plan:
                                 "run_floor": cfg.bench.gates.compare_run_floor},
             topology=topology, report=cfg.report,
         ))
-    return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline)
+    skip = golden_skip_reason(cfg)
+    return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline,
+                notes=[skip] if skip and cfg.draft.method != "none" else [])
 
 
 def forced_level_configs(cfg: LauncherConfig, k: Optional[int]) -> list[LauncherConfig]:

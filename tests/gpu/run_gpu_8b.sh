@@ -25,6 +25,17 @@
 #             the folder sweep.baseline=true would use), instead of a +base stage
 #   e3:L      (optional) the EAGLE3-shaped head (built on first use, seconds) at k=3 and forced AL L:
 #             draft=llama8b_shaped_eagle3, whether vLLM 0.26 serves a random EAGLE3 head
+#   qmodels   build the Qwen3-8B-shaped target, DFlash draft and EAGLE3 head into
+#             /tmp/sh/models/shaped-qwen3-8b (issue 38; ~19.3 GB beside shaped-8b's 19.3 GB)
+#   qd:L[+base]  the seed's recipe=qwen3_dflash, model=qwen3_8b_shaped draft=qwen3_8b_shaped_dflash,
+#             k=15 (block size 16), forced AL L (a number or k+1); +base adds the matched baseline
+#   qe:L[+base]  recipe=qwen3_eagle3 with model=qwen3_8b_shaped draft=qwen3_8b_shaped_eagle3, k=3
+#   le:L[+base]  recipe=llama31_eagle3 with model=llama8b_shaped draft=llama8b_shaped_eagle3, k=3
+#             (the head is built on first use, as e3's)
+#   qd:base qe:base le:base  that recipe's baseline alone (draft=none, in the folder +base uses)
+#             The seed's recipes run with the lent machine's settings (SEED_LOCAL below: the local
+#             executor with one GPU, sweep=gpu_8b's workload, gpu_8b's server settings), each in
+#             /tmp/res/<recipe>; their golden references are skipped (random weights).
 #   facts     the machine: CPU model, cores, load, busiest processes, GPU clocks, power limits
 #             and clock-event reasons ($OUT/machine_facts.txt)
 #   parity    tests/benchmarks/bench_parity_specdec_bench.py on the same model, forced AL 2.5, k=3,
@@ -48,6 +59,13 @@ DATA=${DATA:-/tmp/data}
 PARITY_DIR=${PARITY_DIR:-/tmp/parity}
 PY=${PY:-python3}
 BUILD_PYTHON=${BUILD_PYTHON:-$PY}
+QMODELS=$SH/models/shaped-qwen3-8b
+# The seed's recipes (qwen3_dflash, qwen3_eagle3, llama31_eagle3) on the lent machine: what
+# recipe=gpu_8b sets, as overrides (docs/gpu.md, "The seed's recipes with shaped drafts").
+SEED_LOCAL=(cluster=local cluster.gpus_per_node=1 sweep=gpu_8b "server.command=python3 -m vllm.entrypoints.cli.main serve"
+  server.enforce_eager=false server.ready_timeout_s=900 server.kv_cache_memory_bytes=16G "server.extra_args=[--max-num-seqs,64]"
+  server.env.HF_HUB_OFFLINE=1 server.env.VLLM_USE_FLASHINFER_SAMPLER=0 "bench.aiperf=python3 -m aiperf"
+  bench.point_timeout_s=600 bench.known_answer=false)
 mkdir -p "$OUT"
 CALL=$(echo "$*" | tr ' :+' '_-p' | tr -cd 'A-Za-z0-9_.-' | cut -c1-60)
 : > "$OUT/timings.txt"
@@ -184,6 +202,45 @@ eagle3() {  # eagle3 L
   return $rc
 }
 
+qmodels() {
+  env_setup
+  local shape=full
+  [ "$DRY" = 1 ] && shape=small
+  $BUILD_PYTHON "$REPO"/common/setup/make_shaped_models.py "$QMODELS" --model qwen3_8b --shape $shape \
+    --only target,dflash,eagle3 --report "$OUT/qmodels.json"
+  local rc=$?
+  du -sh "$QMODELS"/* 2>/dev/null | tee -a "$OUT/timings.txt"
+  return $rc
+}
+
+seed() {  # seed qd|qe|le L[+base] | base: one server of a seed recipe with its shaped model and draft
+  local which=$1 spec=$2 base=false recipe model draft k
+  case "$which" in
+    qd) recipe=qwen3_dflash; model=qwen3_8b_shaped; draft=qwen3_8b_shaped_dflash; k=15 ;;
+    qe) recipe=qwen3_eagle3; model=qwen3_8b_shaped; draft=qwen3_8b_shaped_eagle3; k=3 ;;
+    le) recipe=llama31_eagle3; model=llama8b_shaped; draft=llama8b_shaped_eagle3; k=3 ;;
+  esac
+  env_setup
+  local shape=full dry=()
+  [ "$DRY" = 1 ] && { shape=small; dry=(dry_run=true); }
+  if [ "$which" = le ]; then  # the Llama head, beside the models stage's target (seconds when built)
+    $BUILD_PYTHON "$REPO"/common/setup/make_shaped_models.py "$MODELS" --shape $shape --only eagle3 || return $?
+  fi
+  local sel=("draft=$draft" "sweep.num_speculative_tokens=[$k]" "sweep.forced_acceptance_lengths=[${spec%+base}]")
+  case "$spec" in
+    base) sel=(draft=none "sweep.forced_acceptance_lengths=[]") ;;
+    *+base) base=true ;;
+  esac
+  local log="$OUT/${which}_${spec//+/p}.launcher.log"
+  # shellcheck disable=SC2086  # EXTRA: more overrides, e.g. "sweep.repeats=3 sweep.server_starts=2"
+  $PY -m launcher recipe=$recipe model=$model "${sel[@]}" "${SEED_LOCAL[@]}" sweep.baseline=$base \
+    output_dir="$RES" wait=true ${EXTRA:-} "${dry[@]}" > "$log" 2>&1
+  local rc=$?
+  echo "[$recipe $spec k=$k] launcher rc=$rc"
+  tail -25 "$log"
+  return $rc
+}
+
 parity() {
   env_setup
   if [ ! -f "$REPO/.specdec_ref/examples/specdec_bench/run.py" ]; then
@@ -202,17 +259,22 @@ parity() {
 }
 
 snapshot() {  # the results so far, tarred (a call cut short still brings back what completed)
-  [ -d "$RES/gpu_8b" ] && tar czf "$OUT/$CALL.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"
+  [ -d "$RES" ] && tar czf "$OUT/$CALL.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"
   return 0
 }
 
-save() {  # speedup and report over what ran so far, then the results
+save() {  # speedup and report over each recipe's results so far, then the results
   env_setup
-  if [ -d "$RES/gpu_8b" ]; then
-    $PY -m launcher.speedup "$RES/gpu_8b" > "$OUT/speedup.log" 2>&1; echo "speedup rc=$?"
-    tail -40 "$OUT/speedup.log"
-    $PY -m launcher.report "$RES/gpu_8b" > "$OUT/report.log" 2>&1; echo "report rc=$?"
-    tail -3 "$OUT/report.log"
+  local d name
+  for d in "$RES"/*/; do
+    [ -d "$d" ] || continue
+    name=$(basename "$d")
+    $PY -m launcher.speedup "$d" > "$OUT/speedup.$name.log" 2>&1; echo "speedup $name rc=$?"
+    tail -40 "$OUT/speedup.$name.log"
+    $PY -m launcher.report "$d" > "$OUT/report.$name.log" 2>&1; echo "report $name rc=$?"
+    tail -3 "$OUT/report.$name.log"
+  done
+  if [ -d "$RES" ]; then
     tar czf "$OUT/$CALL.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"  # too deep to come back as folders
     du -sh "$OUT/$CALL.results.tgz"
   fi
@@ -230,8 +292,10 @@ for stage in "$@"; do
     k*:*) ran_launcher=1; timed "$stage" launch "$stage" || status=1; snapshot ;;
     base) ran_launcher=1; timed base baseline || status=1; snapshot ;;
     e3:*) ran_launcher=1; timed "$stage" eagle3 "${stage#e3:}" || status=1; snapshot ;;
+    qmodels) timed qmodels qmodels || exit $? ;;
+    qd:?*|qe:?*|le:?*) ran_launcher=1; timed "$stage" seed "${stage%%:*}" "${stage#*:}" || status=1; snapshot ;;
     parity) timed parity parity || status=1 ;;
-    *) echo "unknown stage $stage (stages: 1 2 3 facts unpack models base kK:L[+base] e3:L parity)"; exit 2 ;;
+    *) echo "unknown stage $stage (stages: 1 2 3 facts unpack models qmodels base kK:L[+base] e3:L qd:L[+base] qe:L[+base] le:L[+base] qd:base qe:base le:base parity)"; exit 2 ;;
   esac
 done
 [ "$ran_launcher" = 1 ] && timed save save

@@ -97,3 +97,66 @@ def test_recipes_point_at_their_references_and_the_ci_sweep_reproduces_it(compos
     assert cfg.sweep.concurrencies == [w["concurrency"]] and cfg.draft.num_speculative_tokens == e["k"]
     bench = make_plan(cfg).jobs[0].bench
     assert bench.golden == gid and bench.max_turns == 1
+
+
+# The lent machine's settings for the seed's recipes (tests/gpu/run_gpu_8b.sh SEED_LOCAL, in part).
+ONE_GPU = ("cluster=local", "cluster.gpus_per_node=1", "sweep=gpu_8b")
+
+
+@pytest.mark.parametrize("recipe,model,draft,k", [("qwen3_dflash", "qwen3_8b_shaped", "qwen3_8b_shaped_dflash", 15),
+                                                  ("qwen3_eagle3", "qwen3_8b_shaped", "qwen3_8b_shaped_eagle3", 3),
+                                                  ("llama31_eagle3", "llama8b_shaped", "llama8b_shaped_eagle3", 3)])
+def test_seed_recipes_plan_with_shaped_drafts(compose, recipe, model, draft, k):
+    """Issue 38: each seed recipe with its shaped model and draft, by overrides alone, plans one
+    server per forced level with vLLM's synthetic acceptance and the method's own k; the golden
+    reference is skipped with its reason, never checked."""
+    cfg = compose(f"recipe={recipe}", f"model={model}", f"draft={draft}", *ONE_GPU,
+                  f"sweep.num_speculative_tokens=[{k}]", "sweep.forced_acceptance_lengths=[1.5,3,k+1]")
+    assert validate(cfg) == []
+    plan = make_plan(cfg)
+    assert len(plan.jobs) == 3 and plan.baseline is not None
+    specs = [job.speculative_config for job in plan.jobs]
+    assert [s["synthetic_acceptance_length"] for s in specs] == [1.5, 3.0, float(k + 1)]
+    assert {s["method"] for s in specs} == {cfg.draft.method} and {s["num_speculative_tokens"] for s in specs} == {k}
+    assert all(s["model"].endswith(draft.split("_shaped_")[-1]) for s in specs)
+    assert all(job.bench.golden is None for job in plan.jobs)
+    if recipe != "qwen3_dflash":  # the EAGLE3 recipes name vLLM CI's references
+        assert len(plan.notes) == 1 and plan.notes[0].startswith(f"bench.golden={cfg.bench.golden} skipped: "
+                                                                  "model.random_weights and draft.random_weights=true")
+        assert "does not test it" in plan.notes[0]
+
+
+def test_golden_is_skipped_for_a_random_draft_and_a_forced_run_with_a_reason(compose):
+    """A random-weight draft with the real target: skipped (validation does not compare ids); the
+    real pair with forced acceptance: skipped as forced; the real pair: checked, no note."""
+    cfg = compose("recipe=qwen3_eagle3", "draft.random_weights=true")
+    assert validate(cfg) == []
+    plan = make_plan(cfg)
+    assert plan.jobs[0].bench.golden is None and "draft.random_weights=true" in plan.notes[0]
+    assert "Qwen/Qwen3-8B + RedHatAI/Qwen3-8B-speculator.eagle3" in plan.notes[0]
+    cfg = compose("recipe=qwen3_eagle3", *ONE_GPU, "sweep.forced_acceptance_lengths=[2.5]")
+    plan = make_plan(cfg)
+    assert plan.jobs[0].bench.golden is None and "the acceptance is forced (sweep.forced_acceptance_lengths)" in \
+        plan.notes[0]
+    plan = make_plan(compose("recipe=qwen3_eagle3"))
+    assert plan.notes == [] and plan.jobs[0].bench.golden == "vllm_ci_qwen3_8b_eagle3"
+    # a shaped model with the real draft name still does not pass for the reference's pair
+    errs = validate(compose("recipe=qwen3_eagle3", "model=qwen3_8b_shaped", "model.random_weights=false"))
+    assert [e.field for e in errs] == ["bench.golden"] and "is for target Qwen/Qwen3-8B" in errs[0].line()
+
+
+def test_the_launcher_prints_why_the_golden_check_is_skipped(launcher_cli):
+    r = launcher_cli("recipe=llama31_eagle3", "model=llama8b_shaped", "draft=llama8b_shaped_eagle3", *ONE_GPU,
+                     "sweep.forced_acceptance_lengths=[2.5]", "dry_run=true")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == (
+        "note: bench.golden=vllm_ci_llama31_8b_eagle3 skipped: model.random_weights and draft.random_weights=true "
+        "(a shaped checkpoint with random weights); the reference needs meta-llama/Llama-3.1-8B-Instruct + "
+        "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3, so this run does not test it")
+
+
+def test_no_method_is_refused_forced_acceptance_in_vllm_026():
+    """Read in vLLM 0.26.0's source: synthetic acceptance takes any method (dflash, eagle3 too)."""
+    assert fa.METHODS_REFUSING_FORCED == {}
+    for method in ("dflash", "eagle3", "draft_model"):
+        assert fa.problems(2.5, None, 15, method) == [] and fa.sweep_problems([2.5, "k+1"], [15], method, None, None) == []

@@ -61,3 +61,31 @@ def test_an_unknown_stage_is_refused(dry_env):
     root, env = dry_env
     r = run(env, root / "out3", "bogus")
     assert r.returncode == 2 and "unknown stage bogus" in r.stdout
+
+
+def test_seed_recipes_with_shaped_drafts_plan_one_server_each(dry_env):
+    """Issue 38's stages: qmodels builds the Qwen3-8B family (small shape), qd/qe/le plan
+    recipe=qwen3_dflash / qwen3_eagle3 / llama31_eagle3 through the main command with the
+    shaped model and draft (k=15 for DFlash, 3 for EAGLE3), forced acceptance, +base the matched
+    baseline, X:base the baseline alone in the same folder; the golden checks are skipped."""
+    root, env = dry_env
+    r = run(env, root / "out4", "models", "qmodels", "qd:8+base", "qd:k+1", "qe:2.5", "le:2.5+base", "qd:base")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    out = root / "out4"
+    built = json.loads((out / "qmodels.json").read_text())
+    assert built["model"] == "qwen3_8b" and set(built["models"]) == {"target", "dflash", "eagle3"}
+    qd = (out / "qd_8pbase.launcher.log").read_text()
+    assert "recipe qwen3_dflash: 1 job(s), 8 client point(s)" in qd and "qwen3-8b-shaped-dflash-k15-fal8-" in qd
+    assert '"method":"dflash"' in qd and '"synthetic_acceptance_length":8.0' in qd and "baseline qwen3-8b-shaped-none" in qd
+    assert "-k15-fal16-" in (out / "qd_kp1.launcher.log").read_text()  # k+1 = 16: every draft accepted
+    qe = (out / "qe_2.5.launcher.log").read_text()
+    assert "recipe qwen3_eagle3: 1 job(s), 4 client point(s)" in qe and "qwen3-8b-shaped-eagle3-k3-fal2.5-" in qe
+    assert "note: bench.golden=vllm_ci_qwen3_8b_eagle3 skipped: model.random_weights and draft.random_weights" in qe
+    le = (out / "le_2.5pbase.launcher.log").read_text()
+    assert "recipe llama31_eagle3: 1 job(s), 8 client point(s)" in le and "llama8b-shaped-eagle3-k3-fal2.5-" in le
+    assert "note: bench.golden=vllm_ci_llama31_8b_eagle3 skipped" in le
+    base = (out / "qd_base.launcher.log").read_text()
+    assert "recipe qwen3_dflash: 1 job(s), 4 client point(s)" in base and \
+        base.split("job qwen3-8b-shaped-none-tp1-")[1][:8] == qd.split("baseline qwen3-8b-shaped-none-tp1-")[1][:8]
+    timings = (out / "timings.txt").read_text()
+    assert all(f"{s} rc=0" in timings for s in ("qmodels", "qd:8+base", "qd:k+1", "qe:2.5", "le:2.5+base", "qd:base"))

@@ -23,6 +23,10 @@ class ModelConfig:
     tokenizer: Optional[str] = None  # defaults to path
     max_model_len: Optional[int] = None
     dtype: Optional[str] = None
+    # Random weights in a real model's shape (common/setup/make_shaped_models.py): a step costs
+    # what the real model's costs, but no acceptance measured with it is a real pair's, so
+    # golden references (bench.golden) are skipped.
+    random_weights: bool = False
 
 
 @dataclass
@@ -42,6 +46,10 @@ class DraftConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     # Forced (synthetic) acceptance; GPU sampling only (launcher/engines/forced_acceptance.py).
     forced_acceptance: ForcedAcceptanceConfig = field(default_factory=ForcedAcceptanceConfig)
+    # A random-weight draft in a real draft's shape (common/setup/make_shaped_models.py): its
+    # proposals mean nothing, so golden references (bench.golden) are skipped; run it with
+    # forced acceptance.
+    random_weights: bool = False
 
 
 @dataclass

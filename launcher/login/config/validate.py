@@ -532,6 +532,8 @@ def check_golden(cfg: LauncherConfig) -> list[ConfigError]:
     if entry is None:
         return [ConfigError("bench.golden", f"unknown reference '{gid}'",
                             f"use one of: {', '.join(golden.known_ids())}")]
+    if cfg.model.random_weights or cfg.draft.random_weights:
+        return []  # skipped, not compared: the plan's note says why (launcher.login.plan.golden_skip_reason)
     out = []
     d = cfg.draft
     if _name(cfg.model.path) != _name(entry["model"]):
