@@ -64,7 +64,7 @@ def print_table(summary: dict, file=None) -> None:
               "not a headline figure", file=out)
     if "repeats" in marks:
         print("Output TPS a ± b (n=N): the mean over N repeats and its 95% half-interval (repeats.json)"
-              + ("; ~noisy: relative MAD over the repeats above bench.gates.noisy_rel_mad" if "noisy" in marks else ""),
+              + ("; ~noisy: relative MAD over the repeats, or one repeat's distance from the median, above bench.gates.noisy_rel_mad" if "noisy" in marks else ""),
               file=out)
     if "suspect" in marks:
         known = sorted({p.engine_warning.split(" (known-answer")[0] for p in rows

@@ -29,7 +29,7 @@ from launcher.speedup.collect import read_speedup
 
 MARK_WORDS = {SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature)",
               FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
-              NOISY: f"{NOISY} noisy (Output TPS relative MAD over the repeats above the threshold)",
+              NOISY: f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold)",
               "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)",
               FORCED: f"{FORCED} forced acceptance ({{levels}}: vLLM's synthetic sampling): Average_AL is set by "
                       "the server, not earned by the draft"}

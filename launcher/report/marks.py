@@ -16,7 +16,7 @@ from launcher.results.repeats import record
 
 FEW, NOISY, SUSPECT = "†", "~", "!"
 LEGEND = (f"{FEW} few samples (a median over fewer than 5 requests, or fewer than half); "
-          f"{NOISY} noisy (Output TPS relative MAD over the repeats above the threshold); "
+          f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold); "
           f"{SUSPECT} suspect temperature (known-answer probe: engine defect suspected)")
 
 
