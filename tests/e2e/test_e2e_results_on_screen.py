@@ -104,7 +104,8 @@ def test_history_over_s3_marks_the_planted_regression(smoke_run, moto_server, tm
         runs = [pt["run"] for pt in al["points"]]
         assert runs == sorted(runs)
         recorded_marks = [r for r in al["regressions"] if r[:10] in DAYS]
-        if s["key"][2] == "draft_model" and s["key"][5] == 0.0 and len(runs) >= len(DAYS):
+        # key: (model, draft, method, k, forced, dataset, T, C)
+        if s["key"][2] == "draft_model" and s["key"][6] == 0.0 and len(runs) >= len(DAYS):
             assert recorded_marks == [f"{DROP_DAY}T06:00:00+00:00"], (s["key"], al["regressions"])
             planted += 1
         else:
@@ -115,5 +116,5 @@ def test_history_over_s3_marks_the_planted_regression(smoke_run, moto_server, tm
             if real in pt["tip"]]
     assert len(mine) == 8 and all("engine 0.32" in t and "specdec-launcher" in t for _, t in mine), mine
     # each point in the series of its own dataset, T and C (its folder says which)
-    assert all(f"{real}/{k[4]}/t{k[5]:g}_c{k[6]}" in t for k, t in mine), mine
+    assert all(f"{real}/{k[5]}/t{k[6]:g}_c{k[7]}" in t for k, t in mine), mine
     assert any("specdec_bench" in pt["tip"] for s in facts["series"] for pt in s["charts"]["Average_AL"]["points"])
