@@ -41,7 +41,8 @@ def break_even(rows: list[dict]) -> list[dict]:
         if r.get("forced_acceptance") and (r.get("server_al") or r.get("measured_al")):
             groups.setdefault(_key(r), []).append(r)
     out = []
-    for (ds, t, c, k), rs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+    for (ds, t, c, k), rs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), float(kv[0][1]), int(kv[0][2]),
+                                                                      kv[0][3] or 0)):
         estimates, per_level, levels = [], [], []
         for r in rs:
             al = float(r.get("server_al") or r.get("measured_al"))
