@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.shaped import BUILDER, build_small
 from tests.support.stack import VLLM_PYTHON
-
-REPO = Path(__file__).resolve().parents[2]
-BUILDER = REPO / "common" / "setup" / "make_shaped_models.py"
 
 
 def _module():
@@ -183,12 +181,7 @@ ROLES = (("llama8b", "target"), ("llama8b", "draft"), ("llama8b", "eagle3"),
 def built_all(tmp_path_factory):
     """Every role of both families at the small shape, and what its files hold (tensor name ->
     [shape, dtype], read through model.safetensors.index.json), in one probe."""
-    assert VLLM_PYTHON.exists(), f"{VLLM_PYTHON} missing: run common/setup/install.sh"
-    out = tmp_path_factory.mktemp("shaped_all")
-    for model, roles in (("llama8b", "eagle3"), ("qwen3_8b", "target,dflash,eagle3")):
-        r = subprocess.run([str(VLLM_PYTHON), str(BUILDER), str(out / model), "--model", model, "--shape", "small",
-                            "--only", roles], capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
+    out = build_small(tmp_path_factory.mktemp("shaped_all"), (("llama8b", "eagle3"), ("qwen3_8b", "target,dflash,eagle3")))
     probe = textwrap.dedent(f"""
         import json, pathlib
         from safetensors import safe_open

