@@ -81,14 +81,33 @@ def _job_dir(point_dir: Path) -> str:
 
 def point_machine(gpu: str, ok_records: list, job_dir: Optional[str]) -> dict:
     """configuration.json's ``machine``: the GPU, the host, and the node's samples over the
-    point's requests (first request's start to last response; launcher.runtime.machine)."""
+    point's requests (launcher.runtime.machine)."""
+    return {"gpu": gpu, "host": machine.host_facts(), "window": requests_window(ok_records, job_dir)}
+
+
+def requests_window(ok_records: list, job_dir: Optional[str]) -> Optional[dict]:
+    """The node's samples from the first request's start to the last response (None without
+    records or a job folder)."""
     starts = [r.start_ns for r in ok_records if r.start_ns is not None]
     ends = [r.last_response_ns for r in ok_records if r.last_response_ns is not None]
-    window = None
-    if starts and ends and job_dir:
-        window = machine.window_summary(machine.read_samples(machine.samples_path(job_dir)),
-                                        min(starts) / 1e9, max(ends) / 1e9)
-    return {"gpu": gpu, "host": machine.host_facts(), "window": window}
+    if not (starts and ends and job_dir):
+        return None
+    return machine.window_summary(_samples(job_dir), min(starts) / 1e9, max(ends) / 1e9)
+
+
+_SAMPLES: dict = {}  # (path, size) -> samples: a job's file parsed once per size, not once per point and repeat
+
+
+def _samples(job_dir: str) -> list:
+    path = machine.samples_path(job_dir)
+    try:
+        key = (str(path), path.stat().st_size)
+    except OSError:
+        return []
+    if key not in _SAMPLES:
+        _SAMPLES.clear()
+        _SAMPLES[key] = machine.read_samples(path)
+    return _SAMPLES[key]
 
 
 def check_point(acc: dict, tim: dict, dataset: str, speculative: bool, gates: dict,
@@ -457,7 +476,7 @@ def _finish_repeats(ctx, spec, questions, o, save_dir: Path, runs: list, total: 
                                     "good_output_tps": g.get("good_output_tps"), "meets_slo": g.get("meets_slo")})
             per.append({"repeat": r, "phase": name, "server_start": server_start(),
                         **repeat_record.repeat_figures(acc, tim, ok),
-                        "machine": machine.compact(point_machine("", ok, _job_dir(point_dir))["window"]),
+                        "machine": machine.compact(requests_window(ok, _job_dir(point_dir))),
                         # the repeat's own verify steps, for the run's /metrics cross-check
                         "num_spec_steps": ext.get("num_spec_steps"),
                         "num_accepted_draft_tokens": ext.get("num_accepted_draft_tokens")})
