@@ -20,6 +20,11 @@ from launcher.bench.preflight import chat
 from launcher.results.summary import update_summary
 
 
+def spec_outputs_path(save_dir: str | Path) -> Path:
+    """The speculative server's outputs in a job folder, which the reference server's are compared with."""
+    return Path(save_dir) / "lossless" / "spec_outputs.json"
+
+
 def required_matches(n: int, fraction: float) -> int:
     """By default 60% of the prompts plus one (capped at n)."""
     return min(n, math.floor(fraction * n) + 1)
@@ -96,7 +101,7 @@ def run_lossless_from_args(args, datasets: dict, save_dir: Path) -> Optional[dic
     comparison runs once a reference server is up (the node job starts it)."""
     prompts = prompts_from_datasets(datasets, args.lossless_prompts)
     collect_spec_outputs(args.url.rstrip("/"), args.model, prompts, args.lossless_output_length,
-                         save_dir / "lossless" / "spec_outputs.json", args.lossless_min_match_fraction)
+                         spec_outputs_path(save_dir), args.lossless_min_match_fraction)
     return {"status": "pending reference run", "prompts": len(prompts)}
 
 

@@ -23,6 +23,7 @@ from launcher.bench.result_files import (build_configuration, checkpoint_info, r
                                          speculative_algorithm, write_point)
 from launcher.bench.stream_chunks import read_raw_chunks
 from launcher.contracts.job import SERVER_START_ENV, JobSpec
+from launcher.contracts.job_paths import JobPaths
 from launcher.contracts.server_ready import ServerReady
 from launcher.engines import default_engine, Engine, MetricNames, num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
@@ -99,7 +100,7 @@ _SAMPLES: dict = {}  # (path, size) -> samples: a job's file parsed once per siz
 
 
 def _samples(job_dir: str) -> list:
-    path = machine.samples_path(job_dir)
+    path = JobPaths(job_dir).machine_samples
     try:
         key = (str(path), path.stat().st_size)
     except OSError:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from launcher.contracts.job_paths import LOGS_DIR
 from launcher.results.layout import COMPLETE_FILE, RUN_FILES
 from launcher.results.repeats.record import REPEATS_FILE
 from upload.manifest import MANIFEST_NAME
@@ -30,7 +31,7 @@ SPEEDUP_FILE = "speedup.json"   # launcher.speedup's per-point file (compare rea
 WANTED = (*RUN_FILES, REPEATS_FILE, SPEEDUP_FILE)
 MARKERS = (COMPLETE_FILE,)      # read from the listing alone (empty files)
 # Folders inside a run that hold artefacts, never runs of their own.
-ARTEFACT_DIRS = ("aiperf", "aiperf_repeats", "report", "logs", "__pycache__")
+ARTEFACT_DIRS = ("aiperf", "aiperf_repeats", "report", LOGS_DIR, "__pycache__")
 
 
 class SourceError(Exception):

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from launcher.contracts.job_paths import JobPaths
 from launcher.login.config.compose import compose_recipe
 from launcher.login.config.validate import ignored_requests_per_concurrency, validate
 from launcher.login.errors import UserError
 from launcher.login.plan import make_plan
 from launcher.login.sbatch import describe_commands, render_sbatch, render_standalone
 from launcher.login import submit as submitting
-from launcher.login.submit import STANDALONE_SCRIPT, submitit_folder, write_job_files
+from launcher.login.submit import submitit_folder, write_job_files
 
 USAGE = """usage: python -m launcher [recipe=NAME] [GROUP=OPTION ...] [KEY=VALUE ...] [--cfg]
 
@@ -60,8 +61,8 @@ def print_plan(cfg, plan) -> None:
         out.write(render_sbatch(cfg.cluster, plan.jobs, submitit_folder(plan), f"specdec-{cfg.name}"))
         out.write("\n")
         for job in plan.jobs:  # written beside each job's spec on submission, or by render_only=true
-            out.write(f"\n# ---- standalone script {job.job_dir}/job.sbatch (plain `sbatch` runs it once "
-                      "render_only=true has written the job folder) ----\n")
+            out.write(f"\n# ---- standalone script {JobPaths(job.job_dir).standalone_script} (plain `sbatch` "
+                      "runs it once render_only=true has written the job folder) ----\n")
             out.write(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
     else:
         out.write("\n# ---- local executor commands ----\n")
@@ -96,7 +97,7 @@ def render_only(cfg, plan) -> int:
     print(f"wrote {len(plan.jobs)} job folder(s) under {plan.results_dir}; nothing submitted")
     for job in plan.jobs:
         if cfg.cluster.executor == "slurm":
-            print(f"  sbatch {job.job_dir}/{STANDALONE_SCRIPT}")
+            print(f"  sbatch {JobPaths(job.job_dir).standalone_script}")
         else:
             print("  " + describe_commands(job)[1].partition("node:")[2].strip())
     if plan.baseline:

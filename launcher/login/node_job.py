@@ -17,7 +17,8 @@ from launcher.golden import summary_line
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
-from launcher.contracts.job import TIME_LIMIT_SIGNAL, JobSpec, job_path, recorded_job_from_dict
+from launcher.contracts.job import TIME_LIMIT_SIGNAL, JobSpec, recorded_job_from_dict
+from launcher.contracts.job_paths import JobPaths
 from launcher.runtime.files import REPO_ROOT
 
 
@@ -55,8 +56,9 @@ def run_job(spec: dict) -> dict:
     """The job on its node (submitit's function): ``spec`` is job.json's content (JobSpec.to_dict)."""
     job = recorded_job_from_dict(spec)
     job_dir = Path(job.job_dir)
-    (job_dir / "logs").mkdir(parents=True, exist_ok=True)
-    spec_path = job_path(job_dir)
+    paths = JobPaths(job_dir)
+    paths.make_logs()
+    spec_path = paths.spec
     if not spec_path.exists():  # submit writes it; a hand call may not have
         JobSpec.from_dict(spec).write(spec_path)
     print(f"[specdec] job {job.server_id} on {os.uname().nodename} "
@@ -102,7 +104,7 @@ def run_job(spec: dict) -> dict:
     if rc != 0:
         err = read_error(job_dir)
         reason = f": {err}" if err else ""
-        raise RuntimeError(f"job {job.server_id} failed (exit {rc}){reason}; logs in {job_dir / 'logs'}")
+        raise RuntimeError(f"job {job.server_id} failed (exit {rc}){reason}; logs in {paths.logs}")
     known = (summary or {}).get("known_answer")
     notes = [known_answer_line(known)] if known else []
     golden = summary_line((summary or {}).get("golden"))  # pass, or too small to judge (a fail fails the job)

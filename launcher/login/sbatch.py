@@ -23,7 +23,8 @@ from launcher.login.config.schema import ClusterConfig
 from launcher.login.node_job import node_command
 from launcher.runtime.files import REPO_ROOT
 from launcher.contracts import placement
-from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
+from launcher.contracts.job import TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
+from launcher.contracts.job_paths import JobPaths
 from launcher.engines import get_engine
 
 
@@ -74,7 +75,7 @@ def describe_commands(job: JobSpec) -> list[str]:
     L = job.launch
     port = job.port if job.port else "<free port>"
     lines = [f"# job {job.server_id}: {len(job.points)} client points, results in {job.job_dir}",
-             f"#   node:   {shell_join(node_command(Path(job.job_dir) / SPEC_FILE))}"]
+             f"#   node:   {shell_join(node_command(JobPaths(job.job_dir).spec))}"]
     if job.topology is not None and job.topology.kind == "disagg":  # each server its own process, then the router
 
         t, eng = job.topology, get_engine(job.engine)
@@ -104,7 +105,7 @@ def describe_commands(job: JobSpec) -> list[str]:
         argv = L.server_step_prefix() + job.server_argv(job.bind_host, port)
         lines.append(f"#   server: {shell_join(argv)}")
     if job.bench is not None:  # launcher.bench reads the spec
-        bench = [job.python or sys.executable, "-m", job.bench_module, "--spec", str(Path(job.job_dir) / SPEC_FILE),
+        bench = [job.python or sys.executable, "-m", job.bench_module, "--spec", str(JobPaths(job.job_dir).spec),
                  "--url", "http://<host>:<port>"]
     else:
         bench = [job.python or sys.executable, "-m", job.bench_module, *job.bench_args, "--url", "http://<host>:<port>"]
@@ -138,10 +139,10 @@ def render_sbatch(cl: ClusterConfig, jobs: list[JobSpec], folder: str | Path, jo
                                **params)
 
 
-def sbatch_directives(cl: ClusterConfig, job_name: str, log_dir: str | Path) -> list[str]:
+def sbatch_directives(cl: ClusterConfig, job_name: str, paths: JobPaths) -> list[str]:
     """#SBATCH lines for one standalone job (the same resource shape submitit asks for)."""
     p = slurm_parameters(cl, job_name)
-    d = [f"--job-name={p['job_name']}", f"--output={log_dir}/slurm-%j.out", f"--error={log_dir}/slurm-%j.err",
+    d = [f"--job-name={p['job_name']}", f"--output={paths.slurm_output('out')}", f"--error={paths.slurm_output('err')}",
          "--open-mode=append", f"--time={p['time']}", f"--nodes={p['nodes']}",
          f"--ntasks-per-node={p['ntasks_per_node']}", f"--signal={TIME_LIMIT_SIGNAL.removeprefix('SIG')}@{p['signal_delay_s']}"]
     for key, flag in (("partition", "partition"), ("account", "account"), ("qos", "qos"),
@@ -156,18 +157,18 @@ def sbatch_directives(cl: ClusterConfig, job_name: str, log_dir: str | Path) -> 
 def render_standalone(cl: ClusterConfig, job: JobSpec, job_name: str) -> str:
     """A self-contained sbatch script for one job: `sbatch JOB_DIR/job.sbatch` runs
     it as is, on the job spec beside it, and reproduces the job."""
-    job_dir = Path(job.job_dir)
-    node = node_command(job_dir / SPEC_FILE, cl.node_python)
+    paths = JobPaths(job.job_dir)
+    node = node_command(paths.spec, cl.node_python)
     run = shell_join(node)
     if cl.container_scope == "job" and cl.container_image:
         run = shell_join(["srun", "--ntasks=1", *cl.srun_args, *container_srun_args(cl)]) + " " + run
-    lines = ["#!/bin/bash", *sbatch_directives(cl, job_name, job_dir / "logs"), "",
+    lines = ["#!/bin/bash", *sbatch_directives(cl, job_name, paths), "",
              f"# specdec job {job.server_id}: {len(job.points)} client point(s); the job spec is",
-             f"# {job_dir / SPEC_FILE} (server, points, gates, timeouts). Submit with: sbatch {job_dir / 'job.sbatch'}",
+             f"# {paths.spec} (server, points, gates, timeouts). Submit with: sbatch {paths.standalone_script}",
              *describe_commands(job)[2:], "",
              "set -euo pipefail",
              f"export PYTHONPATH={shlex.quote(str(REPO_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}",
-             f"mkdir -p {shlex.quote(str(job_dir / 'logs'))}",
-             f"cd {shlex.quote(str(job_dir))}",
+             f"mkdir -p {shlex.quote(str(paths.logs))}",
+             f"cd {shlex.quote(str(paths.folder))}",
              f"exec {run}", ""]
     return "\n".join(lines)

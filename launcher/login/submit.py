@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from launcher.contracts.job_paths import JobPaths
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.node_job import run_job
 from launcher.login.plan import JobPlan, Plan
@@ -24,9 +25,6 @@ from launcher.login.sbatch import render_standalone, sbatch_setup, slurm_paramet
 from launcher.results.job_end import finalize_job_dir
 from launcher.results.status import JobProgress, read_error, read_progress
 from launcher.results.summary import point_rows, read_summary
-
-STANDALONE_SCRIPT = "job.sbatch"
-
 
 @dataclass
 class Submitted:
@@ -45,11 +43,11 @@ class Submitted:
 def write_job_files(cfg: LauncherConfig, job: JobPlan) -> None:
     """Write what the node side reads (the job spec) and, on Slurm, the standalone
     script that reproduces the job with plain sbatch."""
-    d = Path(job.job_dir)
-    (d / "logs").mkdir(parents=True, exist_ok=True)
+    paths = JobPaths(job.job_dir)
+    paths.make_logs()
     job.write()
     if cfg.cluster.executor == "slurm":
-        (d / STANDALONE_SCRIPT).write_text(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
+        paths.standalone_script.write_text(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
 
 
 def submitit_folder(plan: Plan) -> Path:

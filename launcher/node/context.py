@@ -1,8 +1,9 @@
-"""The node job's context: its spec and paths, its log, its failure line and the stop
-signals, each judged against the Slurm job's deadline (JobContext, the base of launcher.node.serve_and_bench.NodeJob); and what a phase
-may use of the job (NodeContext): that, plus the server group's start and stop, a
-server's environment and API key, and the client run with its watchdog. Phases
-(launcher.node.phases, launcher.node.disagg) receive it, never the job's private members."""
+"""The node job's context: what every part of the job shares. Its spec and the engine
+resolved from it once, its paths (launcher.contracts.job_paths), the Python its clients
+run under, the job's API key, what it is doing (its phase) and why it ended, its log, its
+failure line, and the stop signals it turns into Interrupted, judged against the Slurm
+job's deadline. The job's parts hold it: the server group (launcher.node.servers), the
+client run (launcher.node.client) and the phases (launcher.node.phases)."""
 from __future__ import annotations
 
 import logging
@@ -10,13 +11,15 @@ import os
 import signal
 import sys
 import time
+from functools import cached_property
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Optional
 
-from launcher.contracts.job import SPEC_FILE, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec
-from launcher.engines import Engine, ServerKey, get_engine
+from launcher.contracts.job import TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec
+from launcher.contracts.job_paths import JobPaths
+from launcher.engines import Engine, get_engine
 from launcher.node import outcome, slurm_steps
-from launcher.node.lifecycle import Interrupted, ServerProcess, signal_name
+from launcher.node.lifecycle import Interrupted, signal_name
 from launcher.results.status import write_error
 
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
@@ -29,125 +32,116 @@ class _UtcFormatter(logging.Formatter):
         return time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(record.created)) + f".{int(record.msecs):03d}Z"
 
 
-class JobContext:
-    """The spec, the job's paths, its log (logs/job.log and stderr), its failure line
-    (logs/error.txt) and the stop signals it turns into Interrupted."""
+class StopSignals:
+    """The job's stop signals: the first one and when it came. While the job is stopping
+    its processes (``cleaning``) a signal no longer interrupts it."""
 
-    def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
-        self.spec = spec
-        self.spec_path = Path(spec_path or Path(spec.job_dir) / SPEC_FILE).resolve()  # what the benchmark reads
-        self.job_dir = Path(spec.job_dir).resolve()
-        self.logs = self.job_dir / "logs"
-        self.python = python or spec.python or sys.executable
-        self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
-        self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
-        self._signal: Optional[int] = None
-        self._signal_unix: Optional[float] = None  # when the first stop signal arrived (time.time())
-        self.slurm_at_start: Optional[outcome.SlurmJobView] = None  # scontrol's view when the job began
-        self._cleaning = False
+    def __init__(self) -> None:
+        self.received: Optional[int] = None
+        self.received_unix: Optional[float] = None  # when the first one arrived (time.time())
+        self.cleaning = False
         self._old_handlers: dict = {}
-        self.logger = logging.getLogger(f"specdec.node.{id(self)}")
-
-    @property
-    def engine(self) -> Engine:
-        return get_engine(self.spec.engine)
-
-    def log(self, msg: str, level: int = logging.INFO) -> None:
-        self.logger.log(level, msg)
-
-    def _setup_logging(self) -> None:
-        self.logger.setLevel(logging.INFO)
-        self.logger.propagate = False
-        fmt = _UtcFormatter("%(asctime)s [specdec-node] %(message)s")
-        for h in (logging.FileHandler(self.logs / "job.log"), logging.StreamHandler(sys.stderr)):
-            h.setFormatter(fmt)
-            self.logger.addHandler(h)
-
-    def _teardown_logging(self) -> None:
-        for h in list(self.logger.handlers):
-            self.logger.removeHandler(h)
-            h.close()
 
     def _on_signal(self, signum, _frame) -> None:
-        if self._signal is None:
-            self._signal = signum
-            self._signal_unix = time.time()
+        if self.received is None:
+            self.received = signum
+            self.received_unix = time.time()
         # Logging from a handler can deadlock on the handler's lock: write directly.
         try:
             os.write(2, f"[specdec-node] received {signal_name(signum)}"
-                        f"{' (already stopping)' if self._cleaning else ''}\n".encode())
+                        f"{' (already stopping)' if self.cleaning else ''}\n".encode())
         except OSError:
             pass
 
-    def check_signal(self) -> None:
-        if self._signal is not None and not self._cleaning:
-            raise Interrupted(self._signal)
+    def check(self) -> None:
+        if self.received is not None and not self.cleaning:
+            raise Interrupted(self.received)
 
-    def _install_signals(self) -> None:
+    def install(self) -> None:
         for s in STOP_SIGNALS:
             try:
                 self._old_handlers[s] = signal.signal(s, self._on_signal)
             except (ValueError, OSError):  # not the main thread
                 pass
 
-    def _restore_signals(self) -> None:
+    def restore(self) -> None:
         for s, h in self._old_handlers.items():
             try:
                 signal.signal(s, h)
             except (ValueError, OSError):
                 pass
 
-    def note_slurm_deadline(self) -> None:
-        """Under Slurm: read the job's start and time limit now, while scontrol surely
-        answers, so a stop signal is judged against the deadline later (slurm_stop_state)."""
-        self.slurm_at_start = slurm_steps.read_slurm_job(os.environ)
-        v = self.slurm_at_start
-        if v is not None and v.deadline_unix is not None:
-            self.log(f"Slurm time limit {v.time_limit_s / 60:g} min: the job ends by "
-                     f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(v.deadline_unix))} "
-                     f"({TIME_LIMIT_SIGNAL} {TIME_LIMIT_WARNING_S} s ahead)")
 
-    def slurm_stop_state(self, signum: int) -> Optional[str]:
-        """Slurm's reason for the stop signal ``signum`` (None outside Slurm): the signal's
-        arrival against the job's deadline, whatever scontrol's state by now."""
-        view = slurm_steps.read_slurm_job(os.environ)
-        if view is None:
-            return None
-        view = view.filled_from(self.slurm_at_start)
-        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=self._signal_unix,
-                                         warning_signum=getattr(signal, TIME_LIMIT_SIGNAL, None),
-                                         warning_s=TIME_LIMIT_WARNING_S)
-        deadline = view.deadline_unix
-        self.log(f"{signal_name(signum)} arrived " + (
-            f"{deadline - self._signal_unix:.0f} s before the Slurm deadline"
-            if deadline is not None and self._signal_unix is not None else "(Slurm deadline unknown)")
-            + f"; scontrol says {view.state or 'nothing'}: judged {state or 'unknown'}")
-        return state
+class JobContext:
+    """The spec (and its engine), the job's paths, its log (logs/job.log and stderr), its
+    failure line (logs/error.txt) and its stop signals."""
+
+    def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
+        self._spec = spec
+        self.paths = JobPaths(Path(spec.job_dir).resolve())
+        self.spec_path = Path(spec_path or self.paths.spec).resolve()  # what the benchmark reads
+        self.python = python or spec.python or sys.executable
+        self.api_key: Optional[str] = None  # the job's key (start-up checks); never logged, never written
+        self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
+        self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
+        self.signals = StopSignals()
+        self.slurm_at_start: Optional[outcome.SlurmJobView] = None  # scontrol's view when the job began
+        self.logger = logging.getLogger(f"specdec.node.{id(self)}")
+
+    @property
+    def spec(self) -> JobSpec:
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: JobSpec) -> None:
+        """The spec the job runs from now on (its engine version resolved, or the parity
+        server's launch): the same engine, resolved once."""
+        if spec.engine != self._spec.engine:
+            raise ValueError(f"the job's engine is {self._spec.engine}, not {spec.engine}")
+        self._spec = spec
+
+    @cached_property
+    def engine(self) -> Engine:
+        """The spec's engine, looked up once (on first use: an unknown name fails the job's start-up)."""
+        return get_engine(self._spec.engine)
+
+    @property
+    def job_dir(self) -> Path:
+        return self.paths.folder
+
+    @property
+    def disagg(self) -> bool:
+        """topology=disagg: prefill and decode servers behind a router (launcher.node.disagg)."""
+        return self.spec.topology is not None and self.spec.topology.kind == "disagg"
+
+    # -- the job's log and its failure line
+
+    def log(self, msg: str, level: int = logging.INFO) -> None:
+        self.logger.log(level, msg)
+
+    def open_log(self) -> None:
+        self.logger.setLevel(logging.INFO)
+        self.logger.propagate = False
+        fmt = _UtcFormatter("%(asctime)s [specdec-node] %(message)s")
+        for h in (logging.FileHandler(self.paths.job_log), logging.StreamHandler(sys.stderr)):
+            h.setFormatter(fmt)
+            self.logger.addHandler(h)
+
+    def close_log(self) -> None:
+        for h in list(self.logger.handlers):
+            self.logger.removeHandler(h)
+            h.close()
 
     def fail(self, reason: str) -> None:
         """Record the one-line failure reason (launcher/login/node_job.py reads its first line)."""
         line = write_error(self.job_dir, reason)
         self.log(f"ERROR: {line}", logging.ERROR)
 
+    # -- stop signals and Slurm's deadline
 
-
-
-class NodeContext(Protocol):
-    spec: JobSpec
-    spec_path: Path
-    job_dir: Path
-    logs: Path
-    python: str
-    api_key: Optional[str]
-    server: Optional[ServerProcess]
-    members: list
-    idle_spinners: list  # topology=disagg, CPU build: the threads set to nice 19 (node/spinners.py)
-    server_start: int  # which start of the server the client measures (sweep.server_starts)
-
-    @property
-    def engine(self) -> Engine: ...
-
-    def log(self, msg: str, level: int = logging.INFO) -> None: ...
+    def check_signal(self) -> None:
+        """Raise Interrupted once a stop signal has arrived (not while the job stops its processes)."""
+        self.signals.check()
 
     def note_slurm_deadline(self) -> None:
         """Under Slurm: read the job's start and time limit now, while scontrol surely
@@ -166,26 +160,13 @@ class NodeContext(Protocol):
         if view is None:
             return None
         view = view.filled_from(self.slurm_at_start)
-        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=self._signal_unix,
+        arrived = self.signals.received_unix
+        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=arrived,
                                          warning_signum=getattr(signal, TIME_LIMIT_SIGNAL, None),
                                          warning_s=TIME_LIMIT_WARNING_S)
         deadline = view.deadline_unix
         self.log(f"{signal_name(signum)} arrived " + (
-            f"{deadline - self._signal_unix:.0f} s before the Slurm deadline"
-            if deadline is not None and self._signal_unix is not None else "(Slurm deadline unknown)")
+            f"{deadline - arrived:.0f} s before the Slurm deadline"
+            if deadline is not None and arrived is not None else "(Slurm deadline unknown)")
             + f"; scontrol says {view.state or 'nothing'}: judged {state or 'unknown'}")
         return state
-
-    def fail(self, reason: str) -> None: ...
-
-    def check(self) -> None: ...
-
-    def server_env(self, extra_env: Optional[dict] = None) -> dict: ...
-
-    def server_launch(self, extra_env: Optional[dict] = None) -> tuple[dict, ServerKey]: ...
-
-    def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess: ...
-
-    def stop_server(self, what: str = "server") -> None: ...
-
-    def run_client(self, argv: list[str], server: ServerProcess, ready_path: Path, what: str) -> int: ...

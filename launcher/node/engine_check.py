@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
-from launcher.engines import AcceptanceSource, EngineError, get_engine, parse_version
+from launcher.engines import AcceptanceSource, Engine, EngineError, parse_version
 from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.contracts.job import JobSpec
 
@@ -34,12 +34,11 @@ class EngineResolution:
     note: Optional[str] = None    # a change the job log should show
 
 
-def resolve(spec: JobSpec, env: Mapping[str, str],
+def resolve(spec: JobSpec, env: Mapping[str, str], eng: Engine,
             probe: Callable[[list[str], Mapping[str, str]], Optional[str]] = probe_version) -> EngineResolution:
-    """The engine version (the spec's, else probed where the server runs as a local
-    process) and the acceptance source it supports. Raises EngineError when the job
-    explicitly asks for something the version lacks."""
-    eng = get_engine(spec.engine)
+    """The version of ``eng`` (the spec's engine, as the job's context holds it: the spec's
+    version, else probed where the server runs as a local process) and the acceptance source
+    it supports. Raises EngineError when the job explicitly asks for something the version lacks."""
     version, source = spec.engine_version, "spec"
     if version is None:
         argv = eng.version_probe_argv(spec.server_command) if not spec.launch.container_image else None

@@ -1,26 +1,22 @@
 """The node job's server group: start, readiness, stop. One server, a multi-node
 server (one Slurm step per node, the head's API here), or topology=disagg's prefill
-and decode servers with their router (launcher.node.disagg); each server's environment
-and API key, what server_ready.json says of it, and a failed server put in words
-(launcher.node.server_fault), with the points it hit. The base of the node job
-(launcher.node.serve_and_bench.NodeJob), on its context (launcher.node.context.JobContext)."""
+and decode servers with their router (launcher.node.disagg starts them into the group);
+each server's environment and API key, and a failed server put in words
+(launcher.node.server_fault), with the points it hit. Held by the node job
+(launcher.node.serve_and_bench.NodeJob), on the job's context (launcher.node.context.JobContext)."""
 from __future__ import annotations
 
 import json
 import logging
 import os
+import shutil
 import socket
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from launcher.contracts.job import JobSpec
-from launcher.contracts.server_ready import ready_path, write_server_ready
-from launcher.engines import ServerKey, get_engine
-from launcher.node import disagg as disagg_node
-from launcher.node import listeners
+from launcher.engines import ServerKey
 from launcher.node import server_fault, slurm_steps
 from launcher.node.context import JobContext
 from launcher.node.lifecycle import (ServerDiedError, ServerProcess, ServerStartError, describe_returncode, log_tail,
@@ -34,18 +30,16 @@ from launcher.runtime.processes import ProcessTag
 PORT_RETRIES = 2  # new free port after "address already in use" (picked ports only)
 
 
-class ServerGroup(JobContext):
-    """The job's servers: ``serve()`` starts them and waits until ready, ``stop_server()``
+class ServerGroup:
+    """The job's servers: ``serve()`` starts them and waits until ready, ``stop()``
     ends every process of them, ``check()`` raises when one has gone."""
 
-    def __init__(self, spec: JobSpec, python: Optional[str] = None, spec_path: Optional[Path] = None):
-        super().__init__(spec, python, spec_path)
-        self.stop_grace_s = spec.stop_grace_s
+    def __init__(self, ctx: JobContext):
+        self.ctx = ctx
         self.server: Optional[ServerProcess] = None
         self.idle_spinners: list[dict] = []
         self.members: list[ServerProcess] = []  # topology=disagg: the prefill and decode servers (self.server: the router)
         self.workers: list = []  # multi-node: the other nodes' server steps (Popen of srun)
-        self.api_key: Optional[str] = None  # never logged, never written
         self._key_dir: Optional[str] = None  # a private folder for an engine that reads its key from a file
         self.blamed_points: set[str] = set()  # points running while a server was failing (silent, engine gone)
 
@@ -53,47 +47,48 @@ class ServerGroup(JobContext):
         """A server process's environment: this one, the recipe's server.env, ``extra_env``, and
         what the engine's CPU build needs on top of them (it reads them: launcher/engines/vllm_cpu.py)."""
         env = dict(os.environ)
-        env.update({k: str(v) for k, v in self.spec.env.items()})
+        env.update({k: str(v) for k, v in self.ctx.spec.env.items()})
         env.update(extra_env or {})
-        if self._cpu_server():
-            env.update(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), env))
+        if self.cpu_server():
+            env.update(self.ctx.engine.cpu_server_env(cpu_flags(), env))
         return env
 
     def server_launch(self, extra_env: Optional[dict] = None) -> tuple[dict, ServerKey]:
         """A server's environment and how it receives the job's key (the engine's way: a
         variable, or a private file outside the run that the server process removes once ready)."""
-        if self.api_key and self._key_dir is None:
+        if self.ctx.api_key and self._key_dir is None:
             self._key_dir = tempfile.mkdtemp(prefix="specdec-key-")  # 0700: the job's user alone
-        return apikey.server_launch(self.api_key, self.server_env(extra_env), self.engine,
+        return apikey.server_launch(self.ctx.api_key, self.server_env(extra_env), self.ctx.engine,
                                     Path(self._key_dir or tempfile.gettempdir()))
 
-    def _cpu_server(self) -> bool:
+    def cpu_server(self) -> bool:
         """The server runs the engine's CPU build here (no GPUs asked, no container)."""
-        return self.spec.launch.gpus_per_node == 0 and not self.spec.launch.container_image
+        return self.ctx.spec.launch.gpus_per_node == 0 and not self.ctx.spec.launch.container_image
 
-    def _amx_permission_hook(self) -> bool:
+    def amx_permission_hook(self) -> bool:
         """Whether the server's processes ask for the AMX state at start (docs/disagg.md)."""
-        return self._cpu_server() and bool(get_engine(self.spec.engine).cpu_server_env(cpu_flags(), {}))
+        return self.cpu_server() and bool(self.ctx.engine.cpu_server_env(cpu_flags(), {}))
 
     def check(self) -> None:
         """Called while waiting and watching: a signal, a disagg server gone (a ready one's
         engine or API server ended, or one not ready yet exited), or a worker node's server gone."""
-        self.check_signal()
+        ctx = self.ctx
+        ctx.check_signal()
         # topology=disagg: while the others start, the first transfer runs, or a client runs
         self.check_servers([m for m in self.members if m.t_ready is not None],
-                           "servers' start-up" if self.phase == "start-up" else self.phase)
+                           "servers' start-up" if ctx.phase == "start-up" else ctx.phase)
         for m in self.members:
             if m.t_ready is None and m.poll() is not None:
                 raise self.server_failure(m, "start-up")
         for i, w in enumerate(self.workers, start=1):
             rc = w.poll()
             if rc is not None:
-                log = self.logs / f"server.node{i}.log"
-                f = server_fault.ServerFault(label=f"server on node {i} (its srun step)", log=f"logs/{log.name}",
+                log = ctx.paths.node_server_log(i)
+                f = server_fault.ServerFault(label=f"server on node {i} (its srun step)", log=ctx.paths.shown(log),
                                              rc=rc, log_fatal=server_fault.fatal_signal_in_log(log_tail(log, 2000)))
-                self.end_cause = server_fault.fault_cause(f)
-                raise ServerDiedError(server_fault.fault_message(f, self.phase), log_tail(log),
-                                      cause=self.end_cause, log=f.log)
+                ctx.end_cause = server_fault.fault_cause(f)
+                raise ServerDiedError(server_fault.fault_message(f, ctx.phase), log_tail(log),
+                                      cause=ctx.end_cause, log=f.log)
 
     def check_servers(self, watched: list[ServerProcess], what: str, settle_s: float = 0.0) -> None:
         """Raise for a server whose API server exited or whose engine process ended. An
@@ -108,27 +103,28 @@ class ServerGroup(JobContext):
             while m.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
             if m.poll() is not None:
-                self.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}")
+                self.ctx.log(f"the {m.label} exited (code {describe_returncode(m.poll())}) during the {what}")
             raise self.server_failure(m, what)
 
     def blame_running_points(self) -> None:
         """Note the points the benchmark is running now (progress.json): a server is failing."""
-        self.blamed_points.update((read_progress(self.job_dir) or JobProgress()).running)
+        self.blamed_points.update((read_progress(self.ctx.job_dir) or JobProgress()).running)
 
     def server_failure(self, server: ServerProcess, during: str) -> ServerDiedError:
         """The error for a server that failed after it was ready: which server, what ended
         (its API server, its engine, its answers), the signal, since when, and its log."""
         f = server.fault()
-        self.end_cause = server_fault.fault_cause(f)
-        return ServerDiedError(server_fault.fault_message(f, during), server.tail(), cause=self.end_cause,
+        self.ctx.end_cause = server_fault.fault_cause(f)
+        return ServerDiedError(server_fault.fault_message(f, during), server.tail(), cause=self.ctx.end_cause,
                                log=server.log_name)
 
     def serve(self, speculative_config: object = "spec", phase: str = "server") -> ServerProcess:
         """Start the server (speculating with ``speculative_config``, default the spec's;
         None: without speculation) and wait until it is ready: one server phase.
         Multi-node: one srun step per node, the head's API on this node. Stop it with
-        ``stop_server()``."""
-        sp, L = self.spec, self.spec.launch
+        ``stop()``."""
+        ctx = self.ctx
+        sp, L = ctx.spec, ctx.spec.launch
         host = sp.bind_host
         probe = client_host(host)
         name = sp.served_name
@@ -152,19 +148,19 @@ class ServerGroup(JobContext):
             for rank in range(1, L.nodes):
                 wargv = L.server_step_prefix(nodes[rank]) + self.rank_record(rank, nodes[rank]) + sp.server_argv(
                     host, port, rank, head, rpc_port, speculative_config)
-                self.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
-                with open(self.logs / f"server.node{rank}.log", "ab") as f:
+                ctx.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
+                with open(ctx.paths.node_server_log(rank), "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self.server_env()))
             argv = L.server_step_prefix(nodes[0]) + self.rank_record(0, nodes[0]) + sp.server_argv(
                 host, port, 0, head, rpc_port, speculative_config)
-            self.log(f"starting {phase} on {host}:{port}"
-                     f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
+            ctx.log(f"starting {phase} on {host}:{port}"
+                    f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             env, key = self.server_launch()
             tag = ProcessTag()  # finds the server's processes on this machine (its listening sockets)
             env = tag.apply(env)
             server = ServerProcess(argv + key.argv, probe_host=probe, port=port, served_name=name,
-                                   log_path=self.logs / "server.log", log=self.log, env=env, api_key=self.api_key,
-                                   engine=self.engine, key=key)
+                                   log_path=ctx.paths.server_log, log=ctx.log, env=env, api_key=ctx.api_key,
+                                   engine=ctx.engine, key=key)
             server.label = "main server" if phase == "server" else phase
             server.tag = tag
             self.server = server
@@ -174,8 +170,8 @@ class ServerGroup(JobContext):
                 return server
             except ServerStartError as e:
                 if attempt + 1 < attempts and "address already in use" in e.tail.lower():
-                    self.log(f"port {port} was taken before the server bound it; trying another port")
-                    self.stop_server()
+                    ctx.log(f"port {port} was taken before the server bound it; trying another port")
+                    self.stop()
                     continue
                 raise
         raise AssertionError("unreachable")
@@ -193,65 +189,64 @@ class ServerGroup(JobContext):
         if addr.startswith("127."):
             raise ServerStartError(f"the head node {head_node} has no address other nodes can reach ({addr}, {how}): "
                                    "give it a non-loopback address (/etc/hosts or an interface)")
-        self.log(f"head node {head_node}: address {addr} ({how})")
+        self.ctx.log(f"head node {head_node}: address {addr} ({how})")
         return addr
 
     def rank_record(self, rank: int, node: Optional[str]) -> list[str]:
         """A multi-node rank as a Slurm step runs under launcher.node.step_record: it writes where it
         runs (node, address, pid) to logs/rank<N>.json and sets the engine's per-node environment.
         Not in a container (the image lacks this package) nor for a process launch."""
-        L = self.spec.launch
+        ctx = self.ctx
+        L = ctx.spec.launch
         if L.nodes <= 1 or L.server != "srun" or L.container_image or node is None:
             return []
-        rec = self.logs / f"rank{rank}.json"
+        rec = ctx.paths.rank_record(rank)
         rec.unlink(missing_ok=True)
-        return [self.python, "-m", "launcher.node.step_record", "--record", str(rec), "--rank", str(rank),
-                "--engine", self.spec.engine, "--"]
+        return [ctx.python, "-m", "launcher.node.step_record", "--record", str(rec), "--rank", str(rank),
+                "--engine", ctx.spec.engine, "--"]
 
     def rank_placements(self) -> Optional[list]:
         """What each multi-node rank wrote of where it ran (logs/rank<N>.json), rank order."""
-        if self.spec.launch.nodes <= 1:
+        if self.ctx.spec.launch.nodes <= 1:
             return None
         out = []
-        for rank in range(self.spec.launch.nodes):
+        for rank in range(self.ctx.spec.launch.nodes):
             try:
-                out.append(json.loads((self.logs / f"rank{rank}.json").read_text()))
+                out.append(json.loads(self.ctx.paths.rank_record(rank).read_text()))
             except (OSError, ValueError):
                 out.append({"rank": rank, "node": None, "address": None, "note": "no record (a container step, or a rank not started by step_record)"})
         return out
 
-    def stop_server(self, what: str = "server") -> None:
+    def stop(self, what: str = "server") -> None:
         """Stop the server phase: its processes (srun clients forward SIGTERM to their
         steps), then any server step still listed (scancel)."""
+        log = self.ctx.log
         for m in self.members + ([self.server] if self.server is not None else []):
             m.key.remove_files()
         procs = [w for w in self.workers] + [m.proc for m in self.members if m.proc is not None]
         if self.server is not None and self.server.proc is not None:
             procs.append(self.server.proc)
-        left = terminate_trees(procs, self.stop_grace_s, self.log, what) if procs else set()
+        left = terminate_trees(procs, self.ctx.spec.stop_grace_s, log, what) if procs else set()
         if self.server is not None and self.server.proc is not None:
-            self.log(f"{what} process ended (exit {describe_returncode(self.server.proc.returncode)})")
-        if self.spec.launch.server == "srun" and slurm_steps.in_allocation():
-            steps = slurm_steps.cancel_steps(os.environ["SLURM_JOB_ID"], slurm_steps.SERVER_STEP_NAME, self.log)
+            log(f"{what} process ended (exit {describe_returncode(self.server.proc.returncode)})")
+        if self.ctx.spec.launch.server == "srun" and slurm_steps.in_allocation():
+            steps = slurm_steps.cancel_steps(os.environ["SLURM_JOB_ID"], slurm_steps.SERVER_STEP_NAME, log)
             if steps:
-                self.log(f"WARNING: server step(s) still listed after scancel: {steps}", logging.ERROR)
+                log(f"WARNING: server step(s) still listed after scancel: {steps}", logging.ERROR)
         if left:
-            self.log(f"WARNING: processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
+            log(f"WARNING: processes still running after SIGKILL: {sorted(left)}", logging.ERROR)
         self.workers = []
         self.members = []
 
-    def _write_ready(self, server: ServerProcess) -> Path:
-        info = server.ready_info(self.spec.bind_host)
-        info = replace(info, engine=self.spec.engine, acceptance_source=self.spec.acceptance_source,
-                       speculative_config=self.spec.speculative_config,
-                       engine_version=info.engine_version or self.spec.engine_version,
-                       amx_permission_hook=self._amx_permission_hook())
-        if self.members:
-            info = replace(info, **disagg_node.ready_info(self, server))
-        found = listeners.job_listeners(self.members, server, self.api_key)
-        self.log(listeners.describe(found))
-        info = replace(info, listeners=found)
-        ranks = self.rank_placements()
-        if ranks is not None:
-            info = replace(info, ranks=ranks)
-        return write_server_ready(ready_path(self.job_dir), info)
+    def shut_down(self) -> None:
+        """At the job's end: stop whatever of the servers still runs, remove the key's folder."""
+        if self.server is not None or self.workers or self.members:
+            self.ctx.log("stopping the server")
+            self.stop()
+        if self._key_dir is not None:
+            shutil.rmtree(self._key_dir, ignore_errors=True)
+
+    def engine_pids(self) -> list[int]:
+        """The server now, or the disaggregated servers and router: their pids."""
+        procs = ([self.server] if self.server is not None else []) + list(self.members)
+        return [p.pid for p in procs if p.pid is not None]

@@ -24,6 +24,7 @@ from typing import Any, Optional
 from launcher.results import (ACCEPTANCE_FILE, EXTENSION_KEY, TIMING_FILE, PointResult, ValidityRule, point_problems,
                               read_point)
 from launcher.contracts.job import JobSpec, read_recorded_job
+from launcher.contracts.job_paths import LOGS_DIR, JobPaths
 from launcher.results.layout import is_run_dir
 from launcher.results.point import stat
 from launcher.results.store import is_complete
@@ -32,7 +33,7 @@ from launcher.results.validity import thin_sample
 
 POINT_DIR = re.compile(r"^t(?P<t>[0-9.eE+-]+)_c(?P<c>\d+)$")
 # Folders never holding jobs (our own output, AIPerf's artifacts, logs).
-_SKIP = {"report", "aiperf", "logs", "__pycache__"}
+_SKIP = {"report", "aiperf", LOGS_DIR, "__pycache__"}
 MAX_DEPTH = 3
 
 
@@ -294,7 +295,7 @@ def load_job(job_dir: Path) -> Job:
         raise ResultsError(f"{summary_path}: a point entry cannot be read ({e})") from None
     points.sort(key=lambda p: (p.dataset, p.temperature, p.concurrency))
     return Job(path=job_dir, summary=summary, points=points,
-               telemetry=read_json(job_dir / "gpu_telemetry.json"),
+               telemetry=read_json(JobPaths(job_dir).gpu_telemetry),
                spec=read_recorded_job(job_dir))
 
 

@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
+from launcher.contracts.job_paths import JobPaths
 from launcher.runtime.files import write_json_atomic, write_text_atomic
 
 PROGRESS_FILE = "progress.json"
-ERROR_FILE = "logs/error.txt"
+ERROR_FILE = "error.txt"  # in the job's logs/ (launcher.contracts.job_paths)
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,14 @@ def write_progress(job_dir: Path | str, progress: JobProgress, durable: bool = F
     return write_text_atomic(Path(job_dir) / PROGRESS_FILE, json.dumps(doc), durable=False)
 
 
+def _error_path(job_dir: Path | str) -> Path:
+    return JobPaths(job_dir).in_logs(ERROR_FILE)
+
+
 def write_error(job_dir: Path | str, reason: str) -> str:
     """logs/error.txt: the failure reason on one line; returns that line."""
     line = " ".join(str(reason).split()) or "failed"
-    path = Path(job_dir) / ERROR_FILE
+    path = _error_path(job_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, line + "\n")
     return line
@@ -76,7 +81,7 @@ def write_error(job_dir: Path | str, reason: str) -> str:
 def read_error(job_dir: Path | str) -> Optional[str]:
     """The failure reason (the first line of logs/error.txt), None when there is none."""
     try:
-        lines = (Path(job_dir) / ERROR_FILE).read_text().strip().splitlines()
+        lines = _error_path(job_dir).read_text().strip().splitlines()
     except OSError:
         return None
     return lines[0] if lines and lines[0].strip() else None
@@ -85,6 +90,6 @@ def read_error(job_dir: Path | str) -> Optional[str]:
 def clear_error(job_dir: Path | str) -> None:
     """Remove an earlier attempt's reason (a resumed job starts without one)."""
     try:
-        (Path(job_dir) / ERROR_FILE).unlink()
+        _error_path(job_dir).unlink()
     except FileNotFoundError:
         pass

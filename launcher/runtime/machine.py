@@ -4,7 +4,8 @@ summarised over each point's requests (issue 37: the same run gave 1.0-1.3x on o
 machine and 1.54-1.78x on another).
 
 The node samples (:class:`MachineSampler`, a daemon thread) every ``interval_s`` into
-``<job>/logs/machine_samples.jsonl``, one JSON object a line::
+``<job>/logs/machine_samples.jsonl`` (``JobPaths.machine_samples``, launcher.contracts.job_paths),
+one JSON object a line::
 
     {"t": wall-clock s,
      "gpus": [{"sm_mhz", "util_pct", "power_w", "temp_c", "reasons": bitmask}] | [],
@@ -38,10 +39,6 @@ REASONS = {
 # Reasons that lower the clock below what the work asks for (idle and sync boost do not).
 SLOWING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-
-
-def samples_path(job_dir: str | os.PathLike) -> Path:
-    return Path(job_dir) / "logs" / SAMPLES_FILE
 
 
 def reason_names(mask: int) -> list[str]:

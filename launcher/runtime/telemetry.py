@@ -7,7 +7,7 @@ docs/results-layout.md)::
 
     with GpuMemorySampler(interval_s=0.5, kv_cache_cap_bytes=cap) as sampler:
         run_the_job()
-    sampler.write_report(job_dir / "gpu_telemetry.json")
+    sampler.write_report(JobPaths(job_dir).gpu_telemetry)  # TELEMETRY_FILE
 
 The report (``GpuMemorySampler.report()``) is a plain, JSON-ready dict::
 
@@ -70,6 +70,7 @@ from typing import Any, Optional
 
 from launcher.runtime.files import write_json_atomic
 
+TELEMETRY_FILE = "gpu_telemetry.json"
 GIB = 1 << 30
 NO_GPU_LABEL = "cpu"
 

@@ -13,15 +13,8 @@ import pytest
 
 from launcher.node import lifecycle
 from launcher.engines.flags import flag_values, kv_cache_cap_bytes, parse_human_int, served_name
-from launcher.node.serve_and_bench import (
-    NodeConfig,
-    UsageError,
-    client_host,
-    default_job_dir,
-    pick_free_port,
-    port_is_free,
-    split_args,
-)
+from launcher.node.run_sh import NodeConfig, UsageError, default_job_dir, split_args
+from launcher.node.serve_and_bench import client_host, pick_free_port, port_is_free
 
 
 # -- split at `--`
@@ -152,6 +145,29 @@ def test_config_from_env(tmp_path):
 def test_config_errors(env, msg):
     with pytest.raises(UsageError, match=msg):
         NodeConfig.from_env(env)
+
+
+@pytest.mark.parametrize("name,value,msg", [
+    ("SPECDEC_PORT", "0", "SPECDEC_PORT='0' is not a port number"),
+    ("SPECDEC_PORT", "80.5", "SPECDEC_PORT='80.5' is not a port number"),
+    ("SPECDEC_READY_TIMEOUT", "0", "SPECDEC_READY_TIMEOUT='0' is not a positive number of seconds"),
+    ("SPECDEC_STOP_GRACE", "-1", "SPECDEC_STOP_GRACE='-1' is not a number of seconds >= 0"),
+    ("SPECDEC_STOP_GRACE", "soon", "SPECDEC_STOP_GRACE='soon' is not a number of seconds >= 0"),
+    ("SPECDEC_UNANSWERED_TIMEOUT", "0", "SPECDEC_UNANSWERED_TIMEOUT='0' is not a positive number of seconds"),
+])
+def test_config_error_texts(name, value, msg):
+    """Each variable's own sentence, whole (run.sh prints it; the launcher's job reads it)."""
+    with pytest.raises(UsageError) as e:
+        NodeConfig.from_env({"HF_MODEL_CKPT": "/m", name: f" {value} "})
+    assert str(e.value) == msg
+
+
+def test_config_numbers_and_flags(tmp_path):
+    cfg = NodeConfig.from_env({"HF_MODEL_CKPT": " /m ", "SPECDEC_JOB_DIR": str(tmp_path), "SPECDEC_STOP_GRACE": "0",
+                               "SPECDEC_UNANSWERED_TIMEOUT": "2.5", "SPECDEC_KNOWN_ANSWER": "1",
+                               "SPECDEC_KNOWN_ANSWER_ALLOW_FAIL": "yes", "SPECDEC_HOST": "  "})
+    assert (cfg.model, cfg.stop_grace_s, cfg.unanswered_timeout_s, cfg.bind_host) == ("/m", 0, 2.5, "127.0.0.1")
+    assert cfg.known_answer and not cfg.known_answer_allow_fail
 
 
 def test_default_job_dir_avoids_existing(tmp_path, monkeypatch):
