@@ -99,7 +99,8 @@ def test_engine_is_an_abc_declaring_every_public_method_its_engines_have():
     assert isinstance(Engine, abc.ABCMeta) and Engine.__abstractmethods__
     with pytest.raises(TypeError):
         Engine()  # noqa: an engine that implements nothing cannot be built
-    declared = {n for n in [*dir(Engine), *Engine.__annotations__] if not n.startswith("_")}
+    annotated = {n for part in Engine.__mro__ for n in vars(part).get("__annotations__", {})}  # on any part
+    declared = {n for n in [*dir(Engine), *annotated] if not n.startswith("_")}
     for eng in ENGINES.values():
         public = {n for n, _ in inspect.getmembers(type(eng)) if not n.startswith("_")}
         assert public - declared == set(), f"{eng.name}: undeclared {sorted(public - declared)}"
