@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from launcher.engines import get_engine
 from launcher.contracts import placement
 from launcher.contracts.job import JobSpec, TopologySpec
 from launcher.login.config.validate import validate
@@ -75,7 +76,7 @@ def test_plan_and_dry_run_put_each_server_on_its_node(compose):
     t = job.topology
     assert (t.placement, t.server_nodes) == ("split", [0, 1, 2])
     assert JobSpec.from_dict(json.loads(json.dumps(job.to_dict()))).topology.server_nodes == [0, 1, 2]
-    lines = describe_commands(job)
+    lines = describe_commands(job, get_engine(job.engine))
     decode1 = next(ln for ln in lines if ln.startswith("#   decode 1: "))
     assert "--nodelist=<node2>" in decode1 and "VLLM_NIXL_SIDE_CHANNEL_HOST='<node2 address>'" in decode1
     assert "--container-image=/images/vllm.sqsh" in decode1

@@ -195,12 +195,12 @@ def test_job_plan_travels_as_plain_data(cfg):
 def test_two_jobs_render_an_array(cfg, tmp_path):
     cfg.sweep.num_speculative_tokens = [1, 3]
     plan = make_plan(cfg)
-    lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x").splitlines()
+    lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     arrays = [ln for ln in lines if ln.startswith("#SBATCH --array=")]
     # submitit caps the parallelism at the number of tasks
     assert arrays == [f"#SBATCH --array=0-1%{min(2, cfg.cluster.array_parallelism)}"]
     cfg.cluster.array_parallelism = 1
-    lines1 = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x").splitlines()
+    lines1 = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     assert "#SBATCH --array=0-1%1" in lines1
     assert "# --- array task 0" in lines and "# --- array task 1" in lines
     servers = [ln for ln in lines if ln.startswith("#   server: ")]
@@ -209,7 +209,8 @@ def test_two_jobs_render_an_array(cfg, tmp_path):
 
 
 def test_one_job_renders_no_array(cfg, tmp_path):
-    lines = render_sbatch(cfg.cluster, make_plan(cfg).jobs, tmp_path, "specdec-x").splitlines()
+    plan = make_plan(cfg)
+    lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     assert not any(ln.startswith("#SBATCH --array") for ln in lines)
 
 

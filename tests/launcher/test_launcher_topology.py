@@ -83,7 +83,7 @@ def test_nixls_progress_thread_gets_a_poll_timeout_on_the_cpu_build(compose, tmp
     assert eng.disagg_env(5601, progress_poll_us=1000)["SPECDEC_NIXL_PROGRESS_DELAY_US"] == "1000"
     assert "SPECDEC_NIXL_PROGRESS_DELAY_US" not in eng.disagg_env(5601, progress_poll_us=0)
     # the dry run shows it on every server's line
-    servers = [ln for ln in describe_commands(job) if ln.startswith(("#   prefill", "#   decode"))]
+    servers = [ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith(("#   prefill", "#   decode"))]
     assert len(servers) == 2 and all("SPECDEC_NIXL_PROGRESS_DELAY_US=1000 " in ln for ln in servers), servers
     assert all("VLLM_NIXL_SIDE_CHANNEL_PORT='<free port" in ln for ln in servers), servers
 
@@ -116,7 +116,7 @@ def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, li
 
 def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
     (job,) = make_plan(compose("topology=disagg", f"output_dir={tmp_path}")).jobs
-    lines = describe_commands(job)
+    lines = describe_commands(job, get_engine(job.engine))
     text = "\n".join(lines)
     assert "#   prefill 0: VLLM_NIXL_SIDE_CHANNEL_PORT=" in text and "#   decode 0: " in text
     router = next(ln for ln in lines if ln.startswith("#   router: "))
@@ -128,7 +128,7 @@ def test_the_router_and_its_metrics_port_listen_on_loopback_even_on_a_cluster(co
     so it and its Prometheus port listen beside the benchmark, on the head node's loopback."""
     (job,) = make_plan(compose("topology=disagg", "cluster=slurm", f"output_dir={tmp_path}")).jobs
     assert job.bind_host == "0.0.0.0" and job.topology.router_host == "127.0.0.1"
-    router = next(ln for ln in describe_commands(job) if ln.startswith("#   router: ")).split()
+    router = next(ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith("#   router: ")).split()
     assert router[router.index("--host") + 1] == "127.0.0.1"
     assert router[router.index("--prometheus-host") + 1] == "127.0.0.1"
     assert "0.0.0.0" not in router
@@ -152,7 +152,7 @@ def test_router_policies_stay_available(compose, tmp_path):
                       f"output_dir={tmp_path}")
         assert validate(cfg) == []
         (job,) = make_plan(cfg).jobs
-        router = next(ln for ln in describe_commands(job) if ln.startswith("#   router: "))
+        router = next(ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith("#   router: "))
         assert f"--policy {policy}" in router and router.count("--prefill ") == 2
 
 
