@@ -135,7 +135,7 @@ def test_the_router_and_its_metrics_port_listen_on_loopback_even_on_a_cluster(co
 
 
 def test_each_cpu_server_gets_its_own_cores():
-    from launcher.contracts.job import cpu_core_sets
+    from launcher.contracts.cpu_cores import cpu_core_sets
 
     assert cpu_core_sets([0, 1], 2) == [[[0]], [[1]]]
     assert cpu_core_sets([0, 1, 2, 3, 4], 2) == [[[0, 1]], [[2, 3]]]
@@ -172,7 +172,7 @@ def test_baseline_with_disagg_is_the_same_topology_without_speculation(compose, 
 
 
 def test_three_cpu_servers_on_two_cores_decode_keeps_its_own():
-    from launcher.contracts.job import disagg_core_sets
+    from launcher.contracts.cpu_cores import disagg_core_sets
 
     assert disagg_core_sets([0, 1], ["prefill", "decode"]) == [[[0]], [[1]]]  # enough cores: disjoint
     assert disagg_core_sets([0, 1], ["prefill", "prefill", "decode"]) == [[[0]], [[0]], [[1]]]
