@@ -7,7 +7,8 @@ from typing import Optional
 
 from launcher.contracts import placement
 from launcher.engines import ENGINES, Disaggregation
-from launcher.login.config.schema import KV_BUFFER_DEVICES, LauncherConfig, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS, TOPOLOGIES
+from launcher.login.config.schema import (KV_BUFFER_DEVICES, LauncherConfig, METHODS_WITHOUT_DRAFT_CKPT, ROUTERS,
+                                          TOPOLOGIES)
 from launcher.login.errors import ConfigError, Problems
 from launcher.runtime.apikey import is_loopback
 
@@ -17,7 +18,7 @@ def topology_problems(cfg: LauncherConfig, eng: Optional[Disaggregation]) -> lis
     out = Problems()
     t, cl, par = cfg.topology, cfg.cluster, cfg.parallel
     if t.kind not in TOPOLOGIES:
-        out.add("topology.kind", f"is '{t.kind}'", f"use topology=aggregated or topology=disagg")
+        out.add("topology.kind", f"is '{t.kind}'", "use topology=aggregated or topology=disagg")
         return out
     if t.kind != "disagg":
         if cfg.bench.disagg_parity:
