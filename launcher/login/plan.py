@@ -21,11 +21,10 @@ from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates
                                     LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
 from launcher.contracts.compare_thresholds import CompareThresholds
 from launcher.engines import Engine, get_engine
-from launcher.engines.flags import kv_cache_cap_bytes
 from launcher.engines.forced_acceptance import resolve_length
 from launcher.login.config.schema import GatesConfig, LauncherConfig
 from launcher.login.config.check_sweep import requests_per_concurrency
-from launcher.login.server_args import ServerFlags, acceptance_source, engine_version, server_flags
+from launcher.login.server_args import ServerFlags, server_flags
 from launcher.results.goodput import slo_from_dict
 from launcher.runtime.files import REPO_ROOT
 
@@ -122,14 +121,24 @@ def slo_spec(cfg: LauncherConfig) -> Optional[dict]:
     return slo.to_dict() | {"search": bool(d.get("search", True)), "max_search_probes": int(d.get("max_search_probes", 3))}
 
 
-def schedule_config(cfg: LauncherConfig, eng: Engine) -> tuple[LauncherConfig, ServerFlags]:
-    """The recipe and flags of the server that serves sweep.k_schedule: k is the schedule's largest
+def schedule_config(cfg: LauncherConfig) -> tuple[int, LauncherConfig]:
+    """k and the recipe of the server that serves sweep.k_schedule: k is the schedule's largest
     (vLLM caps each entry at num_speculative_tokens)."""
     schedule = [[int(x) for x in e] for e in cfg.sweep.k_schedule]
     k = max(e[2] for e in schedule)
     c2 = copy.deepcopy(cfg)
     c2.draft.extra = {**dict(cfg.draft.extra), "num_speculative_tokens_per_batch_size": schedule}
-    return c2, server_flags(c2, eng, k)
+    return k, c2
+
+
+def server_configs(cfg: LauncherConfig) -> list[tuple[Optional[int], LauncherConfig]]:
+    """(k, recipe) of each server the recipe asks for: one per k (sweep.num_speculative_tokens; None:
+    draft.num_speculative_tokens), per forced length at each k (sweep.forced_acceptance_lengths), and
+    one more for the dynamic k schedule (sweep.k_schedule)."""
+    speculative = cfg.draft.method != "none"
+    ks: list[Optional[int]] = (list(cfg.sweep.num_speculative_tokens) if speculative else []) or [None]
+    out = [(k, c) for k in ks for c in forced_level_configs(cfg, k)]
+    return out + ([schedule_config(cfg)] if cfg.sweep.k_schedule and speculative else [])
 
 
 def compare_thresholds(g: GatesConfig) -> CompareThresholds:
@@ -150,14 +159,15 @@ def launch_spec(cfg: LauncherConfig) -> LaunchSpec:
                       container_mounts=list(cl.container_mounts) if in_container else [])
 
 
-def shared_fields(cfg: LauncherConfig, eng: Engine, num_gpus: int) -> dict:
-    """The job spec fields every job of a plan shares (its jobs and the matched baseline)."""
+def shared_fields(cfg: LauncherConfig, flags: ServerFlags, num_gpus: int) -> dict:
+    """The job spec fields every job of a plan shares (its jobs and the matched baseline): the
+    recipe's, and the engine's its flags were built for."""
     s, cl = cfg.server, cfg.cluster
     return dict(recipe=cfg.name, model=cfg.model.path, served_name=cfg.model.served_name, server_command=s.command,
                 bind_host=cl.bind_host, port=s.port, ready_timeout_s=s.ready_timeout_s,
                 unanswered_timeout_s=s.unanswered_timeout_s, env={**cl.env, **s.env}, tokenizer=cfg.model.tokenizer,
-                num_gpus=num_gpus, container_image=cl.container_image, launch=launch_spec(cfg), engine=eng.name,
-                engine_version=engine_version(cfg), acceptance_source=acceptance_source(cfg, eng).value,
+                num_gpus=num_gpus, container_image=cl.container_image, launch=launch_spec(cfg), engine=flags.engine,
+                engine_version=flags.engine_version, acceptance_source=flags.acceptance_source.value,
                 acceptance_requested=cfg.bench.acceptance_source,
                 compare_thresholds=compare_thresholds(cfg.bench.gates).to_dict())
 
@@ -170,10 +180,10 @@ def _server_id(cfg: LauncherConfig, flags: ServerFlags, topology: Optional[Topol
     identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags.all,
                 "env": cfg.server.env, "cluster": cl.name, "image": cl.container_image}
     sched = "-sched" if (spec or {}).get("num_speculative_tokens_per_batch_size") else ""
-    readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}{sched}" if k_eff else "") \
-               + (f"-fal{float(forced_len):g}" if forced_len is not None else "") \
-               + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
-               + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "")
+    readable = (f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}{sched}" if k_eff else "")
+                + (f"-fal{float(forced_len):g}" if forced_len is not None else "")
+                + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "")
+                + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else ""))
     if topology is not None:
         identity["topology"] = {k2: v for k2, v in json.loads(json.dumps(
             topology.__dict__, default=lambda o: None)).items() if k2 != "parity"}
@@ -182,21 +192,19 @@ def _server_id(cfg: LauncherConfig, flags: ServerFlags, topology: Optional[Topol
 
 
 def make_plan(cfg: LauncherConfig) -> Plan:
-    eng = get_engine(cfg.server.engine)  # resolved once for the plan, handed to everything below
+    """The recipe's job specs: one per server configuration (k, forced length, the k schedule), each
+    with its flags built once, and the matched baseline. The engine is resolved here, once."""
+    variants = server_configs(cfg)
+    eng = get_engine(cfg.server.engine)
+    configs = [(c, server_flags(c, eng, k)) for k, c in variants]
     results_dir = Path(cfg.output_dir).resolve() / cfg.name
-    ks: list[Optional[int]] = list(cfg.sweep.num_speculative_tokens) or [None]
-    if cfg.draft.method == "none":
-        ks = [None]
     points = [ClientPoint(ds, float(t), int(c)) for ds in cfg.sweep.datasets
               for t in cfg.sweep.temperatures for c in cfg.sweep.concurrencies]
     num_gpus = max(1, cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp)
-    # One server per (k, forced length) with sweep.forced_acceptance_lengths, else one per k.
-    configs = [(c, server_flags(c, eng, k)) for k in ks for c in forced_level_configs(cfg, k)]
-    if cfg.sweep.k_schedule and cfg.draft.method != "none":  # one more server: the dynamic k schedule
-        configs.append(schedule_config(cfg, eng))
-    baseline = None
-    if cfg.sweep.baseline and configs[0][1].speculative_config:
-        baseline = baseline_job(cfg, eng, configs[0][1].serving, points, results_dir, num_gpus)
+    shared = shared_fields(cfg, configs[0][1], num_gpus)
+    first = configs[0][1]
+    baseline = (baseline_job(cfg, first, points, results_dir, shared)
+                if cfg.sweep.baseline and first.speculative_config else None)
     jobs = []
     for i, (lcfg, flags) in enumerate(configs):
         aggregated_dir = results_dir / _server_id(lcfg, flags, None)  # the same server, aggregated
@@ -205,10 +213,10 @@ def make_plan(cfg: LauncherConfig) -> Plan:
         job_dir = results_dir / server_id
         spec = flags.speculative_config
         jobs.append(JobSpec(
-            **shared_fields(cfg, eng, num_gpus), server_id=server_id, job_dir=str(job_dir), method=cfg.draft.method,
-            server_flags=flags.serving, speculative_flags=flags.speculative, acceptance_flags=flags.acceptance,
+            **shared, server_id=server_id, job_dir=str(job_dir), method=cfg.draft.method, server_flags=flags.serving,
+            speculative_flags=flags.speculative, acceptance_flags=flags.acceptance,
             bench=bench_spec(lcfg, job_dir, num_gpus), points=list(points), speculative_config=spec,
-            kv_cache_cap_bytes=kv_cache_cap_bytes(flags.all),
+            kv_cache_cap_bytes=flags.kv_cache_cap_bytes,
             known_answer=(KnownAnswerSpec(allow_fail=cfg.bench.known_answer_allow_fail)
                           if cfg.bench.known_answer and spec else None),
             baseline=(BaselineSpec(job_dir=baseline.job_dir, run_here=i == 0,
@@ -272,12 +280,12 @@ def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: B
                                                             t.prefill_nodes))
 
 
-def baseline_job(cfg: LauncherConfig, eng: Engine, flags: list[str], points: list[ClientPoint], results_dir: Path,
-                 num_gpus: int) -> JobPlan:
-    """The matched baseline of the first speculative job: its server flags without the
-    speculative ones (``flags``, as the lossless reference restarts it), the same client
-    points, no acceptance gates, no preflight and no lossless check."""
-
+def baseline_job(cfg: LauncherConfig, first: ServerFlags, points: list[ClientPoint], results_dir: Path,
+                 shared: dict) -> JobPlan:
+    """The matched baseline of the first speculative job (``first``: its flags): its server flags
+    without the speculative ones (as the lossless reference restarts it), the same client points,
+    no acceptance gates, no preflight and no lossless check (``shared``: every job's fields)."""
+    flags = first.serving
     identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                 "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
     readable = f"{_slug(cfg.model.served_name)}-none-tp{cfg.parallel.tp}" + \
@@ -295,6 +303,6 @@ def baseline_job(cfg: LauncherConfig, eng: Engine, flags: list[str], points: lis
     base.bench.gates.min_acceptance_length = {}
     base.bench.gates.min_tokens_per_step = None
     return JobPlan(
-        **shared_fields(cfg, eng, num_gpus), server_id=server_id, job_dir=str(job_dir), method="none",
-        server_flags=flags, bench=bench_spec(base, job_dir, num_gpus), points=list(points), speculative_config=None,
-        role="baseline", kv_cache_cap_bytes=kv_cache_cap_bytes(flags))
+        **shared, server_id=server_id, job_dir=str(job_dir), method="none", server_flags=flags,
+        bench=bench_spec(base, job_dir, shared["num_gpus"]), points=list(points), speculative_config=None,
+        role="baseline", kv_cache_cap_bytes=first.kv_cache_cap_bytes)

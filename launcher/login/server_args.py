@@ -12,7 +12,7 @@ from typing import Optional
 
 from launcher.engines import (Acceptance, AcceptanceSource, Engine, EngineError, ForcedAcceptance, ServingOptions,
                               speculation_flags, version_from_image)
-from launcher.engines.flags import drop_flags, flag_names, pick_flags
+from launcher.engines.flags import drop_flags, flag_names, kv_cache_cap_bytes, pick_flags
 from launcher.login.config.schema import LauncherConfig, ServerConfig
 from launcher.login.errors import ConfigError
 
@@ -70,13 +70,17 @@ def memory_conflicts(s: ServerConfig, memory_flags: set[str]) -> list[ConfigErro
 
 @dataclass(frozen=True)
 class ServerFlags:
-    """One server configuration's speculative config and flags, built once; the plan puts them
-    into its job spec, which carries them to the node."""
+    """One server configuration's speculative config and flags, built once, and the engine they
+    were built for; the plan puts them into its job spec, which carries them to the node."""
     speculative_config: Optional[dict]
     all: list[str]  # every flag in the engine's order, the recipe's extra arguments winning (the job's identity)
     serving: list[str]  # all but the speculative and acceptance flags (JobSpec.server_flags; the baseline's)
     speculative: list[str]  # the engine's flags for speculative_config (JobSpec.speculative_flags)
     acceptance: list[str]  # the flags that make it report acceptance (JobSpec.acceptance_flags)
+    kv_cache_cap_bytes: Optional[int]  # the KV-cache cap the flags set, in bytes
+    engine: str  # the engine's name
+    engine_version: Optional[str]  # the version the recipe states (None: the node probes it)
+    acceptance_source: AcceptanceSource  # bench.acceptance_source at that version
 
 
 def server_flags(cfg: LauncherConfig, eng: Engine, k: Optional[int] = None) -> ServerFlags:
@@ -91,7 +95,7 @@ def server_flags(cfg: LauncherConfig, eng: Engine, k: Optional[int] = None) -> S
                           dtype=m.dtype, kv_cache_memory_bytes=s.kv_cache_memory_bytes,
                           gpu_memory_utilization=s.gpu_memory_utilization, enforce_eager=s.enforce_eager)
     spec = speculative_config(cfg, eng, k)
-    source = acceptance_source(cfg, eng) if spec is not None else None
+    source = acceptance_source(cfg, eng)
     try:
         speculation = speculation_flags(eng, spec, source, s.spec_decode_metrics)
     except EngineError as e:
@@ -106,7 +110,9 @@ def server_flags(cfg: LauncherConfig, eng: Engine, k: Optional[int] = None) -> S
     return ServerFlags(speculative_config=spec, all=every,
                        serving=drop_flags(every, eng.speculative_flag_names() | eng.acceptance_flag_names()),
                        speculative=speculation.speculative,
-                       acceptance=pick_flags(every, eng.acceptance_flag_names()) if spec else [])
+                       acceptance=pick_flags(every, eng.acceptance_flag_names()) if spec else [],
+                       kv_cache_cap_bytes=kv_cache_cap_bytes(every), engine=eng.name,
+                       engine_version=engine_version(cfg), acceptance_source=source)
 
 
 def build_server_flags(cfg: LauncherConfig, eng: Engine, k: Optional[int] = None) -> list[str]:
