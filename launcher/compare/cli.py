@@ -11,6 +11,7 @@ import sys
 
 from launcher.compare.diff import RUN_FLOOR, Thresholds, compare_runs
 from launcher.compare.table import print_verdict, render
+from launcher.contracts.compare_thresholds import CompareThresholds
 from launcher.results.job_dir import ResultsError, load_results
 
 
@@ -21,22 +22,15 @@ def _fraction(s: str) -> float:
     return v
 
 
+def recipe_thresholds(jobs) -> CompareThresholds:
+    """The candidate's recipe thresholds (job.json's compare_thresholds), as recorded."""
+    return CompareThresholds.recorded(job.spec.compare_thresholds for job in jobs if job.spec)
+
+
 def recipe_threshold(jobs, key: str, default: float) -> float:
-    """The candidate's recipe thresholds (job.json's compare_thresholds), when recorded."""
-    for job in jobs:
-        value = ((job.spec.compare_thresholds if job.spec else None) or {}).get(key)
-        if value is not None:
-            return float(value)
-    return default
-
-
-def recipe_min_speedup(jobs) -> dict:
-    """bench.gates.min_speedup of the candidate's recipe (job.json), {} when unset."""
-    for job in jobs:
-        gates = ((job.spec.compare_thresholds if job.spec else None) or {}).get("min_speedup")
-        if gates:
-            return {str(k): float(v) for k, v in gates.items()}
-    return {}
+    """One of the candidate's recipe thresholds, ``default`` when not recorded."""
+    value = getattr(recipe_thresholds(jobs), key)
+    return default if value is None else value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,13 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ResultsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    th = Thresholds(al=args.al_threshold if args.al_threshold is not None else recipe_threshold(jobs_b, "al", 0.02),
-                    tps=args.tps_threshold if args.tps_threshold is not None else recipe_threshold(jobs_b, "tps", 0.05))
-    th.min_speedup = recipe_min_speedup(jobs_b)
-    th.single_run_tps = (args.single_run_tps_threshold if args.single_run_tps_threshold is not None
-                         else recipe_threshold(jobs_b, "single_run_tps", th.single_run_tps))
-    th.run_floor = (args.run_floor if args.run_floor is not None
-                    else recipe_threshold(jobs_b, "run_floor", th.run_floor))
+    recipe, default = recipe_thresholds(jobs_b), Thresholds()
+
+    def pick(flag: float | None, key: str) -> float:  # the flag, else B's recipe, else compare's default
+        return next(v for v in (flag, getattr(recipe, key), getattr(default, key)) if v is not None)
+
+    th = Thresholds(al=pick(args.al_threshold, "al"), tps=pick(args.tps_threshold, "tps"),
+                    min_speedup=dict(recipe.min_speedup),
+                    single_run_tps=pick(args.single_run_tps_threshold, "single_run_tps"),
+                    run_floor=pick(args.run_floor, "run_floor"))
     diffs = compare_runs(jobs_a, jobs_b, th)
     render(diffs, args.a, args.b, th)
     return print_verdict(diffs, args.allow_missing)

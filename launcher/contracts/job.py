@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import replace, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
+from launcher.contracts.cpu_cores import cpu_core_sets, disagg_core_sets  # noqa: F401 (launcher.node.disagg imports them here)
+from launcher.contracts.launch import SERVER_LAUNCHES, LaunchSpec
 from launcher.runtime.files import write_text_atomic
-from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, default_engine, get_engine, num_speculative_tokens
+from launcher.engines import (DEFAULT_ENGINE, AcceptanceSource, Engine, default_engine,
+                              num_speculative_tokens, speculation_flags)
 
 BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1
@@ -31,7 +34,6 @@ SPEC_FILE = "job.json"
 # job.sbatch's); the node judges a SIGUSR2 against the job's deadline with this lead (launcher.node.outcome).
 TIME_LIMIT_SIGNAL = "SIGUSR2"
 TIME_LIMIT_WARNING_S = 120
-SERVER_LAUNCHES = ("process", "srun")  # a child process of the job, or its own Slurm step
 # Which start of the server a benchmark measures (1-based; sweep.server_starts): the node sets it
 # in the benchmark's environment, the benchmark joins that start's repeats to the earlier ones.
 SERVER_START_ENV = "SPECDEC_SERVER_START"
@@ -43,45 +45,6 @@ def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
 
 def shell_join(argv: list[str]) -> str:
     return " ".join(shlex.quote(str(a)) for a in argv)
-
-
-# ---------------------------------------------------------------- server argv (pure)
-
-
-def cpu_core_sets(cores: list[int], servers: int, tp: int = 1) -> Optional[list[list[list[int]]]]:
-    """Disjoint cores for each of ``servers`` CPU servers of ``tp`` ranks: per server, one
-    core list per rank (the host's cores split evenly, the remainder left out). None when
-    there are fewer cores than ranks: the servers then share (vLLM's own binding)."""
-    cores = sorted(cores)
-    per_rank = len(cores) // max(1, servers * tp)
-    if per_rank < 1:
-        return None
-    it = iter(cores)
-    return [[[next(it) for _ in range(per_rank)] for _ in range(tp)] for _ in range(servers)]
-
-
-def disagg_core_sets(cores: list[int], roles: list[str], tp: int = 1) -> Optional[list[list[list[int]]]]:
-    """Cores for the disaggregated servers of ``roles`` ("prefill"/"decode", in start order):
-    disjoint sets where there are enough cores (cpu_core_sets); with fewer cores than servers
-    (tp 1), each decode server its own core and the prefill servers sharing the rest, one
-    core each in turn (a prefill server works one step per request and then idles; a decode
-    server steps all the time). None when not even that fits: vLLM's own binding."""
-    disjoint = cpu_core_sets(cores, len(roles), tp)
-    if disjoint is not None or tp != 1:
-        return disjoint
-    cores = sorted(cores)
-    n_decode = sum(1 for r in roles if r == "decode")
-    if len(cores) <= n_decode:
-        return None
-    decode_cores, prefill_cores = cores[len(cores) - n_decode:], cores[:len(cores) - n_decode]
-    out, d, p = [], iter(decode_cores), 0
-    for r in roles:
-        if r == "decode":
-            out.append([[next(d)]])
-        else:
-            out.append([[prefill_cores[p % len(prefill_cores)]]])
-            p += 1
-    return out
 
 
 # ---------------------------------------------------------------- the spec
@@ -179,42 +142,6 @@ class BaselineSpec:
 
 
 @dataclass(frozen=True)
-class LaunchSpec:
-    """How the node side starts the server."""
-    server: str = "process"  # process | srun (its own Slurm step)
-    nodes: int = 1
-    gpus_per_node: int = 0
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    container_image: Optional[str] = None  # pyxis, on the server's srun step only
-    container_mounts: list[str] = field(default_factory=list)
-    srun_args: list[str] = field(default_factory=list)  # extra flags for the server's step
-
-    def server_step_prefix(self, node: Optional[str] = None, name: str = "specdec-server") -> list[str]:
-        """`srun ...` before the server argv when the server is its own Slurm step."""
-        if self.server != "srun":
-            return []
-        a = ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--job-name={name}", "--export=ALL",
-             "--kill-on-bad-exit=1", "--unbuffered"]
-        if node:
-            a.append(f"--nodelist={node}")
-        if self.gpus_per_node > 0:
-            a.append(f"--gpus-per-node={self.gpus_per_node}")
-        if self.container_image:
-            a.append(f"--container-image={self.container_image}")
-            if self.container_mounts:
-                a.append(f"--container-mounts={','.join(self.container_mounts)}")
-            a.append("--no-container-mount-home")
-        return a + list(self.srun_args)
-
-    def disagg_server_step(self) -> "LaunchSpec":
-        """The launch of one topology=disagg server as its own step: one node, and of a GPU
-        node only its tp x pp GPUs (the others are its neighbours' on that node)."""
-        return replace(self, nodes=1, gpus_per_node=min(self.gpus_per_node, self.tp * self.pp))
-
-
-@dataclass(frozen=True)
 class ParitySpec:
     """bench.disagg_parity: the aggregated server of the same recipe runs the same points
     (its benchmark writes into ``job_dir``); the verdict goes into the disagg job's folder."""
@@ -302,8 +229,11 @@ class JobSpec:
     acceptance_source: str = AcceptanceSource.PER_REQUEST_STATS.value
     acceptance_requested: str = "auto"
     # The engine's flags that make a speculative server report acceptance (for acceptance_source);
-    # the server argv is server_flags + the engine's flags for speculative_config + these.
+    # the server argv is server_flags + speculative_flags + these.
     acceptance_flags: list[str] = field(default_factory=list)
+    # The engine's flags for speculative_config, built once by the planner (launcher.login.server_args);
+    # None: not planned (run.sh's spec, a job.json of an earlier version), built from the config.
+    speculative_flags: Optional[list[str]] = None
     topology: Optional[TopologySpec] = None  # None: one aggregated server
     spec_version: int = SPEC_VERSION
 
@@ -311,21 +241,22 @@ class JobSpec:
 
     def server_argv(self, host: str, port: int | str, node_rank: int = 0, head: Optional[str] = None,
                     rpc_port: Optional[int] = None, speculative_config: object = "spec",
-                    disagg_role: Optional[str] = None) -> list[str]:
-        """The server argv on one node, built from the spec's fields: the server flags,
-        the engine's flags for ``speculative_config`` (default the spec's; None: the same
-        server without speculation) with the acceptance flags, the KV-transfer flags of
+                    disagg_role: Optional[str] = None, *, engine: Engine) -> list[str]:
+        """The server argv on one node, assembled from the spec's fields: the server flags,
+        the speculative flags it carries with the acceptance flags (``speculative_config``:
+        default the spec's; None: the same server without speculation; another config, as the
+        known-answer probe's: the engine's flags for it), the KV-transfer flags of
         ``disagg_role`` ("prefill" or "decode", topology=disagg), and the multi-node flags
-        for nodes > 1."""
-        L, eng = self.launch, get_engine(self.engine)
+        for nodes > 1. ``engine``: the caller's resolved engine (the plan's, the node context's)."""
+        L, eng = self.launch, engine
         cfg = self.speculative_config if speculative_config == "spec" else speculative_config
         f = list(self.server_flags)
         if cfg:
-            f += eng.speculative_flags(cfg) + list(self.acceptance_flags)
+            f += self._speculative_flags(eng, cfg) + list(self.acceptance_flags)
         if disagg_role is not None:
             t = self.topology or TopologySpec()
             if disagg_role == "decode" and t.decode_draft_model and cfg:  # the injected fault
-                f = list(self.server_flags) + eng.speculative_flags({**cfg, "model": t.decode_draft_model}) \
+                f = list(self.server_flags) + self._speculative_flags(eng, {**cfg, "model": t.decode_draft_model}) \
                     + list(self.acceptance_flags)
             f += eng.disagg_flags(disagg_role, t.kv_connector, t.kv_buffer_device, t.kv_lease_duration_s,
                                   prefix_caching=disagg_role != "decode" or t.decode_prefix_caching)
@@ -333,6 +264,12 @@ class JobSpec:
             f += eng.multinode_flags(node_rank, L.nodes, head or "<head>", rpc_port or 0, L.tp, L.pp, L.dp,
                                      L.gpus_per_node or 1)  # a CPU node (gpus_per_node 0) runs one rank
         return eng.server_argv(self.server_command, self.model, f, host, port)
+
+    def _speculative_flags(self, eng: Engine, config: dict) -> list[str]:
+        """The carried flags for the spec's own config; for another (or an unplanned spec), the engine's."""
+        if config == self.speculative_config and self.speculative_flags is not None:
+            return list(self.speculative_flags)
+        return speculation_flags(eng, config).speculative
 
     @property
     def num_speculative_tokens(self) -> Optional[int]:

@@ -1,13 +1,18 @@
-"""The inference engines behind one seam (launcher.engines.base.Engine, an ABC).
+"""The inference engines behind one seam (launcher.engines.base.Engine: the parts of
+launcher.engines.parts, composed).
 
 Adding an engine is one new module here plus its recipe (recipes/engine/): register
 it in ENGINES (docs/engines.md).
 """
 from __future__ import annotations
 
-from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, KvTransferMetrics,
-                                   MetricNames, RecipeFacts, ServerKey, ServingOptions, UserServerArgs,
-                                   num_speculative_tokens, parse_version, version_from_image)
+from launcher.engines.base import Engine
+from launcher.engines.parts import (Acceptance, ApiKey, Disaggregation, ForcedAcceptance, HostEnvironment,
+                                    Readiness, RecipeChecks, ServerCommand, Speculation)
+from launcher.engines.speculation import SpeculationFlags, num_speculative_tokens, speculation_flags
+from launcher.engines.types import (AcceptanceSource, Capabilities, EngineError, KvTransferMetrics, MetricNames,
+                                    RecipeFacts, ServerKey, ServingOptions, UserServerArgs)
+from launcher.engines.versions import parse_version, version_from_image
 from launcher.engines.sglang import SGLang
 from launcher.engines.vllm import VLLM
 
@@ -16,6 +21,8 @@ DEFAULT_ENGINE = "vllm"  # the schema's and the job spec's default (run.sh serve
 
 
 def get_engine(name: str) -> Engine:
+    """The engine a recipe or a job spec names. Called once per process, where the engine is
+    resolved (the plan, validation's engine check, the node's context); the rest is handed it."""
     try:
         return ENGINES[name]
     except KeyError:
@@ -34,4 +41,5 @@ def key_envs() -> tuple[str, ...]:
 __all__ = ["AcceptanceSource", "Capabilities", "Engine", "EngineError", "KvTransferMetrics", "MetricNames",
            "RecipeFacts", "ServerKey", "ServingOptions", "UserServerArgs", "ENGINES", "DEFAULT_ENGINE",
            "default_engine", "get_engine", "key_envs", "num_speculative_tokens", "parse_version",
-           "version_from_image"]
+           "version_from_image", "Acceptance", "ApiKey", "Disaggregation", "ForcedAcceptance", "HostEnvironment",
+           "Readiness", "RecipeChecks", "ServerCommand", "Speculation", "SpeculationFlags", "speculation_flags"]

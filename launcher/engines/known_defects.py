@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from launcher.engines.base import parse_version
+from launcher.engines.versions import parse_version
 
 CPU, CUDA = "cpu", "cuda"
 

@@ -13,8 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, MetricNames, RecipeFacts,
-                                   ServerKey, ServingOptions, UserServerArgs, parse_version)
+from launcher.engines.base import Engine
+from launcher.engines.types import (AcceptanceSource, Capabilities, EngineError, MetricNames, RecipeFacts,
+                                    ServerKey, ServingOptions, UserServerArgs)
+from launcher.engines.versions import parse_version
 from launcher.engines.flags import drop_flags
 
 # The speculative algorithms of --speculative-algorithm (srt/server_args.py) for our draft methods.

@@ -10,8 +10,10 @@ from typing import Mapping, Optional, Sequence
 from launcher.engines.forced_acceptance import speculative_keys
 from launcher.engines.vllm_cpu import AMX_FLAG, AMX_PERMISSION_HOOKS, CPU_DEFAULT_BLOCK_SIZE  # noqa: F401 (re-exported)
 from launcher.engines.vllm_cpu import NIXL_PROGRESS_DELAY_ENV, attention_kernel, server_env
-from launcher.engines.base import (AcceptanceSource, Capabilities, Engine, EngineError, KvTransferMetrics,
-                                   MetricNames, ServerKey, ServingOptions, UserServerArgs, parse_version)
+from launcher.engines.base import Engine
+from launcher.engines.types import (AcceptanceSource, Capabilities, EngineError, KvTransferMetrics, MetricNames,
+                                    ServerKey, ServingOptions, UserServerArgs)
+from launcher.engines.versions import parse_version
 from launcher.engines.flags import (drop_flags, flag_value, has_flag, kv_cache_cap_bytes, pick_flags, served_name,
                                     speculative_config)
 

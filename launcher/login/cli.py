@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 
 from launcher.contracts.job_paths import JobPaths
 from launcher.login.config.compose import compose_recipe
-from launcher.login.config.validate import ignored_requests_per_concurrency, validate
+from launcher.login.config.check_sweep import ignored_requests_per_concurrency
+from launcher.login.config.validate import validate
 from launcher.login.errors import UserError
 from launcher.login.plan import make_plan
 from launcher.login.sbatch import describe_commands, render_sbatch, render_standalone
@@ -58,16 +59,16 @@ def print_plan(cfg, plan) -> None:
                   f"{plan.jobs[0].server_id} after its own (one restart, shared with the lossless check)\n")
     if cfg.cluster.executor == "slurm":
         out.write("\n# ---- sbatch script (submitit) ----\n")
-        out.write(render_sbatch(cfg.cluster, plan.jobs, submitit_folder(plan), f"specdec-{cfg.name}"))
+        out.write(render_sbatch(cfg.cluster, plan.jobs, submitit_folder(plan), f"specdec-{cfg.name}", plan.engine))
         out.write("\n")
         for job in plan.jobs:  # written beside each job's spec on submission, or by render_only=true
             out.write(f"\n# ---- standalone script {JobPaths(job.job_dir).standalone_script} (plain `sbatch` "
                       "runs it once render_only=true has written the job folder) ----\n")
-            out.write(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
+            out.write(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}", plan.engine))
     else:
         out.write("\n# ---- local executor commands ----\n")
         for job in plan.jobs:
-            out.write("\n".join(describe_commands(job)) + "\n")
+            out.write("\n".join(describe_commands(job, plan.engine)) + "\n")
 
 
 class _UnknownOption(Exception):
@@ -93,13 +94,13 @@ def render_only(cfg, plan) -> int:
     users who submit by hand; nothing is submitted."""
 
     for job in plan.jobs + ([plan.baseline] if plan.baseline else []):
-        write_job_files(cfg, job)
+        write_job_files(cfg, job, plan.engine)
     print(f"wrote {len(plan.jobs)} job folder(s) under {plan.results_dir}; nothing submitted")
     for job in plan.jobs:
         if cfg.cluster.executor == "slurm":
             print(f"  sbatch {JobPaths(job.job_dir).standalone_script}")
         else:
-            print("  " + describe_commands(job)[1].partition("node:")[2].strip())
+            print("  " + describe_commands(job, plan.engine)[1].partition("node:")[2].strip())
     if plan.baseline:
         print(f"  (baseline {plan.baseline.job_dir}: run by job {plan.jobs[0].server_id})")
     return 0

@@ -18,3 +18,10 @@ class UserError(Exception):
 
 class ConfigError(UserError):
     """A recipe or override that cannot be run."""
+
+
+class Problems(list):
+    """The ConfigErrors one check of a recipe finds (launcher.login.config.validate): a list."""
+
+    def add(self, field: str, problem: str, fix: str | None = None) -> None:
+        self.append(ConfigError(field, problem, fix))

@@ -19,12 +19,12 @@ from launcher import golden
 from launcher.contracts import placement
 from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
                                     LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
-from launcher.engines import get_engine
-from launcher.engines.flags import drop_flags, kv_cache_cap_bytes, pick_flags
+from launcher.contracts.compare_thresholds import CompareThresholds
+from launcher.engines import Engine, get_engine
 from launcher.engines.forced_acceptance import resolve_length
-from launcher.login.config.schema import LauncherConfig
-from launcher.login.config.validate import requests_per_concurrency
-from launcher.login.server_args import acceptance_source, build_server_flags, engine_version, speculative_config
+from launcher.login.config.schema import GatesConfig, LauncherConfig
+from launcher.login.config.check_sweep import requests_per_concurrency
+from launcher.login.server_args import ServerFlags, server_flags
 from launcher.results.goodput import slo_from_dict
 from launcher.runtime.files import REPO_ROOT
 
@@ -46,6 +46,8 @@ class Plan:
     baseline: Optional[JobPlan] = None
     # What the plan leaves out of the recipe, and why (one line each: a skipped golden check).
     notes: list[str] = field(default_factory=list)
+    # The engine the recipe names, resolved once (the dry run and the standalone scripts render with it).
+    engine: Optional[Engine] = None
 
     @property
     def num_points(self) -> int:
@@ -119,87 +121,110 @@ def slo_spec(cfg: LauncherConfig) -> Optional[dict]:
     return slo.to_dict() | {"search": bool(d.get("search", True)), "max_search_probes": int(d.get("max_search_probes", 3))}
 
 
-def schedule_config(cfg: LauncherConfig) -> tuple:
-    """(k, its recipe, flags, speculative config) of the server that serves sweep.k_schedule: k is the
-    schedule's largest (vLLM caps each entry at num_speculative_tokens)."""
+def schedule_config(cfg: LauncherConfig) -> tuple[int, LauncherConfig]:
+    """k and the recipe of the server that serves sweep.k_schedule: k is the schedule's largest
+    (vLLM caps each entry at num_speculative_tokens)."""
     schedule = [[int(x) for x in e] for e in cfg.sweep.k_schedule]
     k = max(e[2] for e in schedule)
     c2 = copy.deepcopy(cfg)
     c2.draft.extra = {**dict(cfg.draft.extra), "num_speculative_tokens_per_batch_size": schedule}
-    return k, c2, build_server_flags(c2, k), speculative_config(c2, k)
+    return k, c2
+
+
+def server_configs(cfg: LauncherConfig) -> list[tuple[Optional[int], LauncherConfig]]:
+    """(k, recipe) of each server the recipe asks for: one per k (sweep.num_speculative_tokens; None:
+    draft.num_speculative_tokens), per forced length at each k (sweep.forced_acceptance_lengths), and
+    one more for the dynamic k schedule (sweep.k_schedule)."""
+    speculative = cfg.draft.method != "none"
+    ks: list[Optional[int]] = (list(cfg.sweep.num_speculative_tokens) if speculative else []) or [None]
+    out = [(k, c) for k in ks for c in forced_level_configs(cfg, k)]
+    return out + ([schedule_config(cfg)] if cfg.sweep.k_schedule and speculative else [])
+
+
+def compare_thresholds(g: GatesConfig) -> CompareThresholds:
+    """The recipe's thresholds for compare, the same for every job of the plan."""
+    return CompareThresholds(al=g.compare_al_threshold, tps=g.compare_tps_threshold, min_speedup=dict(g.min_speedup),
+                             single_run_tps=g.compare_single_run_tps_threshold, noisy_rel_mad=g.noisy_rel_mad,
+                             run_floor=g.compare_run_floor)
+
+
+def launch_spec(cfg: LauncherConfig) -> LaunchSpec:
+    """How the node side starts the server: a child process, or its own Slurm step (in the
+    cluster's container with container_scope=server)."""
+    par, cl = cfg.parallel, cfg.cluster
+    in_container = bool(cl.container_image) and cl.container_scope == "server"
+    return LaunchSpec(server="srun" if cl.executor == "slurm" and cl.container_scope == "server" else "process",
+                      nodes=cl.nodes, gpus_per_node=cl.gpus_per_node, tp=par.tp, pp=par.pp, dp=par.dp,
+                      container_image=cl.container_image if in_container else None,
+                      container_mounts=list(cl.container_mounts) if in_container else [])
+
+
+def shared_fields(cfg: LauncherConfig, flags: ServerFlags, num_gpus: int) -> dict:
+    """The job spec fields every job of a plan shares (its jobs and the matched baseline): the
+    recipe's, and the engine's its flags were built for."""
+    s, cl = cfg.server, cfg.cluster
+    return dict(recipe=cfg.name, model=cfg.model.path, served_name=cfg.model.served_name, server_command=s.command,
+                bind_host=cl.bind_host, port=s.port, ready_timeout_s=s.ready_timeout_s,
+                unanswered_timeout_s=s.unanswered_timeout_s, env={**cl.env, **s.env}, tokenizer=cfg.model.tokenizer,
+                num_gpus=num_gpus, container_image=cl.container_image, launch=launch_spec(cfg), engine=flags.engine,
+                engine_version=flags.engine_version, acceptance_source=flags.acceptance_source.value,
+                acceptance_requested=cfg.bench.acceptance_source,
+                compare_thresholds=compare_thresholds(cfg.bench.gates).to_dict())
+
+
+def _server_id(cfg: LauncherConfig, flags: ServerFlags, topology: Optional[TopologySpec]) -> str:
+    """A speculative job's folder name: readable, and a digest of what makes its server."""
+    par, cl, spec = cfg.parallel, cfg.cluster, flags.speculative_config
+    k_eff = spec["num_speculative_tokens"] if spec else None
+    forced_len = cfg.draft.forced_acceptance.length
+    identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags.all,
+                "env": cfg.server.env, "cluster": cl.name, "image": cl.container_image}
+    sched = "-sched" if (spec or {}).get("num_speculative_tokens_per_batch_size") else ""
+    readable = (f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}{sched}" if k_eff else "")
+                + (f"-fal{float(forced_len):g}" if forced_len is not None else "")
+                + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "")
+                + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else ""))
+    if topology is not None:
+        identity["topology"] = {k2: v for k2, v in json.loads(json.dumps(
+            topology.__dict__, default=lambda o: None)).items() if k2 != "parity"}
+        readable += f"-pd{topology.prefill}x{topology.decode}"
+    return f"{readable}-{_digest(identity)}"
 
 
 def make_plan(cfg: LauncherConfig) -> Plan:
+    """The recipe's job specs: one per server configuration (k, forced length, the k schedule), each
+    with its flags built once, and the matched baseline. The engine is resolved here, once."""
+    variants = server_configs(cfg)
+    eng = get_engine(cfg.server.engine)
+    configs = [(c, server_flags(c, eng, k)) for k, c in variants]
     results_dir = Path(cfg.output_dir).resolve() / cfg.name
-    ks: list[Optional[int]] = list(cfg.sweep.num_speculative_tokens) or [None]
-    if cfg.draft.method == "none":
-        ks = [None]
     points = [ClientPoint(ds, float(t), int(c)) for ds in cfg.sweep.datasets
               for t in cfg.sweep.temperatures for c in cfg.sweep.concurrencies]
-    par, cl = cfg.parallel, cfg.cluster
-    num_gpus = max(1, par.tp * par.pp * par.dp)
-    in_container = bool(cl.container_image) and cl.container_scope == "server"
-    launch = LaunchSpec(server="srun" if cl.executor == "slurm" and cl.container_scope == "server" else "process",
-                        nodes=cl.nodes, gpus_per_node=cl.gpus_per_node, tp=par.tp, pp=par.pp, dp=par.dp,
-                        container_image=cl.container_image if in_container else None,
-                        container_mounts=list(cl.container_mounts) if in_container else [])
-    # One server per (k, forced length) with sweep.forced_acceptance_lengths, else one per k.
-    configs = [(k, c, build_server_flags(c, k), speculative_config(c, k))
-               for k in ks for c in forced_level_configs(cfg, k)]
-    if cfg.sweep.k_schedule and cfg.draft.method != "none":  # one more server: the dynamic k schedule
-        configs.append(schedule_config(cfg))
-    eng = get_engine(cfg.server.engine)
-    speculative_names = eng.speculative_flag_names() | eng.acceptance_flag_names()
-    baseline = None
-    if cfg.sweep.baseline and configs[0][3]:
-        baseline = baseline_job(cfg, drop_flags(configs[0][2], speculative_names), points, launch, results_dir,
-                                num_gpus)
+    num_gpus = max(1, cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp)
+    shared = shared_fields(cfg, configs[0][1], num_gpus)
+    first = configs[0][1]
+    baseline = (baseline_job(cfg, first, points, results_dir, shared)
+                if cfg.sweep.baseline and first.speculative_config else None)
     jobs = []
-    for i, (k, lcfg, flags, spec) in enumerate(configs):
-        k_eff = spec["num_speculative_tokens"] if spec else None
-        forced_len = lcfg.draft.forced_acceptance.length
-        identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
-                    "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
-        sched = "-sched" if (spec or {}).get("num_speculative_tokens_per_batch_size") else ""
-        readable = f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}{sched}" if k_eff else "") \
-                   + (f"-fal{float(forced_len):g}" if forced_len is not None else "") \
-                   + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "") \
-                   + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "")
-        aggregated_dir = results_dir / f"{readable}-{_digest(identity)}"  # the same server, aggregated
+    for i, (lcfg, flags) in enumerate(configs):
+        aggregated_dir = results_dir / _server_id(lcfg, flags, None)  # the same server, aggregated
         topology = topology_spec(lcfg, aggregated_dir, bench_spec(lcfg, aggregated_dir, num_gpus))
-        if topology is not None:
-            identity["topology"] = {k2: v for k2, v in json.loads(json.dumps(
-                topology.__dict__, default=lambda o: None)).items() if k2 != "parity"}
-            readable += f"-pd{topology.prefill}x{topology.decode}"
-        server_id = f"{readable}-{_digest(identity)}"
+        server_id = _server_id(lcfg, flags, topology)
         job_dir = results_dir / server_id
+        spec = flags.speculative_config
         jobs.append(JobSpec(
-            recipe=cfg.name, server_id=server_id, job_dir=str(job_dir),
-            method=cfg.draft.method, model=cfg.model.path, served_name=cfg.model.served_name,
-            server_command=cfg.server.command, server_flags=drop_flags(flags, speculative_names),
-            acceptance_flags=pick_flags(flags, eng.acceptance_flag_names()) if spec else [],
-            bind_host=cfg.cluster.bind_host,
-            port=cfg.server.port, ready_timeout_s=cfg.server.ready_timeout_s,
-            unanswered_timeout_s=cfg.server.unanswered_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
-            bench=bench_spec(lcfg, job_dir, num_gpus), tokenizer=cfg.model.tokenizer, points=list(points),
-            num_gpus=num_gpus, speculative_config=spec, container_image=cfg.cluster.container_image,
-            kv_cache_cap_bytes=kv_cache_cap_bytes(flags), launch=launch,
-            engine=cfg.server.engine, engine_version=engine_version(cfg),
-            acceptance_source=acceptance_source(cfg).value, acceptance_requested=cfg.bench.acceptance_source,
+            **shared, server_id=server_id, job_dir=str(job_dir), method=cfg.draft.method, server_flags=flags.serving,
+            speculative_flags=flags.speculative, acceptance_flags=flags.acceptance,
+            bench=bench_spec(lcfg, job_dir, num_gpus), points=list(points), speculative_config=spec,
+            kv_cache_cap_bytes=flags.kv_cache_cap_bytes,
             known_answer=(KnownAnswerSpec(allow_fail=cfg.bench.known_answer_allow_fail)
                           if cfg.bench.known_answer and spec else None),
             baseline=(BaselineSpec(job_dir=baseline.job_dir, run_here=i == 0,
                                    bench=baseline.bench if i == 0 else None) if baseline else None),
-            compare_thresholds={"al": cfg.bench.gates.compare_al_threshold,
-                                "tps": cfg.bench.gates.compare_tps_threshold,
-                                "min_speedup": dict(cfg.bench.gates.min_speedup),
-                                "single_run_tps": cfg.bench.gates.compare_single_run_tps_threshold,
-                                "noisy_rel_mad": cfg.bench.gates.noisy_rel_mad,
-                                "run_floor": cfg.bench.gates.compare_run_floor},
             topology=topology, report=cfg.report,
         ))
     skip = golden_skip_reason(cfg)
-    return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, baseline=baseline,
+    return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, engine=eng, baseline=baseline,
                 notes=[skip] if skip and cfg.draft.method != "none" else [])
 
 
@@ -255,12 +280,12 @@ def topology_spec(cfg: LauncherConfig, aggregated_dir: Path, aggregated_bench: B
                                                             t.prefill_nodes))
 
 
-def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint], launch: LaunchSpec,
-                 results_dir: Path, num_gpus: int) -> JobPlan:
-    """The matched baseline of the first speculative job: its server flags without the
-    speculative ones (``flags``, as the lossless reference restarts it), the same client
-    points, no acceptance gates, no preflight and no lossless check."""
-
+def baseline_job(cfg: LauncherConfig, first: ServerFlags, points: list[ClientPoint], results_dir: Path,
+                 shared: dict) -> JobPlan:
+    """The matched baseline of the first speculative job (``first``: its flags): its server flags
+    without the speculative ones (as the lossless reference restarts it), the same client points,
+    no acceptance gates, no preflight and no lossless check (``shared``: every job's fields)."""
+    flags = first.serving
     identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
                 "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
     readable = f"{_slug(cfg.model.served_name)}-none-tp{cfg.parallel.tp}" + \
@@ -278,15 +303,6 @@ def baseline_job(cfg: LauncherConfig, flags: list[str], points: list[ClientPoint
     base.bench.gates.min_acceptance_length = {}
     base.bench.gates.min_tokens_per_step = None
     return JobPlan(
-        recipe=cfg.name, server_id=server_id, job_dir=str(job_dir),
-        method="none", model=cfg.model.path, served_name=cfg.model.served_name, server_command=cfg.server.command,
-        server_flags=flags, bind_host=cfg.cluster.bind_host, port=cfg.server.port,
-        ready_timeout_s=cfg.server.ready_timeout_s,
-        unanswered_timeout_s=cfg.server.unanswered_timeout_s, env={**cfg.cluster.env, **cfg.server.env},
-        bench=bench_spec(base, job_dir, num_gpus), tokenizer=cfg.model.tokenizer, points=list(points),
-        num_gpus=num_gpus, speculative_config=None, container_image=cfg.cluster.container_image,
-        compare_thresholds={"al": cfg.bench.gates.compare_al_threshold, "tps": cfg.bench.gates.compare_tps_threshold,
-                            "min_speedup": dict(cfg.bench.gates.min_speedup)},
-        role="baseline", launch=launch, kv_cache_cap_bytes=kv_cache_cap_bytes(flags), engine=cfg.server.engine,
-        engine_version=engine_version(cfg), acceptance_source=acceptance_source(cfg).value,
-        acceptance_requested=cfg.bench.acceptance_source)
+        **shared, server_id=server_id, job_dir=str(job_dir), method="none", server_flags=flags,
+        bench=bench_spec(base, job_dir, shared["num_gpus"]), points=list(points), speculative_config=None,
+        role="baseline", kv_cache_cap_bytes=first.kv_cache_cap_bytes)

@@ -25,7 +25,7 @@ from launcher.runtime.files import REPO_ROOT
 from launcher.contracts import placement
 from launcher.contracts.job import TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
 from launcher.contracts.job_paths import JobPaths
-from launcher.engines import get_engine
+from launcher.engines import Engine
 
 
 def container_srun_args(cl: ClusterConfig) -> list[str]:
@@ -70,15 +70,16 @@ def slurm_parameters(cl: ClusterConfig, job_name: str) -> dict:
     return params
 
 
-def describe_commands(job: JobSpec) -> list[str]:
-    """Comment lines for the sbatch script: the exact commands each job runs."""
+def describe_commands(job: JobSpec, eng: Engine) -> list[str]:
+    """Comment lines for the sbatch script: the exact commands each job runs (``eng``: the
+    engine the plan resolved)."""
     L = job.launch
     port = job.port if job.port else "<free port>"
     lines = [f"# job {job.server_id}: {len(job.points)} client points, results in {job.job_dir}",
              f"#   node:   {shell_join(node_command(JobPaths(job.job_dir).spec))}"]
     if job.topology is not None and job.topology.kind == "disagg":  # each server its own process, then the router
 
-        t, eng = job.topology, get_engine(job.engine)
+        t = job.topology
         urls: dict[str, list[str]] = {"prefill": [], "decode": []}
         srun = L.server == "srun"
         if t.placement == "split":
@@ -89,7 +90,7 @@ def describe_commands(job: JobSpec) -> list[str]:
             env = eng.disagg_env(0, side_channel_host=addr if srun else None, progress_poll_us=t.kv_progress_poll_us)
             env = {k: (f"<free port {role}{i}>" if v == "0" else v) for k, v in env.items()}
             prefix = L.disagg_server_step().server_step_prefix(f"<node{node}>") if srun else []
-            argv = prefix + job.server_argv(job.bind_host, f"<{role}{i} port>", disagg_role=role)
+            argv = prefix + job.server_argv(job.bind_host, f"<{role}{i} port>", disagg_role=role, engine=eng)
             lines.append(f"#   {role} {i}: {' '.join(f'{k}={shell_join([v])}' for k, v in env.items())} "
                          f"{shell_join(argv)}")
             urls[role].append(f"http://{addr}:<{role}{i} port>")
@@ -99,10 +100,10 @@ def describe_commands(job: JobSpec) -> list[str]:
     elif L.nodes > 1:
         for rank in range(L.nodes):
             argv = L.server_step_prefix(f"<node{rank}>") + job.server_argv(
-                job.bind_host, port, rank, "<node0>", "<rpc port>")  # type: ignore[arg-type]
+                job.bind_host, port, rank, "<node0>", "<rpc port>", engine=eng)  # type: ignore[arg-type]
             lines.append(f"#   server node {rank}: {shell_join(argv)}")
     else:
-        argv = L.server_step_prefix() + job.server_argv(job.bind_host, port)
+        argv = L.server_step_prefix() + job.server_argv(job.bind_host, port, engine=eng)
         lines.append(f"#   server: {shell_join(argv)}")
     if job.bench is not None:  # launcher.bench reads the spec
         bench = [job.python or sys.executable, "-m", job.bench_module, "--spec", str(JobPaths(job.job_dir).spec),
@@ -118,20 +119,20 @@ def submitit_command(folder: str | Path, python: str | None = None) -> str:
     return " ".join([shlex.quote(python or sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))])
 
 
-def sbatch_setup(cl: ClusterConfig, jobs: list[JobSpec]) -> list[str]:
+def sbatch_setup(cl: ClusterConfig, jobs: list[JobSpec], eng: Engine) -> list[str]:
     """Lines run by sbatch before srun: the commands as comments."""
     setup = []
     for i, job in enumerate(jobs):
         if len(jobs) > 1:
             setup.append(f"# --- array task {i}")
-        setup += describe_commands(job)
+        setup += describe_commands(job, eng)
     return setup
 
 
-def render_sbatch(cl: ClusterConfig, jobs: list[JobSpec], folder: str | Path, job_name: str) -> str:
+def render_sbatch(cl: ClusterConfig, jobs: list[JobSpec], folder: str | Path, job_name: str, eng: Engine) -> str:
     """The sbatch script submitit will submit for these jobs (an array when several)."""
     params = slurm_parameters(cl, job_name)
-    params["setup"] = sbatch_setup(cl, jobs)
+    params["setup"] = sbatch_setup(cl, jobs, eng)
     if len(jobs) > 1:
         params["map_count"] = len(jobs)
     folder = Path(folder)
@@ -154,7 +155,7 @@ def sbatch_directives(cl: ClusterConfig, job_name: str, paths: JobPaths) -> list
     return [f"#SBATCH {x}" for x in d]
 
 
-def render_standalone(cl: ClusterConfig, job: JobSpec, job_name: str) -> str:
+def render_standalone(cl: ClusterConfig, job: JobSpec, job_name: str, eng: Engine) -> str:
     """A self-contained sbatch script for one job: `sbatch JOB_DIR/job.sbatch` runs
     it as is, on the job spec beside it, and reproduces the job."""
     paths = JobPaths(job.job_dir)
@@ -165,7 +166,7 @@ def render_standalone(cl: ClusterConfig, job: JobSpec, job_name: str) -> str:
     lines = ["#!/bin/bash", *sbatch_directives(cl, job_name, paths), "",
              f"# specdec job {job.server_id}: {len(job.points)} client point(s); the job spec is",
              f"# {paths.spec} (server, points, gates, timeouts). Submit with: sbatch {paths.standalone_script}",
-             *describe_commands(job)[2:], "",
+             *describe_commands(job, eng)[2:], "",
              "set -euo pipefail",
              f"export PYTHONPATH={shlex.quote(str(REPO_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}",
              f"mkdir -p {shlex.quote(str(paths.logs))}",

@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.table import Table
 
 from launcher.contracts.job_paths import JobPaths
+from launcher.engines import Engine
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.node_job import run_job
 from launcher.login.plan import JobPlan, Plan
@@ -40,21 +41,21 @@ class Submitted:
         return str(self.handle.paths.stdout)
 
 
-def write_job_files(cfg: LauncherConfig, job: JobPlan) -> None:
+def write_job_files(cfg: LauncherConfig, job: JobPlan, eng: Engine) -> None:
     """Write what the node side reads (the job spec) and, on Slurm, the standalone
-    script that reproduces the job with plain sbatch."""
+    script that reproduces the job with plain sbatch (``eng``: the plan's engine)."""
     paths = JobPaths(job.job_dir)
     paths.make_logs()
     job.write()
     if cfg.cluster.executor == "slurm":
-        paths.standalone_script.write_text(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}"))
+        paths.standalone_script.write_text(render_standalone(cfg.cluster, job, f"specdec-{cfg.name}", eng))
 
 
 def submitit_folder(plan: Plan) -> Path:
     return Path(plan.results_dir) / "_submitit"
 
 
-def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
+def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan], eng: Engine):
     cl = cfg.cluster
     if cl.executor == "local":
         ex = submitit.LocalExecutor(folder=str(folder / "%j"))
@@ -64,7 +65,7 @@ def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan]):
         return ex
     ex = submitit.SlurmExecutor(folder=str(folder / "%j"), python=cl.node_python)
     ex.update_parameters(**slurm_parameters(cl, f"specdec-{cfg.name}"))
-    ex.update_parameters(setup=sbatch_setup(cl, jobs))
+    ex.update_parameters(setup=sbatch_setup(cl, jobs, eng))
     return ex
 
 
@@ -73,8 +74,8 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
     folder = submitit_folder(plan)
     folder.mkdir(parents=True, exist_ok=True)
     for job in plan.jobs + ([plan.baseline] if plan.baseline else []):
-        write_job_files(cfg, job)  # the baseline's too: its host job runs it
-    ex = make_executor(cfg, folder, plan.jobs)
+        write_job_files(cfg, job, plan.engine)  # the baseline's too: its host job runs it
+    ex = make_executor(cfg, folder, plan.jobs, plan.engine)
     specs = [j.to_dict() for j in plan.jobs]
     if len(specs) == 1:
         handles = [ex.submit(run_job, specs[0])]

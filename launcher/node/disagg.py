@@ -143,7 +143,7 @@ def serve(servers: ServerGroup, speculative_config: object = "spec", phase: str 
     for s in placed:
         role, i = s.role, s.index
         argv = (step.server_step_prefix(s.node) if s.node else []) + sp.server_argv(
-            host, s.port, disagg_role=role, speculative_config=speculative_config)
+            host, s.port, disagg_role=role, speculative_config=speculative_config, engine=eng)
         env, key = servers.server_launch(eng.disagg_env(s.side_channel_port, s.cores,
                                                     side_channel_host=s.address if s.node else None,
                                                     progress_poll_us=t.kv_progress_poll_us))

@@ -147,12 +147,12 @@ class ServerGroup:
             self.workers = []
             for rank in range(1, L.nodes):
                 wargv = L.server_step_prefix(nodes[rank]) + self.rank_record(rank, nodes[rank]) + sp.server_argv(
-                    host, port, rank, head, rpc_port, speculative_config)
+                    host, port, rank, head, rpc_port, speculative_config, engine=self.ctx.engine)
                 ctx.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(ctx.paths.node_server_log(rank), "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self.server_env()))
             argv = L.server_step_prefix(nodes[0]) + self.rank_record(0, nodes[0]) + sp.server_argv(
-                host, port, 0, head, rpc_port, speculative_config)
+                host, port, 0, head, rpc_port, speculative_config, engine=self.ctx.engine)
             ctx.log(f"starting {phase} on {host}:{port}"
                     f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             env, key = self.server_launch()

@@ -7,6 +7,7 @@ from launcher.results import EXTENSION_KEY
 from html import escape
 from typing import Any, Iterable
 
+from launcher.engines import get_engine
 from launcher.engines.forced_acceptance import label as forced_label
 from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.identity import identity
@@ -147,7 +148,8 @@ def provenance_block(job: Job) -> str:
     extra = []
     spec = job.spec  # without a recorded argv: the one job.json describes (port as planned)
     argv = (cfg.get("serving") or {}).get("server_argv") or (
-        spec.server_argv(spec.bind_host, spec.port or "<port>") if spec and spec.server_command else None)
+        spec.server_argv(spec.bind_host, spec.port or "<port>", engine=get_engine(spec.engine))
+        if spec and spec.server_command else None)
     if argv:
         extra.append(f"<details><summary>server argv</summary><pre>{_e(' '.join(map(str, argv)))}</pre></details>")
     rp = (cfg.get("run_args") or {}).get("runtime_params")

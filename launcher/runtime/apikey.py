@@ -7,7 +7,7 @@
 - The user's key comes from the environment, SPECDEC_API_KEY (or the variable
   an engine itself reads, launcher.engines.key_envs). It never goes on a command
   line or into a file of the run.
-- The server receives the key the way its engine takes it (Engine.server_key:
+- The server receives the key the way its engine takes it (ApiKey.server_key:
   an environment variable, or a private file removed once the server is up);
   the clients (readiness, preflight, AIPerf, the lossless check) receive it as
   SPECDEC_API_KEY in theirs and send ``Authorization: Bearer <key>``.
@@ -25,13 +25,13 @@ import secrets
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from launcher.engines import Engine, ServerKey, key_envs
+from launcher.engines import ApiKey, ServerKey, key_envs
 from launcher.engines.flags import has_flag
 
 CLIENT_ENV = "SPECDEC_API_KEY"  # what our clients read
 
 
-def fix(engine: Engine) -> str:
+def fix(engine: ApiKey) -> str:
     """The fix for a key flag among the server's arguments."""
     return (f"remove {engine.key_flag} from the server arguments and export {CLIENT_ENV}=<key> in the job's "
             f"environment instead (off loopback a per-job key is generated)")
@@ -67,7 +67,7 @@ def job_key(bind_host: str, env: Mapping[str, str]) -> Optional[str]:
     return secrets.token_hex(32)  # never starts with "-", which a client's parser would read as a flag
 
 
-def api_key_in_args(args: Sequence[str], engine: Engine) -> bool:
+def api_key_in_args(args: Sequence[str], engine: ApiKey) -> bool:
     """True when the engine's key flag (``--api-key``, ``--api_key``, ``--api-key=...``) is among ``args``."""
     return has_flag(args, engine.key_flag)
 
@@ -79,9 +79,9 @@ def _without_keys(base: Mapping[str, str]) -> dict:
     return env
 
 
-def server_launch(key: Optional[str], base: Mapping[str, str], engine: Engine,
+def server_launch(key: Optional[str], base: Mapping[str, str], engine: ApiKey,
                   private_dir: Path) -> tuple[dict, ServerKey]:
-    """The server's environment and how it receives the key (Engine.server_key: extra
+    """The server's environment and how it receives the key (ApiKey.server_key: extra
     argv naming a private file, or a variable); no key in any other variable."""
     env = _without_keys(base)
     if not key:

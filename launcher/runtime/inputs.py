@@ -13,6 +13,8 @@ fix. What is checked:
 - output folder: a file can be created in it;
 - AIPerf: the executable is found and ``aiperf --version`` runs.
 
+The login side runs the same checks first, on the paths it can see (``visible_input_problems``).
+
 Standard library only; launcher.runtime.datasets is stdlib too (pyarrow is
 imported for SPEED-Bench parquet only, and a missing pyarrow is not an error
 here: the benchmark reports it).
@@ -27,7 +29,8 @@ import subprocess
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
+
 from launcher.runtime.datasets import DatasetError, get_dataset
 
 HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -159,3 +162,72 @@ def check_job_inputs(*, model: str, draft: Optional[str], tokenizer: Optional[st
     if e:
         add(e)
     return errs
+
+
+# ---------------------------------------------------------------- what the login node can see
+
+
+def visible_here(path: str, executor: str) -> bool:
+    """Whether this (login) machine can judge ``path``: always for the local
+    executor; on Slurm only for a relative path or one whose top-level folder
+    exists here (a shared filesystem such as /lustre), never for an HF id."""
+    if executor == "local":
+        return True
+    p = Path(os.path.expanduser(path))
+    if not p.is_absolute():
+        return True
+    parts = p.parts
+    return len(parts) > 1 and Path(parts[0], parts[1]).exists()
+
+
+def is_hf_id(name: str) -> bool:
+    """An HF id (org/name) that is not also a path here."""
+    return bool(HF_ID.match(name)) and not Path(os.path.expanduser(name)).exists()
+
+
+def _strip(line: str, prefix: str) -> str:
+    return line[len(prefix):] if line.startswith(prefix) else line
+
+
+def visible_input_problems(executor: str, *, model: Optional[str], draft: Optional[str], tokenizer: Optional[str],
+                           datasets: Sequence[tuple[str, str]], num_requests: Optional[int]) -> list[tuple[str, str]]:
+    """(field, problem) for the model, draft, tokenizer and dataset files this machine can see
+    (HF ids are left to the node): the checks the node runs, one each. ``draft``: the draft
+    checkpoint (None: the method has none); ``datasets``: (name, path) of the known datasets."""
+    out: list[tuple[str, str]] = []
+
+    def seen(path: Optional[str]) -> bool:
+        return bool(path) and not is_hf_id(path) and visible_here(path, executor)
+
+    def problem(field: str, line: Optional[str]) -> None:
+        if line:
+            out.append((field, _strip(line, f"{field}: ")))
+
+    if seen(model):
+        problem("model.path", check_model(model, "model", "model.path", {}))
+    if seen(draft):
+        problem("draft.model", check_model(draft, "draft", "draft.model", {}))
+    if seen(tokenizer):
+        problem("model.tokenizer", check_tokenizer(tokenizer))
+    for name, path in datasets:
+        if path and visible_here(path, executor):
+            field = f"sweep.dataset_paths.{name}"
+            problem(field, check_dataset(name, path, num_requests, field))
+    return out
+
+
+def writable_here(path: Path) -> bool:
+    """Try it: create (and remove) a file in the folder, or in its nearest existing
+    parent. os.access alone says yes to root even where nothing can be created."""
+    p = path.resolve()
+    while not p.exists():
+        if p.parent == p:
+            return False
+        p = p.parent
+    if not p.is_dir():
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".specdec-write-check-"):
+            return True
+    except OSError:
+        return False

@@ -73,8 +73,9 @@ def test_standalone_job_script_runs_with_plain_sbatch(slurm_cluster, real_stack,
 
     out = tmp_path / "results"
     cfg = compose_recipe(["cluster=slurm", f"output_dir={out}", f"cluster.node_python={stack.VLLM_PYTHON}", *SMALL])
-    (job,) = make_plan(cfg).jobs
-    write_job_files(cfg, job)
+    plan = make_plan(cfg)
+    (job,) = plan.jobs
+    write_job_files(cfg, job, plan.engine)
     script = tmp_path / "results" / "smoke" / job.server_id / "job.sbatch"
     sub = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60)
     assert sub.returncode == 0, sub.stderr

@@ -27,7 +27,7 @@ def test_probed_old_version_switches_auto_to_stream_chunks():
     assert res.version_from == "probe" and res.spec.engine_version == "0.26.0"
     assert res.spec.acceptance_source == "stream_chunks"
     assert res.spec.acceptance_flags == [] and "stream_chunks" in res.note
-    argv = res.spec.server_argv("127.0.0.1", 8000)
+    argv = res.spec.server_argv("127.0.0.1", 8000, engine=VLLM)
     assert "--per-request-spec-decode-metrics" not in argv and "--speculative-config" in argv
     assert json.loads(argv[argv.index("--speculative-config") + 1]) == SPEC_CFG
 

@@ -43,7 +43,7 @@ def test_stats_flag_only_for_per_request_source():
     def argv(source, command="vllm serve", cfg=({"method": "ngram"},)):
         return JobSpec(recipe="r", server_id="s", job_dir="/j", model="m", served_name="m", server_command=command,
                        server_flags=[], speculative_config=cfg[0],
-                       acceptance_flags=VLLM.acceptance_flags(AcceptanceSource(source))).server_argv("h", 1)
+                       acceptance_flags=VLLM.acceptance_flags(AcceptanceSource(source))).server_argv("h", 1, engine=VLLM)
 
     a = argv("per_request_stats")
     assert a[a.index("--per-request-spec-decode-metrics") + 1] == "detailed"
@@ -99,7 +99,8 @@ def test_engine_is_an_abc_declaring_every_public_method_its_engines_have():
     assert isinstance(Engine, abc.ABCMeta) and Engine.__abstractmethods__
     with pytest.raises(TypeError):
         Engine()  # noqa: an engine that implements nothing cannot be built
-    declared = {n for n in [*dir(Engine), *Engine.__annotations__] if not n.startswith("_")}
+    annotated = {n for part in Engine.__mro__ for n in vars(part).get("__annotations__", {})}  # on any part
+    declared = {n for n in [*dir(Engine), *annotated] if not n.startswith("_")}
     for eng in ENGINES.values():
         public = {n for n, _ in inspect.getmembers(type(eng)) if not n.startswith("_")}
         assert public - declared == set(), f"{eng.name}: undeclared {sorted(public - declared)}"

@@ -27,7 +27,7 @@ CMD = "python3 -m sglang.launch_server"
 def argv(cfg: dict, flags=()) -> list[str]:
     return JobSpec(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
                    server_flags=list(flags), speculative_config=cfg, engine="sglang",
-                   acceptance_flags=SGL.acceptance_flags(AcceptanceSource.STREAM_CHUNKS)).server_argv("h", 1)
+                   acceptance_flags=SGL.acceptance_flags(AcceptanceSource.STREAM_CHUNKS)).server_argv("h", 1, engine=SGL)
 
 
 def value(a: list[str], flag: str) -> str:
@@ -176,7 +176,7 @@ def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
     from launcher.login.server_args import build_server_argv
     cfg = compose("recipe=qwen3_eagle3", "engine=sglang")
     assert cfg.server.engine == "sglang" and cfg.cluster.container_image == "lmsysorg/sglang:v0.5.17"
-    a = build_server_argv(cfg, "0.0.0.0", 30000)
+    a = build_server_argv(cfg, get_engine("sglang"), "0.0.0.0", 30000)
     assert a[:5] == ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]
     assert value(a, "--speculative-algorithm") == "EAGLE3" and value(a, "--tp-size") == "1"
     assert value(a, "--context-length") == "8192"
@@ -194,8 +194,9 @@ def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
       "sweep.temperatures=[0,0.7]"), "bench.known_answer"),
 ])
 def test_recipe_errors_name_the_field_and_the_fix(overrides, field):
-    from launcher.login.config.validate import check_engine
-    errs = check_engine(compose(*overrides))
+    from launcher.login.config.engine_check import check_engine, known_engine
+    cfg = compose(*overrides)
+    errs = check_engine(cfg, known_engine(cfg.server.engine))
     assert errs, overrides
     line = str(errs[0])
     assert line.startswith(field) and "fix:" in line and "\n" not in line

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from launcher.engines import get_engine
 from launcher.contracts import placement
 from launcher.contracts.job import JobSpec, TopologySpec
 from launcher.login.config.validate import validate
@@ -75,7 +76,7 @@ def test_plan_and_dry_run_put_each_server_on_its_node(compose):
     t = job.topology
     assert (t.placement, t.server_nodes) == ("split", [0, 1, 2])
     assert JobSpec.from_dict(json.loads(json.dumps(job.to_dict()))).topology.server_nodes == [0, 1, 2]
-    lines = describe_commands(job)
+    lines = describe_commands(job, get_engine(job.engine))
     decode1 = next(ln for ln in lines if ln.startswith("#   decode 1: "))
     assert "--nodelist=<node2>" in decode1 and "VLLM_NIXL_SIDE_CHANNEL_HOST='<node2 address>'" in decode1
     assert "--container-image=/images/vllm.sqsh" in decode1
@@ -131,9 +132,9 @@ def test_injected_fault_gives_only_the_decode_servers_another_draft(compose):
     def draft(argv):
         return json.loads(argv[argv.index("--speculative-config") + 1])["model"]
 
-    decode, prefill = (job.server_argv("h", 1, disagg_role=r) for r in ("decode", "prefill"))
+    decode, prefill = (job.server_argv("h", 1, disagg_role=r, engine=get_engine(job.engine)) for r in ("decode", "prefill"))
     assert draft(decode) == "/models/other-draft" and argv_count(decode, "--speculative-config") == 1
-    assert draft(prefill) == draft(job.server_argv("h", 1)) != "/models/other-draft"  # prefill and the aggregated reference
+    assert draft(prefill) == draft(job.server_argv("h", 1, engine=get_engine(job.engine))) != "/models/other-draft"  # prefill and the aggregated reference
     errs = [e.line() for e in validate(compose("topology=disagg", "draft=ngram", "topology.decode_draft_model=/m"))]
     assert any(e.startswith("topology.decode_draft_model: is set but draft.method=ngram") for e in errs), errs
 

@@ -7,6 +7,7 @@ import pytest
 from launcher.engines import forced_acceptance as fa
 from launcher.login.config.validate import validate
 from launcher.login.plan import make_plan
+from launcher.engines import get_engine
 from launcher.login.server_args import build_server_flags, speculative_config
 
 
@@ -39,16 +40,16 @@ def test_lengths_in_range_pass(length):
 def test_gpu_recipe_renders_the_mechanism(compose):
     cfg = compose("recipe=llama31_eagle3", "draft.forced_acceptance.length=2.5")
     assert validate(cfg) == []
-    spec = speculative_config(cfg)
+    spec = speculative_config(cfg, get_engine(cfg.server.engine))
     assert spec["rejection_sample_method"] == "synthetic" and spec["synthetic_acceptance_length"] == 2.5
-    flags = build_server_flags(cfg)
+    flags = build_server_flags(cfg, get_engine(cfg.server.engine))
     rendered = json.loads(flags[flags.index("--speculative-config") + 1])
     assert rendered["synthetic_acceptance_length"] == 2.5
     job = make_plan(cfg).jobs[0]
     assert job.bench.golden is None  # the recipe's golden check is skipped: the AL is forced
     assert fa.forced_from_speculative_config(job.speculative_config) == {"length": 2.5}
     cfg = compose("recipe=llama31_eagle3", "draft.forced_acceptance.rates=[0.9,0.6,0.3]")
-    assert speculative_config(cfg)["synthetic_acceptance_rates"] == [0.9, 0.6, 0.3]
+    assert speculative_config(cfg, get_engine(cfg.server.engine))["synthetic_acceptance_rates"] == [0.9, 0.6, 0.3]
 
 
 def test_refused_on_cpu_before_any_server(compose):

@@ -1,7 +1,8 @@
 """Login-side input checks: what the login node can see is checked before submitting."""
 from __future__ import annotations
 
-from launcher.login.config.validate import validate, visible_here
+from launcher.login.config.validate import validate
+from launcher.runtime.inputs import visible_here
 
 
 def lines(cfg) -> list[str]:

@@ -50,7 +50,7 @@ def test_two_node_gb300_render_field_by_field(compose, tmp_path):
     p = slurm_parameters(cfg.cluster, "x")
     assert p["nodes"] == 2 and p["gpus_per_node"] == 4 and p["ntasks_per_node"] == 1
     assert p["srun_args"] == ["--nodes=1", "--ntasks=1"]
-    text = render_sbatch(cfg.cluster, [job], tmp_path / "_submitit", "specdec-x")
+    text = render_sbatch(cfg.cluster, [job], tmp_path / "_submitit", "specdec-x", get_engine(job.engine))
     lines = text.splitlines()
     for want in ("#SBATCH --nodes=2", "#SBATCH --gpus-per-node=4", "#SBATCH --ntasks-per-node=1",
                  "#SBATCH --partition=batch", "#SBATCH --account=specdec", "#SBATCH --segment=1",
@@ -83,7 +83,7 @@ def test_two_node_gb300_render_field_by_field(compose, tmp_path):
         assert json.loads(_flag(server, "--speculative-config"))["method"] == "dflash"
         assert ("--headless" in server) == (rank == 1)
     # the standalone script asks for the same allocation and runs the node side on the spec
-    sa = render_standalone(cfg.cluster, job, "specdec-x").splitlines()
+    sa = render_standalone(cfg.cluster, job, "specdec-x", get_engine(job.engine)).splitlines()
     assert sa[0] == "#!/bin/bash"
     for want in ("#SBATCH --nodes=2", "#SBATCH --gpus-per-node=4", "#SBATCH --segment=1"):
         assert want in sa

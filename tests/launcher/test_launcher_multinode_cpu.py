@@ -3,6 +3,7 @@ node runs one rank, so tp x pp x dp must equal cluster.nodes; dp across nodes gi
 node one local replica."""
 from __future__ import annotations
 
+from launcher.engines import get_engine
 import pytest
 
 
@@ -27,7 +28,7 @@ def test_dp_across_cpu_nodes_gives_each_node_one_replica(compose, tmp_path):
 
     (job,) = make_plan(compose("cluster=slurm", "cluster.nodes=2", "parallel=tp1", "parallel.dp=2",
                                f"output_dir={tmp_path}")).jobs
-    w = job.server_argv("0.0.0.0", 8000, 1, "10.231.77.11", 7000)
+    w = job.server_argv("0.0.0.0", 8000, 1, "10.231.77.11", 7000, engine=get_engine(job.engine))
     assert w[w.index("--data-parallel-size-local") + 1] == "1" and w[w.index("--data-parallel-start-rank") + 1] == "1"
     assert w[w.index("--data-parallel-address") + 1] == "10.231.77.11" and "--headless" in w
 

@@ -128,7 +128,7 @@ def test_spec_token_sweep_gives_one_job_per_value(cfg):
     assert len(set(_ids(plan))) == 2 and len({j.job_dir for j in plan.jobs}) == 2
     assert "-k1-" in plan.jobs[0].server_id and "-k3-" in plan.jobs[1].server_id
     for j in plan.jobs:
-        argv = j.server_argv("h", 1)  # built from the spec's fields: the speculative config once
+        argv = j.server_argv("h", 1, engine=plan.engine)  # built from the spec's fields: the speculative config once
         spec = json.loads(argv[argv.index("--speculative-config") + 1])
         assert spec["num_speculative_tokens"] == j.num_speculative_tokens
         assert "--speculative-config" not in j.server_flags and "num_speculative_tokens" not in " ".join(j.server_flags)
@@ -195,12 +195,12 @@ def test_job_plan_travels_as_plain_data(cfg):
 def test_two_jobs_render_an_array(cfg, tmp_path):
     cfg.sweep.num_speculative_tokens = [1, 3]
     plan = make_plan(cfg)
-    lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x").splitlines()
+    lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     arrays = [ln for ln in lines if ln.startswith("#SBATCH --array=")]
     # submitit caps the parallelism at the number of tasks
     assert arrays == [f"#SBATCH --array=0-1%{min(2, cfg.cluster.array_parallelism)}"]
     cfg.cluster.array_parallelism = 1
-    lines1 = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x").splitlines()
+    lines1 = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     assert "#SBATCH --array=0-1%1" in lines1
     assert "# --- array task 0" in lines and "# --- array task 1" in lines
     servers = [ln for ln in lines if ln.startswith("#   server: ")]
@@ -209,7 +209,8 @@ def test_two_jobs_render_an_array(cfg, tmp_path):
 
 
 def test_one_job_renders_no_array(cfg, tmp_path):
-    lines = render_sbatch(cfg.cluster, make_plan(cfg).jobs, tmp_path, "specdec-x").splitlines()
+    plan = make_plan(cfg)
+    lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     assert not any(ln.startswith("#SBATCH --array") for ln in lines)
 
 
@@ -243,7 +244,7 @@ def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
     # the same server without the speculative flags, in the same order; the same points
     assert not any(f.startswith(("--speculative-config", "--per-request-spec-decode-metrics")) for f in base.server_flags)
     assert host.server_flags == base.server_flags  # the speculative flags are built from typed fields
-    host_argv, base_argv = host.server_argv("h", 1), base.server_argv("h", 1)
+    host_argv, base_argv = host.server_argv("h", 1, engine=plan.engine), base.server_argv("h", 1, engine=plan.engine)
     assert [f for f in host_argv if f in base_argv] == base_argv and len(host_argv) == len(base_argv) + 4
     assert base.points == host.points and plan.num_points == 3 * len(host.points)
     # no acceptance gates, no preflight, no lossless check; its own folder

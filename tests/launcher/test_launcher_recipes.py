@@ -40,9 +40,9 @@ def test_recipe_composes_validates_plans_and_renders(recipe, compose, tmp_path):
     for job in plan.jobs:
         assert Path(job.job_dir).parent == Path(plan.results_dir)
         assert len(job.points) == len(sw.datasets) * len(sw.temperatures) * len(sw.concurrencies)
-        assert any(line.startswith("#   server: ") for line in describe_commands(job))
+        assert any(line.startswith("#   server: ") for line in describe_commands(job, plan.engine))
     if cfg.cluster.executor == "slurm":
-        text = render_sbatch(cfg.cluster, plan.jobs, tmp_path / "_submitit", f"specdec-{recipe}")
+        text = render_sbatch(cfg.cluster, plan.jobs, tmp_path / "_submitit", f"specdec-{recipe}", plan.engine)
         assert text.startswith("#!/bin/bash")
         assert any(line.startswith("srun ") for line in text.splitlines())
 

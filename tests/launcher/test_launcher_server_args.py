@@ -12,8 +12,8 @@ from launcher.contracts.job import shell_join
 from launcher.engines import AcceptanceSource, get_engine
 from launcher.contracts.job import JobSpec
 from launcher.engines.vllm import SPEC_METRICS_FLAG
-from launcher.login.server_args import (build_server_argv, build_server_flags,
-                                  drop_flags, flag_names, speculative_config)
+from launcher.login import server_args
+from launcher.login.server_args import drop_flags, flag_names
 
 API_SERVER = "/venv/bin/python -m vllm.entrypoints.openai.api_server"
 
@@ -36,6 +36,18 @@ def value(argv: list[str], flag: str) -> str:
 
 def spec_of(argv: list[str]) -> dict:
     return json.loads(value(argv, "--speculative-config"))
+
+
+def build_server_flags(cfg, k=None):  # the engine the recipe names, as the plan resolves it
+    return server_args.build_server_flags(cfg, get_engine(cfg.server.engine), k)
+
+
+def build_server_argv(cfg, host, port, k=None):
+    return server_args.build_server_argv(cfg, get_engine(cfg.server.engine), host, port, k)
+
+
+def speculative_config(cfg, k=None):
+    return server_args.speculative_config(cfg, get_engine(cfg.server.engine), k)
 
 
 def make_cfg(method="eagle3", model="org/draft", k=3, extra=None, tp=1, dp=1, ep=1, draft_tp=None,
@@ -219,7 +231,7 @@ def spec_argv(speculative_config=None, acceptance=None):
     acc = eng.acceptance_flags(AcceptanceSource.PER_REQUEST_STATS) if acceptance is None else acceptance
     return JobSpec(recipe="r", server_id="s", job_dir="/j", model="m", served_name="m", server_command="vllm serve",
                    server_flags=["--tensor-parallel-size", "1"], speculative_config=speculative_config,
-                   acceptance_flags=acc).server_argv("h", 1)
+                   acceptance_flags=acc).server_argv("h", 1, engine=get_engine("vllm"))
 
 
 # --- the server argv: the engine's, from typed fields

@@ -58,12 +58,12 @@ def test_plan_puts_the_topology_in_the_job_spec_and_its_own_folder(compose, tmp_
     assert t.parity.job_dir == a.job_dir  # the aggregated side is the aggregated run's own folder
     assert t.parity.bench.save_dir == a.job_dir and t.parity.al_tolerance == 0.05
     assert JobSpec.from_dict(json.loads(d.to_json())) == d  # round trip through job.json
-    decode = d.server_argv("127.0.0.1", 8001, disagg_role="decode")
-    prefill = d.server_argv("127.0.0.1", 8000, disagg_role="prefill")
+    decode = d.server_argv("127.0.0.1", 8001, disagg_role="decode", engine=get_engine(d.engine))
+    prefill = d.server_argv("127.0.0.1", 8000, disagg_role="prefill", engine=get_engine(d.engine))
     for argv in (decode, prefill):  # the draft on both sides: its layers are transferred too
         assert json.loads(_flag(argv, "--speculative-config"))["method"] == "draft_model"
     assert json.loads(_flag(prefill, "--kv-transfer-config"))["kv_role"] == "kv_producer"
-    assert "--no-enable-prefix-caching" in decode and "--kv-transfer-config" not in d.server_argv("h", 1)
+    assert "--no-enable-prefix-caching" in decode and "--kv-transfer-config" not in d.server_argv("h", 1, engine=get_engine(d.engine))
 
 
 def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
@@ -83,7 +83,7 @@ def test_nixls_progress_thread_gets_a_poll_timeout_on_the_cpu_build(compose, tmp
     assert eng.disagg_env(5601, progress_poll_us=1000)["SPECDEC_NIXL_PROGRESS_DELAY_US"] == "1000"
     assert "SPECDEC_NIXL_PROGRESS_DELAY_US" not in eng.disagg_env(5601, progress_poll_us=0)
     # the dry run shows it on every server's line
-    servers = [ln for ln in describe_commands(job) if ln.startswith(("#   prefill", "#   decode"))]
+    servers = [ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith(("#   prefill", "#   decode"))]
     assert len(servers) == 2 and all("SPECDEC_NIXL_PROGRESS_DELAY_US=1000 " in ln for ln in servers), servers
     assert all("VLLM_NIXL_SIDE_CHANNEL_PORT='<free port" in ln for ln in servers), servers
 
@@ -116,7 +116,7 @@ def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, li
 
 def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
     (job,) = make_plan(compose("topology=disagg", f"output_dir={tmp_path}")).jobs
-    lines = describe_commands(job)
+    lines = describe_commands(job, get_engine(job.engine))
     text = "\n".join(lines)
     assert "#   prefill 0: VLLM_NIXL_SIDE_CHANNEL_PORT=" in text and "#   decode 0: " in text
     router = next(ln for ln in lines if ln.startswith("#   router: "))
@@ -128,14 +128,14 @@ def test_the_router_and_its_metrics_port_listen_on_loopback_even_on_a_cluster(co
     so it and its Prometheus port listen beside the benchmark, on the head node's loopback."""
     (job,) = make_plan(compose("topology=disagg", "cluster=slurm", f"output_dir={tmp_path}")).jobs
     assert job.bind_host == "0.0.0.0" and job.topology.router_host == "127.0.0.1"
-    router = next(ln for ln in describe_commands(job) if ln.startswith("#   router: ")).split()
+    router = next(ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith("#   router: ")).split()
     assert router[router.index("--host") + 1] == "127.0.0.1"
     assert router[router.index("--prometheus-host") + 1] == "127.0.0.1"
     assert "0.0.0.0" not in router
 
 
 def test_each_cpu_server_gets_its_own_cores():
-    from launcher.contracts.job import cpu_core_sets
+    from launcher.contracts.cpu_cores import cpu_core_sets
 
     assert cpu_core_sets([0, 1], 2) == [[[0]], [[1]]]
     assert cpu_core_sets([0, 1, 2, 3, 4], 2) == [[[0, 1]], [[2, 3]]]
@@ -152,7 +152,7 @@ def test_router_policies_stay_available(compose, tmp_path):
                       f"output_dir={tmp_path}")
         assert validate(cfg) == []
         (job,) = make_plan(cfg).jobs
-        router = next(ln for ln in describe_commands(job) if ln.startswith("#   router: "))
+        router = next(ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith("#   router: "))
         assert f"--policy {policy}" in router and router.count("--prefill ") == 2
 
 
@@ -167,12 +167,12 @@ def test_baseline_with_disagg_is_the_same_topology_without_speculation(compose, 
     agg = make_plan(compose("sweep.baseline=true", f"output_dir={tmp_path}")).baseline
     assert agg.server_id != plan.baseline.server_id and "-pd" not in agg.server_id
     # the disaggregated servers' argv without the speculative flags, the KV-transfer flags kept
-    argv = job.server_argv("127.0.0.1", 1, disagg_role="decode", speculative_config=None)
+    argv = job.server_argv("127.0.0.1", 1, disagg_role="decode", speculative_config=None, engine=get_engine(job.engine))
     assert "--speculative-config" not in argv and "--kv-transfer-config" in argv
 
 
 def test_three_cpu_servers_on_two_cores_decode_keeps_its_own():
-    from launcher.contracts.job import disagg_core_sets
+    from launcher.contracts.cpu_cores import disagg_core_sets
 
     assert disagg_core_sets([0, 1], ["prefill", "decode"]) == [[[0]], [[1]]]  # enough cores: disjoint
     assert disagg_core_sets([0, 1], ["prefill", "prefill", "decode"]) == [[[0]], [[0]], [[1]]]
