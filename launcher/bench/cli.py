@@ -27,7 +27,7 @@ from launcher.bench.resume import resume
 from launcher.bench.lossless import run_lossless_from_args
 from launcher.contracts.job import (BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec, RuntimeParams,
                                     SpecError, point_dir_name, read_recorded_job)
-from launcher.golden import summary_line
+from launcher.golden.text import summary_line
 from launcher.results import read_point
 from launcher.bench.summary import print_table
 from launcher.results.summary import PointRow, write_summary

@@ -1,11 +1,12 @@
 """The golden check at the end of a sweep (``--golden ID``): each complete point on
-the reference's dataset and temperature, judged by :func:`launcher.golden.check` with
+the reference's dataset and temperature, judged by :func:`launcher.golden.verdict.check` with
 the drafts it counted (the sample size of its figures) and where it ran."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from launcher import golden
+from launcher.golden.table import known_ids, lookup
+from launcher.golden.verdict import check, overall
 from launcher.results import read_point
 from launcher.results.summary import PointRow, point_rows
 
@@ -22,10 +23,10 @@ def point_run(p: PointRow, res, args) -> dict:
 
 
 def golden_verdict(golden_id: str, save_dir: Path, summary: dict, args) -> dict:
-    entry = golden.lookup(golden_id)
+    entry = lookup(golden_id)
     if entry is None:
         return {"id": golden_id, "verdict": "error", "points": [],
-                "problems": [f"unknown reference; known: {', '.join(golden.known_ids())}"]}
+                "problems": [f"unknown reference; known: {', '.join(known_ids())}"]}
     judged = []
     for p in point_rows(summary):
         if p.dataset != entry["dataset"] or float(p.temperature) != float(entry["workload"]["temperature"]):
@@ -37,10 +38,10 @@ def golden_verdict(golden_id: str, save_dir: Path, summary: dict, args) -> dict:
         al = ext.get("Server_AL_request_mean") if entry.get("al_definition") == "mean_per_request" \
             else ext.get("Server_AL")
         drafts = (ext.get("per_position") or {}).get("num_drafts")
-        v = golden.check(entry, al, res.per_position_rates, point_run(p, res, args), num_drafts=drafts,
+        v = check(entry, al, res.per_position_rates, point_run(p, res, args), num_drafts=drafts,
                          recorded_on=res.conf_ext.get("recorded_on"))
         judged.append(v | {"point": p.dir})
-    return {"id": golden_id, "verdict": golden.overall([v["verdict"] for v in judged]), "entry": entry,
+    return {"id": golden_id, "verdict": overall([v["verdict"] for v in judged]), "entry": entry,
             "points": judged,
             "problems": [] if judged else [f"no complete point on {entry['dataset']} at "
                                            f"T={entry['workload']['temperature']:g}"]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launcher.report.html import _e, _num, figures
+from launcher.report.markup import esc as _e, figures, num as _num
 from launcher.report.plots import _MARKERS, _save, plt
 
 
