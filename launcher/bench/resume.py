@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from launcher.bench import point as point_mod
-from launcher.bench.result_files import is_complete
+from launcher.results import is_complete
 from launcher.results.repeats import record
 
 
