@@ -5,10 +5,11 @@ the flag form (hand use, launcher.bench.cli), and read with attributes after: no
 namespace travels past the command line."""
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Optional
 
-from launcher.contracts.job import BenchSpec, JobSpec
+from launcher.contracts.job import SERVER_START_ENV, BenchSpec, JobSpec
 
 
 @dataclass(frozen=True)
@@ -60,3 +61,11 @@ def server_starts(b: BenchSpec) -> int:
 def as_repeats(b: BenchSpec) -> bool:
     """Whether a point's measurements go through repeats.json (several repeats, or several starts)."""
     return measured_repeats(b) > 1 or server_starts(b) > 1
+
+
+def server_start() -> int:
+    """Which start of the server this benchmark measures (the node's SERVER_START_ENV; 1 alone)."""
+    try:
+        return max(1, int(os.environ.get(SERVER_START_ENV, "1")))
+    except ValueError:
+        return 1

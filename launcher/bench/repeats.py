@@ -4,17 +4,16 @@ of it (sweep.server_starts): every repeat's figures into the point's repeats.jso
 repeats' AIPerf folders kept beside them (docs/repeats.md)."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Optional
 
 from launcher.bench import aiperf_runner as ar
+from launcher.bench.bench_run import server_start
 from launcher.bench.context import PointGroup
 from launcher.bench.metrics import RecordError
 from launcher.bench.point import finish_point, measure
 from launcher.bench.point_configuration import job_dir, requests_window
-from launcher.contracts.job import SERVER_START_ENV
 from launcher.results import EXTENSION_KEY
 from launcher.results.goodput import point_goodput
 from launcher.results.repeats import record as repeat_record
@@ -22,14 +21,6 @@ from launcher.runtime import machine
 from launcher.runtime.files import write_json_atomic
 
 _STAGED = ".earlier_starts"  # the earlier starts' AIPerf folders while this start's repeats join them
-
-
-def server_start() -> int:
-    """Which start of the server this benchmark measures (the node's SERVER_START_ENV; 1 alone)."""
-    try:
-        return max(1, int(os.environ.get(SERVER_START_ENV, "1")))
-    except ValueError:
-        return 1
 
 
 def _measure_repeats(g: PointGroup, point_dir: Path, runs: list, per: list, srcs: list) -> tuple[Optional[str], list]:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.bench import aiperf_runner as ar
+from launcher.bench.bench_run import server_start
 from launcher.bench.metrics import profiling_records, read_profile_export, RecordError
-from launcher.bench.repeats import server_start
 from launcher.results import read_point
 from launcher.results.repeats import record as repeat_record
 

@@ -3,7 +3,7 @@
 import json
 from types import SimpleNamespace
 
-from launcher.bench import repeats, resume
+from launcher.bench import bench_run, repeats, resume
 from launcher.bench.bench_run import BenchRun
 from launcher.bench.context import PointContext, PointGroup
 from launcher.contracts.job import SERVER_START_ENV, BenchSpec
@@ -41,7 +41,7 @@ def test_the_first_start_takes_nothing(tmp_path, monkeypatch):
     assert repeats.earlier_starts(d) == ([], [], [])
     assert (d / "aiperf" / "profile_export.jsonl").exists()
     monkeypatch.delenv(SERVER_START_ENV)
-    assert repeats.server_start() == 1
+    assert bench_run.server_start() == 1
 
 
 def test_resume_skips_a_point_only_with_every_starts_repeats(tmp_path, monkeypatch):
