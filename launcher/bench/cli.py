@@ -6,8 +6,7 @@ one running server with AIPerf, and write specdec_bench-format results.
 is what jobs run: the points and every setting come from the job spec's typed
 sections (launcher/contracts/job.py). The flag form (``--mtbench PATH ... --url URL``) is
 for hand use; run.sh reads the arguments after its `--` with this parser into a
-job spec, and runs that. Either way the command line becomes one typed
-``BenchRun`` (launcher/bench/bench_run.py) before anything runs.
+job spec, and runs that.
 """
 from __future__ import annotations
 
@@ -42,8 +41,6 @@ from launcher.results.status import write_error
 from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine
 from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.contracts.server_ready import ServerReady, read_server_ready
-
-__all__ = ["PointOutcome", "main", "parse_args", "spec_from_argv"]
 
 
 def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
@@ -294,7 +291,8 @@ def failure_line(summary: dict, outcomes: list) -> Optional[str]:
 
 
 def read_run(argv: list[str]) -> BenchRun:
-    """The typed run: from the job spec (--spec), or the specdec_bench-style CLI."""
+    """The typed run (launcher.bench.bench_run.BenchRun): from the job spec (--spec), or the
+    specdec_bench-style CLI. No argparse namespace goes further than this module."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--spec")
     if pre.parse_known_args(argv)[0].spec is not None:
