@@ -35,24 +35,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {PROG} --help)")
 
 
-def _fraction(text: str) -> float:
+def _in_range(text: str, convert, lo, hi, kind: str):
+    """``text`` as ``convert`` makes it, between ``lo`` and ``hi``; else argparse's one-line error."""
     try:
-        value = float(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+    if not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between {lo} and {hi}")
     return value
+
+
+def _fraction(text: str) -> float:
+    return _in_range(text, float, 0, 1, "a number between 0 and 1")
 
 
 def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError(f"{text!r} is not between 1 and 256")
-    return value
+    return _in_range(text, int, 1, 256, "a whole number")
 
 
 def build_parser() -> argparse.ArgumentParser:

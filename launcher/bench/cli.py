@@ -13,27 +13,31 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import yaml
 
 from launcher.bench import aiperf_runner as ar
-from launcher.bench import point as point_mod
 from launcher.bench import slo_probe
+from launcher.bench.aiperf_group import run_group
+from launcher.bench.bench_run import BenchRun, from_job
+from launcher.bench.context import PointContext
 from launcher.bench.golden_check import golden_verdict
+from launcher.bench.lossless import run_lossless
+from launcher.bench.outcome import PointOutcome
+from launcher.bench.progress import Progress
 from launcher.bench.resume import resume
-from launcher.bench.lossless import run_lossless_from_args
 from launcher.contracts.job import (BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec, RuntimeParams,
-                                    SpecError, point_dir_name, read_recorded_job)
-from launcher.golden import summary_line
+                                    SpecError, read_recorded_job)
+from launcher.golden.text import summary_line
 from launcher.results import read_point
 from launcher.bench.summary import print_table
-from launcher.results.summary import PointRow, write_summary
+from launcher.results.summary import write_summary
 from launcher.runtime.datasets import DatasetError, get_dataset
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
-from launcher.results.status import JobProgress, write_error, write_progress
+from launcher.results.status import write_error
 from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine
 from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
 from launcher.contracts.server_ready import ServerReady, read_server_ready
@@ -118,16 +122,16 @@ def per_concurrency(items: list[str]) -> dict[int, int]:
     return out
 
 
-def spec_from_argv(argv: list[str]):
-    """(BenchSpec, points) of a benchmark argv (run.sh's arguments after `--`), read by
-    this benchmark's own parser: the job spec run.sh writes holds the typed settings."""
+def _runtime_params(path: Optional[str]) -> dict:
+    """--runtime_params YAML (sampling_kwargs, chat_template_args, dataset_kwargs), {} without one."""
+    return (yaml.safe_load(Path(path).read_text()) if path else None) or {}
 
-    args = parse_args(list(argv), require_url=False)
-    runtime = (yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else None) or {}
-    datasets = dataset_inputs(args)
-    bench = BenchSpec(
-        model=args.model, tokenizer=args.tokenizer, save_dir=str(Path(args.save_dir).resolve()),
-        datasets=tuple(DatasetInput(n, str(p)) for n, p in datasets), num_requests=args.num_requests,
+
+def _bench_spec(args: argparse.Namespace, save_dir: str, datasets: list[tuple[str, str]], runtime: dict) -> BenchSpec:
+    """The flag form's settings as the job spec's benchmark section."""
+    return BenchSpec(
+        model=args.model, tokenizer=args.tokenizer, save_dir=save_dir,
+        datasets=tuple(DatasetInput(n, p) for n, p in datasets), num_requests=args.num_requests,
         max_turns=args.max_turns, output_length=args.output_length, num_gpus=args.num_gpus, aiperf=args.aiperf,
         requests_per_concurrency=per_concurrency(args.requests_per_concurrency),
         aiperf_mode=args.aiperf_mode, point_timeout_s=args.point_timeout_s, request_timeout_s=args.request_timeout_s,
@@ -138,57 +142,29 @@ def spec_from_argv(argv: list[str]):
         runtime_params=RuntimeParams(**{k: dict(runtime.get(k) or {}) for k in
                                         ("sampling_kwargs", "chat_template_args", "dataset_kwargs")}),
         acceptance_source=args.acceptance_source, repeats=args.repeats, server_starts=args.server_starts,
-        warmup=args.warmup,
-        noisy_rel_mad=args.noisy_rel_mad)
+        warmup=args.warmup, noisy_rel_mad=args.noisy_rel_mad)
+
+
+def spec_from_argv(argv: list[str]):
+    """(BenchSpec, points) of a benchmark argv (run.sh's arguments after `--`), read by
+    this benchmark's own parser: the job spec run.sh writes holds the typed settings."""
+    args = parse_args(list(argv), require_url=False)
+    datasets = [(n, str(Path(p))) for n, p in dataset_inputs(args)]
+    bench = _bench_spec(args, str(Path(args.save_dir).resolve()), datasets, _runtime_params(args.runtime_params))
     points = [PointSpec(name, float(t), int(c)) for name, _ in datasets for t in args.temperature
               for c in args.concurrency]
     return bench, points
 
 
-@dataclass
-class PointOutcome:
-    dataset: str
-    temperature: float
-    concurrency: int
-    status: str = "pending"
-    reason: Optional[str] = None
-    values: dict = field(default_factory=dict)
-
-    @property
-    def dir(self) -> str:
-        return point_dir_name(self.dataset, self.temperature, self.concurrency)
-
-    def row(self) -> dict:
-        """summary.json's row of the point (launcher.results.summary.PointRow)."""
-        row = PointRow.begun(self.dataset, self.temperature, self.concurrency, self.dir, self.status,
-                             self.reason).with_figures(self.values)
-        return (replace(row, search_probe=True) if getattr(self, "search_probe", False) else row).to_dict()
+def run_of_flags(args: argparse.Namespace) -> BenchRun:
+    """The flag form (hand use) as a typed run: the files and folder as given."""
+    runtime = _runtime_params(args.runtime_params)
+    return BenchRun(bench=_bench_spec(args, args.save_dir, dataset_inputs(args), runtime), url=args.url,
+                    temperatures=tuple(args.temperature), concurrencies=tuple(args.concurrency), runtime=runtime,
+                    phase_gap_s=args.phase_gap_s)
 
 
-def spec_args(job, role: str, url: str) -> tuple[argparse.Namespace, dict, dict]:
-    """(args, runtime params, gates) of a job spec's benchmark: the same settings
-    the flag form gives, taken from the typed sections, never from an argv."""
-
-    b = job.bench_for(role)
-    temps = list(dict.fromkeys(p.temperature for p in job.points))
-    concs = list(dict.fromkeys(p.concurrency for p in job.points))
-    ll = b.lossless
-    args = argparse.Namespace(
-        datasets=[(d.name, Path(d.path)) for d in b.datasets], mtbench=None, specbench=None, speed=[],
-        num_requests=b.num_requests, max_turns=b.max_turns, runtime_params=None, temperature=temps or [0.0],
-        requests_per_concurrency=[f"{c}={n}" for c, n in sorted(b.requests_per_concurrency.items())],
-        concurrency=concs or [1], num_gpus=b.num_gpus, output_length=b.output_length, save_dir=b.save_dir,
-        url=url, model=b.model, tokenizer=b.tokenizer, aiperf=b.aiperf, point_timeout_s=b.point_timeout_s,
-        request_timeout_s=b.request_timeout_s, max_failed_fraction=b.gates.max_failed_fraction,
-        min_acceptance_length=[], min_tokens_per_step=b.gates.min_tokens_per_step, no_preflight=not b.preflight,
-        force=b.force, aiperf_mode=b.aiperf_mode, acceptance_source=b.acceptance_source, golden=b.golden,
-        lossless_prompts=ll.num_prompts if ll else 0, lossless_output_length=ll.output_length if ll else 64,
-        lossless_min_match_fraction=ll.min_match_fraction if ll else 0.6,
-        repeats=b.repeats, server_starts=b.server_starts, warmup=b.warmup, noisy_rel_mad=b.noisy_rel_mad, slo=b.slo)
-    return args, asdict(b.runtime_params), {k: float(v) for k, v in b.gates.min_acceptance_length.items()}
-
-
-def _spec_mode(argv: list[str]) -> tuple[argparse.Namespace, dict, dict]:
+def _spec_mode(argv: list[str]) -> BenchRun:
 
     p = argparse.ArgumentParser(prog="python -m launcher.bench --spec")
     p.add_argument("--spec", required=True, help="the job spec (JOB_DIR/job.json)")
@@ -197,21 +173,20 @@ def _spec_mode(argv: list[str]) -> tuple[argparse.Namespace, dict, dict]:
     p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
     a = p.parse_args(argv)
     try:
-        return spec_args(JobSpec.read(a.spec), a.role, a.url)
+        return from_job(JobSpec.read(a.spec), a.role, a.url)
     except SpecError as e:
         raise SystemExit(f"error: {e}") from None
 
 
-def dataset_inputs(args) -> list[tuple[str, Path]]:
-    if getattr(args, "datasets", None) is not None:  # from a job spec: named there
-        return list(args.datasets)
-    out: list[tuple[str, Path]] = []
+def dataset_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The flag form's datasets, (name, file as given): --mtbench, --specbench, each --speed."""
+    out: list[tuple[str, str]] = []
     if args.mtbench:
-        out.append(("mtbench", Path(args.mtbench)))
+        out.append(("mtbench", args.mtbench))
     if args.specbench:
-        out.append(("specbench", Path(args.specbench)))
+        out.append(("specbench", args.specbench))
     for s in args.speed:
-        out.append((f"speed_{Path(s).stem}", Path(s)))
+        out.append((f"speed_{Path(s).stem}", s))
     return out
 
 
@@ -224,36 +199,6 @@ def parse_gates(items: list[str]) -> dict[str, float]:
         except ValueError:
             raise SystemExit(f"error: --min_acceptance_length {it!r}: expected DATASET=FLOAT") from None
     return gates
-
-
-class Progress:
-    """A progress line (point i/N, requests done, elapsed) on stderr and in progress.json."""
-
-    def __init__(self, save_dir: Path, total: int, on_point_done: Optional[Callable[[], None]] = None):
-        self.save_dir, self.total, self.done, self.start = save_dir, total, 0, time.time()
-        self.current = ""
-        self.running: list[str] = []  # point folders AIPerf is measuring now
-        self._last = ""
-        self._on_point_done = on_point_done
-
-    def point_done(self, point_dir: str, status: str, reason: Optional[str]) -> None:
-        """One point ended (its outcome is final): summary.json is rewritten first, so
-        a job killed right after still has this point's status and reason."""
-        self.done += 1
-        self.running = [r for r in self.running if r != point_dir]
-        if self._on_point_done is not None:
-            self._on_point_done()
-        self.update(f"{point_dir}: {status}" + (f" ({reason})" if reason else ""))
-
-    def update(self, current: str) -> None:
-        self.current = current
-        line = f"[bench {time.time() - self.start:6.0f}s] {self.done}/{self.total} points done | {current}"
-        if line.split("|", 1)[1] != self._last.split("|", 1)[-1]:
-            print(line, file=sys.stderr, flush=True)
-        self._last = line
-        write_progress(self.save_dir, JobProgress(points_total=self.total, points_done=self.done, current=current,
-                                                  running=list(self.running),
-                                                  elapsed_s=round(time.time() - self.start, 1)))
 
 
 def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path) -> list[dict]:
@@ -272,15 +217,15 @@ def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path)
     return out
 
 
-def load_datasets(args) -> dict:
+def load_datasets(bench: BenchSpec) -> dict:
     """{name: (DatasetSpec, questions)} of the sweep; DatasetError names file:line."""
     datasets = {}
-    for name, path in dataset_inputs(args):
-        spec = get_dataset(name)
-        questions = spec.reader(path, args.num_requests)
-        if args.max_turns is not None:
-            questions = [replace(q, turns=q.turns[:args.max_turns]) for q in questions]
-        datasets[name] = (spec, questions)
+    for d in bench.datasets:
+        spec = get_dataset(d.name)
+        questions = spec.reader(Path(d.path), bench.num_requests)
+        if bench.max_turns is not None:
+            questions = [replace(q, turns=q.turns[:bench.max_turns]) for q in questions]
+        datasets[d.name] = (spec, questions)
     if not datasets:
         raise DatasetError("no dataset given (fix: pass --mtbench, --specbench or --speed PATH)")
     return datasets
@@ -309,20 +254,20 @@ def forced_check(summary: dict, job: Optional[JobSpec], outcomes: list, save_dir
     print(verdict_line(summary["forced_acceptance"]), file=sys.stderr)
 
 
-def golden_check(summary: dict, outcomes: list, save_dir: Path, args) -> None:
+def golden_check(summary: dict, outcomes: list, save_dir: Path, bench: BenchSpec) -> None:
 
-    summary["golden"] = golden_verdict(args.golden, save_dir, summary, args)
+    summary["golden"] = golden_verdict(bench.golden, save_dir, summary, bench)
     verdicts = {v["point"]: v["verdict"] for v in summary["golden"].get("points") or []}
     for o in outcomes:
         if o.dir in verdicts:
             o.values["golden"] = verdicts[o.dir]
 
 
-def lossless_check(summary: dict, save_dir: Path, args) -> None:
+def lossless_check(summary: dict, save_dir: Path, run: BenchRun) -> None:
 
     # the prompts come from the whole datasets, not only the sweep's num_requests
-    full = {name: (get_dataset(name), get_dataset(name).reader(path, None)) for name, path in dataset_inputs(args)}
-    summary["lossless"] = run_lossless_from_args(args, full, save_dir)
+    full = {d.name: (get_dataset(d.name), get_dataset(d.name).reader(Path(d.path), None)) for d in run.bench.datasets}
+    summary["lossless"] = run_lossless(run.base_url, run.bench.model, run.bench.lossless, full, save_dir)
 
 
 def failure_line(summary: dict, outcomes: list) -> Optional[str]:
@@ -345,69 +290,64 @@ def failure_line(summary: dict, outcomes: list) -> Optional[str]:
     return "; ".join(parts) or None
 
 
-def read_args(argv: list[str]):
-    """(args, runtime params, gates): from the job spec (--spec), or the specdec_bench-style CLI."""
+def read_run(argv: list[str]) -> BenchRun:
+    """The typed run (launcher.bench.bench_run.BenchRun): from the job spec (--spec), or the
+    specdec_bench-style CLI. No argparse namespace goes further than this module."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--spec")
     if pre.parse_known_args(argv)[0].spec is not None:
         return _spec_mode(argv)
-    args = parse_args(argv)
-    runtime = (yaml.safe_load(Path(args.runtime_params).read_text()) if args.runtime_params else None) or {}
-    return args, runtime, parse_gates(args.min_acceptance_length)
+    return run_of_flags(parse_args(argv))
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args, runtime, gates = read_args(list(sys.argv[1:] if argv is None else argv))
-    if args.repeats < 1:
-        print(f"error: --repeats {args.repeats}: must be at least 1", file=sys.stderr)
+    run = read_run(list(sys.argv[1:] if argv is None else argv))
+    b = run.bench
+    if b.repeats < 1:
+        print(f"error: --repeats {b.repeats}: must be at least 1", file=sys.stderr)
         return 2
     t0 = time.time()
-    save_dir = Path(args.save_dir)
+    save_dir = Path(b.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
-    base_url = args.url.rstrip("/")
     try:
-        datasets = load_datasets(args)
+        datasets = load_datasets(b)
     except (DatasetError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
     ready = read_server_ready(save_dir) or ServerReady()
     job = read_recorded_job(save_dir)  # None: a hand run without a job folder
-    engine = get_engine(job.engine if job else DEFAULT_ENGINE)
-    version = engine_version(base_url, engine) or ready.engine_version
-    speculative = not args.no_preflight
-    source = AcceptanceSource(args.acceptance_source or ready.acceptance_source
+    engine = get_engine(job.engine if job else DEFAULT_ENGINE)  # resolved once for the whole benchmark
+    version = engine_version(run.base_url, engine) or ready.engine_version
+    source = AcceptanceSource(b.acceptance_source or ready.acceptance_source
                               or (job.acceptance_source if job else None)
                               or AcceptanceSource.PER_REQUEST_STATS.value)
-    outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in args.temperature
-                for c in args.concurrency]
-    summary = _new_summary(args, save_dir, ready, job, version, source.value if speculative else None)
+    outcomes = [PointOutcome(ds, float(t), int(c)) for ds in datasets for t in run.temperatures
+                for c in run.concurrencies]
+    summary = _new_summary(b, save_dir, ready, job, version, source.value if run.speculative else None)
 
     def flush():
         summary["points"] = [o.row() for o in outcomes]
         summary["wall_time_s"] = round(time.time() - t0, 3)
         write_summary(save_dir, summary, allow_nan=False)
 
-    if speculative:
+    if run.speculative:
         try:
-            preflight(base_url, args.model, source, engine)
+            preflight(run.base_url, b.model, source, engine)
         except PreflightError as e:
             return _preflight_failed(e, outcomes, save_dir, flush)
-    todo = resume(outcomes, save_dir, args)
+    todo = resume(outcomes, save_dir, b)
     progress = Progress(save_dir, len(todo), on_point_done=flush)
     flush()
-    ctx = point_mod.PointContext(args=args, runtime=runtime, base_url=base_url, engine_version=version,
-                                 speculative=speculative, gates=gates, server_ready=ready, job=job,
-                                 acceptance_source=source.value,
-                                 stream_extra=engine.stream_options(source) if speculative else {},
-                                 metric_names=engine.metrics, engine=engine)
+    ctx = PointContext(run=run, engine_version=version, server_ready=ready, job=job, acceptance_source=source.value,
+                       stream_extra=engine.stream_options(source) if run.speculative else {},
+                       metric_names=engine.metrics, engine=engine)
     _run_groups(ctx, datasets, todo, save_dir, progress, summary, flush)
     # the max load under the recipe's SLO: extra points (docs/slo.md)
-    summary["slo"] = slo_probe.search(ctx, datasets, outcomes, save_dir, progress, PointOutcome,
-                                      point_mod.run_group, flush)
+    summary["slo"] = slo_probe.search(ctx, datasets, outcomes, save_dir, progress, run_group, flush)
     flush()
-    if speculative:
-        _after_sweep_checks(summary, job, outcomes, save_dir, args, flush)
+    if run.speculative:
+        _after_sweep_checks(summary, run, job, outcomes, save_dir, flush)
     print_table(summary)
     msg = failure_line(summary, outcomes)
     if msg:
@@ -417,10 +357,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-def _new_summary(args, save_dir: Path, ready: ServerReady, job: Optional[JobSpec], version: Optional[str],
+def _new_summary(bench: BenchSpec, save_dir: Path, ready: ServerReady, job: Optional[JobSpec], version: Optional[str],
                  acceptance_source: Optional[str]) -> dict:
     """summary.json as the benchmark starts it (its points are filled as they run)."""
-    summary = {"schema_version": 1, "save_dir": str(save_dir), "model": args.model, "engine_version": version,
+    summary = {"schema_version": 1, "save_dir": str(save_dir), "model": bench.model, "engine_version": version,
                "server_startup_s": ready.startup_s, "wall_time_s": None, "points": [], "lossless": None,
                "prometheus_runs": []}
     summary.update({k: (getattr(job, k) or None) if job else None for k in ("recipe", "server_id", "method")})
@@ -439,25 +379,26 @@ def _preflight_failed(e: Exception, outcomes: list, save_dir: Path, flush) -> in
 
 
 def _run_groups(ctx, datasets: dict, todo: list, save_dir: Path, progress, summary: dict, flush) -> None:
-    """Each dataset x temperature in one AIPerf process (launcher.bench.point.run_group)."""
+    """Each dataset x temperature in one AIPerf process (launcher.bench.aiperf_group.run_group)."""
     groups: dict[tuple[str, float], list[PointOutcome]] = {}
     for o in todo:
         groups.setdefault((o.dataset, o.temperature), []).append(o)
     for (ds, temp), group in groups.items():
         spec, questions = datasets[ds]
-        check = point_mod.run_group(ctx, spec, questions, ds, temp, group, save_dir, progress)
+        check = run_group(ctx, spec, questions, ds, temp, group, save_dir, progress)
         if check is not None:
             summary["prometheus_runs"].append(check)
         flush()
 
 
-def _after_sweep_checks(summary: dict, job: Optional[JobSpec], outcomes: list, save_dir: Path, args, flush) -> None:
+def _after_sweep_checks(summary: dict, run: BenchRun, job: Optional[JobSpec], outcomes: list, save_dir: Path,
+                        flush) -> None:
     """Forced acceptance, golden, lossless: each check's verdict is on disk before the next one runs."""
     forced_check(summary, job, outcomes, save_dir)
     flush()
-    if args.golden:
-        golden_check(summary, outcomes, save_dir, args)
+    if run.bench.golden:
+        golden_check(summary, outcomes, save_dir, run.bench)
         flush()
-    if args.lossless_prompts:
-        lossless_check(summary, save_dir, args)
+    if run.bench.lossless and run.bench.lossless.num_prompts:
+        lossless_check(summary, save_dir, run)
         flush()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.bench.preflight import chat
+from launcher.contracts.job import LosslessSpec
 from launcher.results.summary import update_summary
 
 
@@ -96,12 +97,12 @@ def collect_spec_outputs(url: str, model: str, prompts: list[str], max_tokens: i
                                "outputs": generate(url, model, prompts, max_tokens)}, indent=1))
 
 
-def run_lossless_from_args(args, datasets: dict, save_dir: Path) -> Optional[dict]:
+def run_lossless(base_url: str, model: str, check: LosslessSpec, datasets: dict, save_dir: Path) -> Optional[dict]:
     """Called by the benchmark after its sweep: collect the speculative outputs. The
     comparison runs once a reference server is up (the node job starts it)."""
-    prompts = prompts_from_datasets(datasets, args.lossless_prompts)
-    collect_spec_outputs(args.url.rstrip("/"), args.model, prompts, args.lossless_output_length,
-                         spec_outputs_path(save_dir), args.lossless_min_match_fraction)
+    prompts = prompts_from_datasets(datasets, check.num_prompts)
+    collect_spec_outputs(base_url, model, prompts, check.output_length,
+                         spec_outputs_path(save_dir), check.min_match_fraction)
     return {"status": "pending reference run", "prompts": len(prompts)}
 
 

@@ -2,10 +2,11 @@
 request proving that per-request spec-decode stats come back."""
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.error
 import urllib.request
-from typing import Optional
+from typing import Iterator, Optional
 
 from launcher.runtime.apikey import auth_headers
 from launcher.engines import Engine
@@ -40,10 +41,11 @@ def chat(base_url: str, model: str, prompt: str, max_tokens: int, extra: Optiona
     return http_json(f"{base_url}/v1/chat/completions", body, timeout=timeout)
 
 
-def check_spec_stats(base_url: str, model: str, engine: Engine) -> dict:
-    """One short request; the response must carry the engine's per-request stats."""
+@contextlib.contextmanager
+def _request_to(base_url: str) -> Iterator[None]:
+    """A preflight request's failures as one PreflightError each, with the fix where there is one."""
     try:
-        resp = chat(base_url, model, "Say hello.", 8, {"temperature": 0.0})
+        yield
     except urllib.error.HTTPError as e:
         if e.code in (401, 403):
             raise PreflightError(f"preflight request to {base_url} was refused (HTTP {e.code}): the server wants "
@@ -52,6 +54,12 @@ def check_spec_stats(base_url: str, model: str, engine: Engine) -> dict:
         raise PreflightError(f"preflight request to {base_url} failed: HTTP {e.code} {e.read()[:200]!r}") from None
     except (OSError, urllib.error.URLError) as e:
         raise PreflightError(f"preflight request to {base_url} failed: {e}") from None
+
+
+def check_spec_stats(base_url: str, model: str, engine: Engine) -> dict:
+    """One short request; the response must carry the engine's per-request stats."""
+    with _request_to(base_url):
+        resp = chat(base_url, model, "Say hello.", 8, {"temperature": 0.0})
     stats = engine.request_stats(resp)
     if not stats:
         raise PreflightError(
@@ -64,16 +72,9 @@ def check_stream_usage(base_url: str, model: str) -> list[int]:
     """One short streamed request; every chunk must carry cumulative usage, so that
     acceptance can be counted from the stream (engines without per-request stats)."""
     try:
-        chunks, _ = stream_chat_chunks(base_url, model, "Say hello.", 8, {"temperature": 0.0},
-                                       headers=auth_headers())
-    except urllib.error.HTTPError as e:
-        if e.code in (401, 403):
-            raise PreflightError(f"preflight request to {base_url} was refused (HTTP {e.code}): the server wants "
-                                 "an API key the client does not have (fix: export SPECDEC_API_KEY=<the server's "
-                                 "key> for the benchmark)") from None
-        raise PreflightError(f"preflight request to {base_url} failed: HTTP {e.code} {e.read()[:200]!r}") from None
-    except (OSError, urllib.error.URLError) as e:
-        raise PreflightError(f"preflight request to {base_url} failed: {e}") from None
+        with _request_to(base_url):
+            chunks, _ = stream_chat_chunks(base_url, model, "Say hello.", 8, {"temperature": 0.0},
+                                           headers=auth_headers())
     except ValueError as e:
         raise PreflightError(str(e)) from None
     return chunks

@@ -1,4 +1,4 @@
-"""Where a point ran, in the terms a golden reference records (launcher.golden.PLATFORM_KEYS):
+"""Where a point ran, in the terms a golden reference records (launcher.golden.verdict.PLATFORM_KEYS):
 engine, version, build (cpu / cuda), the CPU attention kernel the engine picks (by the ISA
 it runs on: amx / avx512 / avx2) or the GPU's name, and the served dtype. Written into each
 point's configuration.json (``specdec_launcher.recorded_on``) so a golden verdict can say

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from launcher.runtime.datasets import DatasetSpec, Question, question_key
-from launcher.runtime.files import jsonl_lines
 
 from launcher.results import (ACCEPTANCE_FILE, COMPLETE_FILE as COMPLETE, CONFIGURATION_FILE,  # noqa: F401
                               EXTENSION_KEY, TIMING_FILE, append_metric, is_complete, mark_complete,
                               write_json_atomic, write_jsonl_atomic)
 from launcher.results.layout import SPECBENCH, dataset_kind, responses_file
+from launcher.results.records import raw_turn_records
 from launcher.results.specbench_results import SPECBENCH_PLOT_FILE, write_specbench_results
 from launcher.results.responses import response_rows
 from launcher.results.store import utc_now
@@ -41,24 +41,10 @@ def response_texts_from_raw(path: Path | str) -> dict[tuple[str, int], str]:
     The streamed SSE ``choices[0].delta.content`` pieces are joined. Only
     profiling records without an error; the first record of a key wins.
     """
-    path = Path(path)
     texts: dict[tuple[str, int], str] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in jsonl_lines(f):
-            try:
-                rec = json.loads(line)
-                meta = rec["metadata"]
-                key = (str(meta["conversation_id"]), int(meta["turn_index"]))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise ValueError(f"{path}:{lineno}: not an AIPerf raw record "
-                                 "(needs metadata.conversation_id and turn_index)") from None
-            if meta.get("benchmark_phase") != "profiling" or rec.get("error") or key in texts:
-                continue
-            pieces = []
-            for resp in rec.get("responses") or []:
-                for packet in resp.get("packets") or []:
-                    pieces.append(_packet_text(packet))
-            texts[key] = "".join(pieces)
+    for _, key, rec in raw_turn_records(path):
+        texts[key] = "".join(_packet_text(packet) for resp in rec.get("responses") or []
+                             for packet in resp.get("packets") or [])
     return texts
 
 

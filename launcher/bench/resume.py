@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launcher.bench import point as point_mod
-from launcher.bench.result_files import is_complete
+from launcher.bench.bench_run import measured_repeats, server_starts
+from launcher.bench.point import load_point_values
+from launcher.contracts.job import BenchSpec
+from launcher.results import is_complete
 from launcher.results.repeats import record
 
 
@@ -14,15 +16,15 @@ def repeats_done(point_dir: Path) -> int:
     return int((record.read(point_dir) or {}).get("repeats") or 1)
 
 
-def resume(outcomes: list, save_dir: Path, args) -> list:
+def resume(outcomes: list, save_dir: Path, bench: BenchSpec) -> list:
     """The points still to measure; complete ones (with every repeat) are marked skipped
     and keep their figures."""
     todo = []
-    expected = max(1, args.repeats) * point_mod.n_starts(args)  # every start's repeats (sweep.server_starts)
+    expected = measured_repeats(bench) * server_starts(bench)  # every start's repeats (sweep.server_starts)
     for o in outcomes:
-        if not args.force and is_complete(save_dir / o.dir) and repeats_done(save_dir / o.dir) == expected:
+        if not bench.force and is_complete(save_dir / o.dir) and repeats_done(save_dir / o.dir) == expected:
             o.status, o.reason = "skipped", "already complete"
-            o.values.update(point_mod.load_point_values(save_dir / o.dir))
+            o.values.update(load_point_values(save_dir / o.dir))
         else:
             todo.append(o)
     return todo

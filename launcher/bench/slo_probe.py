@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
+from launcher.bench.outcome import PointOutcome
 from launcher.bench.resume import resume
-from launcher.results.goodput import slo_from_dict
 from launcher.results.slo_search import max_load, next_probe
 
 
@@ -18,12 +18,11 @@ def verdict(o) -> Optional[str]:
     return (o.values.get("goodput") or {}).get("verdict")
 
 
-def search(ctx, datasets: dict, outcomes: list, save_dir: Path, progress, make_outcome: Callable,
-           run_group: Callable, flush: Callable[[], None]) -> Optional[dict]:
+def search(ctx, datasets: dict, outcomes: list, save_dir: Path, progress, run_group: Callable,
+           flush: Callable[[], None]) -> Optional[dict]:
     """Probe each (dataset, temperature) of ``outcomes`` (appending the probe points to it);
-    returns summary.json's ``slo`` block, None without an SLO."""
-    raw = getattr(ctx.args, "slo", None)
-    slo = slo_from_dict(raw)
+    returns summary.json's ``slo`` block, None without an SLO. ``ctx``: launcher.bench.context.PointContext."""
+    slo, raw = ctx.slo, ctx.bench.slo
     if slo is None:
         return None
     allowed = int(raw.get("max_search_probes", 3)) if raw.get("search", True) else 0
@@ -37,12 +36,11 @@ def search(ctx, datasets: dict, outcomes: list, save_dir: Path, progress, make_o
             c = next_probe({o.concurrency: verdict(o) for o in group})
             if c is None or any(o.concurrency == c for o in group):
                 break
-            o = make_outcome(ds, temp, c)
-            o.search_probe = True
+            o = PointOutcome(ds, temp, c, search_probe=True)
             group.append(o)
             outcomes.append(o)
             probes += 1
-            if not resume([o], save_dir, ctx.args):  # a rerun: this probe is on disk, complete
+            if not resume([o], save_dir, ctx.bench):  # a rerun: this probe is on disk, complete
                 continue
             progress.total += 1
             spec, questions = datasets[ds]
@@ -51,7 +49,7 @@ def search(ctx, datasets: dict, outcomes: list, save_dir: Path, progress, make_o
             flush()
         res = max_load({o.concurrency: verdict(o) for o in group})
         out["max_load"].append({"dataset": ds, "temperature": temp, "probes": probes,
-                                "probed": sorted(o.concurrency for o in group if getattr(o, "search_probe", False)),
+                                "probed": sorted(o.concurrency for o in group if o.search_probe),
                                 **res})
         print(f"SLO {slo.describe()}: {ds} T={temp:g}: max concurrency {res['max_concurrency']} "
               f"({res['note']})", flush=True)

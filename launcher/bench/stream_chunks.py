@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Optional
 
-from launcher.runtime.files import jsonl_lines
+from launcher.results.records import raw_turn_records
 
 
 def chunks_from_usage(cumulative: Iterable[Optional[int]]) -> list[int]:
@@ -91,24 +91,14 @@ def read_raw_chunks(path: Path | str) -> dict[tuple[str, int], list[int]]:
     (profiling records without an error; the first record of a key wins). Raises
     ValueError when the stream carried no usage on its content events (the server
     ignored ``continuous_usage_stats``)."""
-    path = Path(path)
     out: dict[tuple[str, int], list[int]] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in jsonl_lines(f):
-            try:
-                rec = json.loads(line)
-                meta = rec["metadata"]
-                key = (str(meta["conversation_id"]), int(meta["turn_index"]))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise ValueError(f"{path}:{lineno}: not an AIPerf raw record") from None
-            if meta.get("benchmark_phase") != "profiling" or rec.get("error") or key in out:
-                continue
-            chunks, _, usage_seen = record_chunks(rec)
-            if chunks and not usage_seen:
-                raise ValueError(f"{path}:{lineno}: the stream has no usage on its chunks; the server ignored "
-                                 "stream_options.continuous_usage_stats (fix: bench.acceptance_source="
-                                 "per_request_stats on an engine with per-request stats)")
-            out[key] = chunks
+    for lineno, key, rec in raw_turn_records(path):
+        chunks, _, usage_seen = record_chunks(rec)
+        if chunks and not usage_seen:
+            raise ValueError(f"{path}:{lineno}: the stream has no usage on its chunks; the server ignored "
+                             "stream_options.continuous_usage_stats (fix: bench.acceptance_source="
+                             "per_request_stats on an engine with per-request stats)")
+        out[key] = chunks
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from launcher.engines.forced_acceptance import label
-from launcher.golden import verdict_line
+from launcher.golden.text import verdict_line
 from launcher.results.summary import point_rows
 from launcher.results.validity import thin_sample
 

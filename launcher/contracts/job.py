@@ -40,7 +40,9 @@ SERVER_START_ENV = "SPECDEC_SERVER_START"
 
 
 def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
-    return f"{dataset}/t{temperature:g}_c{concurrency}"
+    """A point's folder in its job folder: ``<dataset>/t<T>_c<C>`` (the one definition: the
+    planner's points, the benchmark's outcomes and the results readers all name it here)."""
+    return f"{dataset}/t{float(temperature):g}_c{int(concurrency)}"
 
 
 def shell_join(argv: list[str]) -> str:

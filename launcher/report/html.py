@@ -2,13 +2,14 @@
 images referenced by relative paths so it opens straight from disk."""
 from __future__ import annotations
 
-from launcher.results import EXTENSION_KEY
-
-from html import escape
 from typing import Any, Iterable
 
 from launcher.engines import get_engine
 from launcher.engines.forced_acceptance import label as forced_label
+from launcher.report.golden_section import golden_block
+from launcher.report.lossless_section import lossless_block
+from launcher.report.markup import esc as _e, figures, num as _num, pct as _pct
+from launcher.results import EXTENSION_KEY
 from launcher.results.disagg_parity import acceptance_check, read_parity
 from launcher.results.identity import identity
 from launcher.results.job_dir import Job, Point
@@ -51,25 +52,6 @@ mark{background:#ffd9a8}
 .ids b{background:#ffd9a8;padding:0 2px}
 details summary{cursor:pointer;font-weight:600}
 """
-
-
-def _e(v: Any) -> str:
-    return escape("" if v is None else str(v))
-
-
-def _pct(v: float | None) -> str:
-    return "" if v is None else f"{v:+.1%}"
-
-
-def _num(v: float | None, digits: int = 2) -> str:
-    return "–" if v is None else f"{v:.{digits}f}"
-
-
-def figures(figs: Iterable[tuple[str, str, bool]]) -> str:
-    """(relative image path, caption, full width?) triples as a wrapping row of figures."""
-    items = [f'<figure{" class=wide" if wide else ""}><img src="{_e(src)}" alt="{_e(cap)}">'
-             f'<figcaption>{_e(cap)}</figcaption></figure>' for src, cap, wide in figs]
-    return f'<div class="figs">{"".join(items)}</div>' if items else '<p class="sub">No complete points to plot.</p>'
 
 
 # ------------------------------------------------------------------ provenance
@@ -156,81 +138,6 @@ def provenance_block(job: Job) -> str:
     if rp:
         extra.append(f"<details><summary>runtime params</summary><pre>{_e(rp)}</pre></details>")
     return f'<div class="card"><dl class="prov">{"".join(items)}</dl>{"".join(extra)}</div>'
-
-
-# ------------------------------------------------------------------ lossless
-
-def _common_prefix(a: list | str, b: list | str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _marked_text(text: str, cut: int) -> str:
-    return f"{_e(text[:cut])}<mark>{_e(text[cut:])}</mark>" if cut < len(text) else _e(text)
-
-
-def _ids_window(ids: list, cut: int, before: int = 6, after: int = 6) -> str:
-    lo = max(0, cut - before)
-    shown = []
-    for i in range(lo, min(len(ids), cut + after)):
-        shown.append(f"<b>{_e(ids[i])}</b>" if i == cut else _e(ids[i]))
-    if cut >= len(ids):
-        truncated = bool(ids) and ids[-1] == "..."     # the check keeps only the first ids
-        shown.append("<b>(not recorded)</b>" if truncated else "<b>(end)</b>")
-    return ("… " if lo else "") + " ".join(shown) + (" …" if cut + after < len(ids) else "")
-
-
-def _mismatch(i: int, m: dict) -> str:
-    spec_t, ref_t = str(m.get("spec_text") or ""), str(m.get("ref_text") or "")
-    cut = _common_prefix(spec_t, ref_t)
-    spec_ids, ref_ids = list(m.get("spec_token_ids") or []), list(m.get("ref_token_ids") or [])
-    ids_html = ""
-    if spec_ids or ref_ids or isinstance(m.get("first_diff_token"), int):
-        k = m["first_diff_token"] if isinstance(m.get("first_diff_token"), int) else _common_prefix(spec_ids, ref_ids)
-        ids_html = (f'<p class="ids">first differing token: #{k}<br>'
-                    f"speculative: {_ids_window(spec_ids, k)}<br>reference: {_ids_window(ref_ids, k)}</p>")
-    return (f"<details{' open' if i == 0 else ''}><summary>mismatch {i + 1}: "
-            f"{_e(str(m.get('prompt') or '')[:90])}</summary>"
-            f"<pre>{_e(m.get('prompt'))}</pre>"
-            f'<div class="pair"><div><b>speculative</b><pre>{_marked_text(spec_t, cut)}</pre></div>'
-            f"<div><b>reference (no speculation)</b><pre>{_marked_text(ref_t, cut)}</pre></div></div>"
-            f"{ids_html}</details>")
-
-
-_LOSSLESS_KEYS = {"passed", "matches", "required", "prompts", "mismatches", "num_mismatches", "min_match_fraction"}
-
-
-def lossless_block(lossless: dict | None) -> str:
-    """summary.json's lossless block: verdict, counts, then each recorded mismatch
-    with the two outputs from their first difference highlighted."""
-    if not isinstance(lossless, dict):
-        return ('<div class="card"><span class="badge none">NOT RUN</span> '
-                '<span class="sub">No lossless check in summary.json.</span></div>')
-    passed = lossless.get("passed")
-    if passed is None:   # e.g. {"status": "pending reference run", "prompts": N}
-        word = _e(lossless.get("status") or "no verdict")
-        head = f'<span class="badge none">{word.upper()}</span> {_e(lossless.get("prompts", "?"))} prompts'
-    else:
-        badge = '<span class="badge pass">PASSED</span>' if passed else '<span class="badge fail">FAILED</span>'
-        frac = lossless.get("min_match_fraction")
-        head = (f"{badge} {_e(lossless.get('matches', '?'))} of {_e(lossless.get('prompts', '?'))} outputs "
-                f"identical to the reference without speculation (required: {_e(lossless.get('required', '?'))}"
-                + (f", more than {frac:.0%} of the prompts" if isinstance(frac, (int, float)) else "") + ")")
-    mism = [m for m in lossless.get("mismatches") or [] if isinstance(m, dict)]
-    other = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in lossless.items()
-                    if k not in _LOSSLESS_KEYS and k != "status")
-    note = ""
-    if mism:
-        total = lossless.get("num_mismatches", len(mism))
-        note = (f'<p class="sub">{len(mism)} of {_e(total)} mismatch(es) recorded. '
-                "Highlighted: each output from its first difference on.</p>")
-    body = "".join(_mismatch(i, m) for i, m in enumerate(mism))
-    return (f'<div class="card"><p>{head}</p>'
-            + (f'<dl class="prov">{other}</dl>' if other else "") + note + body + "</div>")
 
 
 # ------------------------------------------------------------------ tables
@@ -335,61 +242,6 @@ def known_answer_block(known: dict | None, points: list | None = None) -> str:
     return (f'<div class="card">{badge} the target as its own draft (k={_e(known.get("k"))}) '
             f'must accept every draft at every temperature</div>'
             f'<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{warn}')
-
-
-def _golden_figure(f: dict | None) -> str:
-    if not f:
-        return ""
-    if f.get("status") == "too_small_to_judge":
-        return f"too small to judge (noise ±{f['tolerance']:.4f})"
-    return f"±{f['tolerance']:.4f} {f.get('status', '')}".rstrip()
-
-
-def golden_block(golden: dict | None) -> str:
-    """summary.json's golden check (bench.golden): the verdict per judged point, each figure
-    against expected with its tolerance (rtol or the sampling noise, the wider) or too small
-    to judge, the drafts counted, what differs from where the reference was recorded, and
-    the likely causes when it fails."""
-    if not isinstance(golden, dict):
-        return ('<div class="prov"><span class="sub">No golden check in summary.json '
-                '(bench.golden=&lt;id&gt; runs it).</span></div>')
-    entry = golden.get("entry") or {}
-    word = str(golden.get("verdict"))
-    cls = {"pass": "complete", "too_small_to_judge": "skipped"}.get(word, "failed")
-    where = entry.get("recorded_on") or {}
-    where_txt = ", ".join(f"{k} {where[k]}" for k in ("engine", "version", "build", "cpu_kernel", "gpu", "dtype")
-                          if where.get(k) is not None)
-    head = (f'<p><b>{_e(golden.get("id"))}</b>: <span class="st-{cls}">'
-            f'{_e(word.upper())}</span> &middot; reference {_e(entry.get("model"))} + '
-            f'{_e(entry.get("draft"))}, k={_e(entry.get("k"))}, source {_e(entry.get("source"))} '
-            f'@ {_e(str(entry.get("commit"))[:12])}; recorded on {_e(where_txt or "not recorded")}, '
-            f'{_e(entry.get("num_drafts") if entry.get("num_drafts") is not None else "unknown")} drafts</p>')
-    rows = []
-    for v in golden.get("points") or []:
-        rates = v.get("measured_rates") or []
-        exp = v.get("expected_rates") or []
-        causes = "" if v["verdict"] != "fail" else "<br>".join(_e(c) for c in (v.get("likely_causes") or []))
-        if v["verdict"] == "not_comparable":
-            causes = _e("; ".join(v.get("workload_differences") or []))
-        tol = [f"AL {_golden_figure(v.get('al'))}"] + [f"position {p['position']} {_golden_figure(p)}"
-                                                        for p in v.get("positions") or []]
-        drafts = v.get("num_drafts")
-        z = "-" if v.get("z") is None else f"{v['z']:g}"
-        rows.append(f'<tr><td class="l">{_e(v.get("point"))}</td><td class="l">{_e(v["verdict"])}</td>'
-                    f'<td>{_num(v.get("measured_al"), 4)}</td><td>{_num(v.get("expected_al"), 4)}</td>'
-                    f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in rates))}</td>'
-                    f'<td class="l">{_e(", ".join(f"{r:.4f}" for r in exp))}</td>'
-                    f'<td class="l">{"<br>".join(_e(t) for t in tol)}<br>rtol {_e(v.get("rtol"))} or '
-                    f'{_e(z)} standard errors, the wider</td>'
-                    f'<td>{_e("-" if drafts is None else int(drafts))}</td>'
-                    f'<td class="l">{_e("; ".join(v.get("platform_differences") or []) or "-")}</td>'
-                    f'<td class="l">{causes}</td></tr>')
-    problems = "" if golden.get("points") else f'<p class="warn">{_e("; ".join(golden.get("problems") or []))}</p>'
-    table = ("<table><thead><tr><th class=l>point</th><th class=l>verdict</th><th>AL</th><th>expected AL</th>"
-             "<th class=l>per-position rates</th><th class=l>expected</th><th class=l>tolerance</th>"
-             "<th>drafts</th><th class=l>recorded elsewhere</th>"
-             f"<th class=l>likely causes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>") if rows else ""
-    return head + problems + table
 
 
 def _known_word(known: Any) -> str:

@@ -30,6 +30,31 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def panel_grid(n: int, width: float, height: float):
+    """A figure of ``n`` panels, two a row, each ``width`` x ``height`` inches: (figure, its
+    first ``n`` axes); the grid's spare panel is hidden."""
+    cols = min(2, n)
+    nrows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(width * cols, height * nrows), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def concurrency_axes(ax, concurrencies, title: str, xlabel: str, ylabel: str, legend_size: int = 8) -> None:
+    """A panel against concurrency: log2 x axis ticked at the measured concurrencies, its
+    title, labels, grid and legend."""
+    ticks = sorted(concurrencies)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [str(x) for x in ticks])
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
 def _tlabel(t: float) -> str:
     return f"T={t:g}"
 

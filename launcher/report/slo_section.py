@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launcher.report.html import _e, _num, figures
-from launcher.report.plots import _MARKERS, _save, plt
+from launcher.report.markup import esc as _e, figures, num as _num
+from launcher.report.plots import _MARKERS, _save, concurrency_axes, panel_grid
 
 
 def goodput_vs_concurrency(groups: list[dict], path: Path, description: str) -> Path | None:
@@ -17,10 +17,8 @@ def goodput_vs_concurrency(groups: list[dict], path: Path, description: str) -> 
     groups = [g for g in groups if any(p["goodput_rps"] is not None for c in g["configs"] for p in c["points"])]
     if not groups:
         return None
-    cols = min(2, len(groups))
-    nrows = (len(groups) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.8 * cols, 4.0 * nrows), squeeze=False)
-    for ax, g in zip(axes.flat, groups):
+    fig, axes = panel_grid(len(groups), 5.8, 4.0)
+    for ax, g in zip(axes, groups):
         cs_all = set()
         for i, c in enumerate(g["configs"]):
             pts = [p for p in c["points"] if p["goodput_rps"] is not None]
@@ -43,16 +41,9 @@ def goodput_vs_concurrency(groups: list[dict], path: Path, description: str) -> 
                         color="red", ls="none", label="schedule not applied by the engine")
             if c["max_concurrency"]:
                 ax.axvline(c["max_concurrency"], color=line.get_color(), ls=":", lw=1.2)
-        ax.set_xscale("log", base=2)
-        ticks = sorted(cs_all)
-        ax.set_xticks(ticks, [str(x) for x in ticks])
-        ax.set_title(f"{g['dataset']}, T={g['temperature']:g}", fontsize=10)
-        ax.set_xlabel("concurrency (dotted: max under the SLO; open marker: SLO not met)")
-        ax.set_ylabel("goodput (good requests/s)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    for ax in list(axes.flat)[len(groups):]:
-        ax.set_visible(False)
+        concurrency_axes(ax, cs_all, f"{g['dataset']}, T={g['temperature']:g}",
+                         "concurrency (dotted: max under the SLO; open marker: SLO not met)",
+                         "goodput (good requests/s)")
     fig.suptitle(f"Goodput at the SLO: {description}", fontsize=10)
     return _save(fig, path)
 

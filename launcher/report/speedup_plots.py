@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from launcher.report.plots import _MARKERS, _save, plt
+from launcher.report.plots import _MARKERS, _save, concurrency_axes, panel_grid, plt
 
 
 def _g(d) -> float | None:
@@ -24,10 +24,8 @@ def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
     if not panels:
         return None
     keys = sorted(panels)
-    cols = min(2, len(keys))
-    nrows = (len(keys) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.6 * cols, 3.9 * nrows), squeeze=False)
-    for ax, key in zip(axes.flat, keys):
+    fig, axes = panel_grid(len(keys), 5.6, 3.9)
+    for ax, key in zip(axes, keys):
         for i, (k, rs) in enumerate(sorted(panels[key].items())):
             rs.sort(key=lambda r: r["concurrency"])
             cs = [r["concurrency"] for r in rs]
@@ -42,16 +40,8 @@ def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
                 ax.errorbar(xs, ys, yerr=[lo, hi], color=line.get_color(), ls=":", capsize=3, alpha=0.8,
                             label=f"k={k} per-request e2e (95% CI)")
         ax.axhline(1.0, color="black", lw=1.0, ls="--", label="baseline = 1")
-        ax.set_xscale("log", base=2)
-        cs_all = sorted({r["concurrency"] for rs in panels[key].values() for r in rs})
-        ax.set_xticks(cs_all, [str(c) for c in cs_all])
-        ax.set_title(f"{key[0]}, T={key[1]:g}", fontsize=10)
-        ax.set_xlabel("concurrency")
-        ax.set_ylabel("speedup over no speculation")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(keys):]:
-        ax.set_visible(False)
+        concurrency_axes(ax, {r["concurrency"] for rs in panels[key].values() for r in rs},
+                         f"{key[0]}, T={key[1]:g}", "concurrency", "speedup over no speculation", legend_size=7)
     fig.suptitle("Speedup vs concurrency (one curve per k; baseline = 1)", fontsize=11)
     fig.tight_layout()
     return _save(fig, path)

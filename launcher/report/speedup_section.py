@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from launcher.report.html import _e, _num, figures
+from launcher.report.markup import esc as _e, figures, num as _num
 from launcher.report.speedup_plots import predicted_vs_measured, speedup_vs_concurrency
 
 

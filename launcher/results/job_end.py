@@ -16,7 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from launcher.results.layout import COMPLETE_FILE, point_dir_name
+from launcher.contracts.job import point_dir_name
+from launcher.results.layout import COMPLETE_FILE
 from launcher.results.status import read_progress, write_progress
 from launcher.results.summary import PointRow, as_row, change_summary, point_rows, row_dicts
 

@@ -33,11 +33,6 @@ def responses_file(dataset: str) -> str:
     return RESPONSES_FILES[dataset_kind(dataset)]
 
 
-def point_dir_name(dataset: str, temperature: float, concurrency: int) -> str:
-    """A point's folder in its job folder: ``<dataset>/t<T>_c<C>``."""
-    return f"{dataset}/t{float(temperature):g}_c{int(concurrency)}"
-
-
 # A run folder: one point of ours or one specdec_bench output folder. It holds
 # at least one of these files itself (the one rule; report, compare and upload use it).
 RUN_FILES = (CONFIGURATION_FILE, TIMING_FILE, ACCEPTANCE_FILE)

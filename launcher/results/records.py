@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from launcher.runtime.files import jsonl_lines
 
@@ -277,6 +277,27 @@ def read_profile_export(path: Path | str) -> list[TurnRecord]:
                                   "truncated or corrupt, re-run the point") from None
             out.append(parse_record(obj, f"{path}:{lineno}"))
     return out
+
+
+def raw_turn_records(path: Path | str) -> Iterator[tuple[int, tuple[str, int], dict]]:
+    """(line, (conversation_id, turn_index), record) of AIPerf's ``profile_export_raw.jsonl``
+    (``--export-level raw``): profiling records without an error, the first record of a
+    key only. A line that is not a raw record is a ValueError naming file:line."""
+    path = Path(path)
+    seen: set[tuple[str, int]] = set()
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in jsonl_lines(f):
+            try:
+                rec = json.loads(line)
+                meta = rec["metadata"]
+                key = (str(meta["conversation_id"]), int(meta["turn_index"]))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise ValueError(f"{path}:{lineno}: not an AIPerf raw record "
+                                 "(needs metadata.conversation_id and turn_index)") from None
+            if meta.get("benchmark_phase") != PROFILING or rec.get("error") or key in seen:
+                continue
+            seen.add(key)
+            yield lineno, key, rec
 
 
 def _as_records(records: Sequence) -> list[TurnRecord]:

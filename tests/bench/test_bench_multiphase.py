@@ -94,7 +94,7 @@ def test_run_aiperf_reports_each_phase_start_and_its_requests(tmp_path):
 
 
 def test_sweep_prometheus_check_needs_the_counters_to_move_by_exactly_the_points_stats():
-    from launcher.bench.point import sweep_prometheus_check
+    from launcher.bench.run_counters import sweep_prometheus_check
 
     ok = sweep_prometheus_check({"num_drafts": 200.0, "num_accepted_tokens": 220.0}, 200, 220)
     assert ok["matches"] is True and ok["Prometheus_AL"] == pytest.approx(2.1) == ok["Server_AL"]

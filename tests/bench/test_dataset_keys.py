@@ -2,15 +2,15 @@
 does, so readers of specdec_bench's folders (ours included) see the dataset."""
 from __future__ import annotations
 
-import argparse
-
-from launcher.bench.point import dataset_path, specdec_dataset_keys
+from launcher.bench.cli import parse_args, run_of_flags
+from launcher.bench.point_configuration import dataset_path, specdec_dataset_keys
+from launcher.contracts.job import BenchSpec, DatasetInput
 from launcher.results.job_dir import _specdec_dataset
 
 
 def test_a_job_specs_dataset_is_named_by_its_file():
-    args = argparse.Namespace(datasets=[("mtbench", "/d/mt.jsonl"), ("specbench", "/d/sb.jsonl")],
-                              mtbench=None, specbench=None)
+    args = BenchSpec(model="tiny", tokenizer="/tok", save_dir="/r",
+                     datasets=(DatasetInput("mtbench", "/d/mt.jsonl"), DatasetInput("specbench", "/d/sb.jsonl")))
     assert dataset_path(args, "specbench") == "/d/sb.jsonl"
     keys = specdec_dataset_keys("specbench", dataset_path(args, "specbench"))
     assert keys == {"mtbench": None, "specbench": "/d/sb.jsonl", "dataset": None, "dataset_path": None}
@@ -19,7 +19,8 @@ def test_a_job_specs_dataset_is_named_by_its_file():
 
 
 def test_the_command_lines_file_when_there_is_no_job_spec():
-    args = argparse.Namespace(mtbench="/q/question.jsonl", specbench=None)
+    args = run_of_flags(parse_args(["--mtbench", "/q/question.jsonl", "--save_dir", "/r", "--url", "http://h:1",
+                                    "--model", "tiny", "--tokenizer", "/tok"])).bench
     assert specdec_dataset_keys("mtbench", dataset_path(args, "mtbench"))["mtbench"] == "/q/question.jsonl"
 
 

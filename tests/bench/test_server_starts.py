@@ -3,8 +3,11 @@
 import json
 from types import SimpleNamespace
 
-from launcher.bench import point, resume
-from launcher.contracts.job import SERVER_START_ENV
+from launcher.bench import bench_run, repeats, resume
+from launcher.bench.bench_run import BenchRun
+from launcher.bench.context import PointContext, PointGroup
+from launcher.contracts.job import SERVER_START_ENV, BenchSpec
+from launcher.contracts.server_ready import ServerReady
 from launcher.results.repeats import record
 
 
@@ -24,7 +27,7 @@ def _point_with_first_start(tmp_path, held=2):
 def test_the_second_start_takes_the_first_starts_repeats_and_folders(tmp_path, monkeypatch):
     d = _point_with_first_start(tmp_path)
     monkeypatch.setenv(SERVER_START_ENV, "2")
-    per, srcs, origins = point._earlier_starts(d)
+    per, srcs, origins = repeats.earlier_starts(d)
     assert origins == [d / record.REPEATS_ARTIFACTS / "r1", d / "aiperf", d / record.REPEATS_ARTIFACTS / "r3"]
     assert [(r["repeat"], r["server_start"], r["Output TPS"]) for r in per] == [(1, 1, 101.0), (2, 1, 102.0),
                                                                                 (3, 1, 103.0)]
@@ -35,32 +38,34 @@ def test_the_second_start_takes_the_first_starts_repeats_and_folders(tmp_path, m
 def test_the_first_start_takes_nothing(tmp_path, monkeypatch):
     d = _point_with_first_start(tmp_path)
     monkeypatch.setenv(SERVER_START_ENV, "1")
-    assert point._earlier_starts(d) == ([], [], [])
+    assert repeats.earlier_starts(d) == ([], [], [])
     assert (d / "aiperf" / "profile_export.jsonl").exists()
     monkeypatch.delenv(SERVER_START_ENV)
-    assert point.server_start() == 1
+    assert bench_run.server_start() == 1
 
 
 def test_resume_skips_a_point_only_with_every_starts_repeats(tmp_path, monkeypatch):
     d = _point_with_first_start(tmp_path)
     monkeypatch.setattr(resume, "is_complete", lambda p: True)
-    monkeypatch.setattr(point, "load_point_values", lambda p: {})
+    monkeypatch.setattr(resume, "load_point_values", lambda p: {})
     o = SimpleNamespace(dir="mtbench/t0_c1", status=None, reason=None, values={})
-    two_starts = SimpleNamespace(force=False, repeats=3, server_starts=2)
+    two_starts = BenchSpec(model="tiny", tokenizer="/tok", save_dir=str(tmp_path), repeats=3, server_starts=2)
     assert resume.resume([o], tmp_path, two_starts) == [o]            # 3 of 6 repeats: measure
-    one_start = SimpleNamespace(force=False, repeats=3, server_starts=1)
+    one_start = BenchSpec(model="tiny", tokenizer="/tok", save_dir=str(tmp_path), repeats=3, server_starts=1)
     assert resume.resume([o], tmp_path, one_start) == [] and o.status == "skipped"
 
 
 def test_a_later_start_that_fails_puts_the_earlier_folders_back(tmp_path, monkeypatch):
     d = _point_with_first_start(tmp_path)
     monkeypatch.setenv(SERVER_START_ENV, "2")
-    ctx = SimpleNamespace(args=SimpleNamespace(slo=None))
+    bench = BenchSpec(model="tiny", tokenizer="/tok", save_dir=str(tmp_path), repeats=1, server_starts=2)
+    ctx = PointContext(run=BenchRun(bench, "http://127.0.0.1:1"), engine_version=None, server_ready=ServerReady(),
+                       job=None)
     o = SimpleNamespace(dir="mtbench/t0_c1", status=None, reason=None, values={})
     done = []
     progress = SimpleNamespace(point_done=lambda *a: done.append(a))
     runs = [("p0_c1_r1", tmp_path / "nowhere", "AIPerf exited with code 1 before this point finished")]
-    why = point._finish_repeats(ctx, None, [], o, tmp_path, runs, 1, progress)
+    why = repeats.finish_repeats(PointGroup(ctx, None, [], "mtbench", 0.0, tmp_path, progress), o, runs)
     assert why.startswith("AIPerf exited") and o.status == "failed" and done
     assert (d / "aiperf" / "profile_export.jsonl").read_text() == "held 2\n"
     assert sorted(p.name for p in (d / record.REPEATS_ARTIFACTS).iterdir()) == ["r1", "r3"]

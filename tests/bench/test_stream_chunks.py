@@ -6,7 +6,7 @@ import json
 import pytest
 
 from launcher.bench.metrics import attach_stream_stats, parse_record
-from launcher.bench.point import sweep_prometheus_check
+from launcher.bench.run_counters import sweep_prometheus_check
 from launcher.bench.stream_chunks import chunks_from_usage, read_raw_chunks, record_chunks, stats_from_chunks
 
 

@@ -100,13 +100,15 @@ def test_a_point_sends_its_concurrencys_slice():
 
 
 def test_per_concurrency_counts_survive_the_job_spec(gpu8b, tmp_path):
-    from launcher.bench.cli import per_concurrency, spec_args
+    from launcher.bench.bench_run import from_job
+    from launcher.bench.cli import per_concurrency
 
     job = make_plan(gpu8b()).jobs[0]
     back = JobSpec.from_dict(json.loads(json.dumps(job.to_dict())))  # job.json keeps the keys as strings
     assert back.bench.requests_per_concurrency == {1: 16, 4: 32, 16: 64}
-    args, _, _ = spec_args(back, "speculative", "http://127.0.0.1:1")
-    assert per_concurrency(args.requests_per_concurrency) == {1: 16, 4: 32, 16: 64}
+    run = from_job(back, "speculative", "http://127.0.0.1:1")
+    assert run.bench.requests_per_concurrency == {1: 16, 4: 32, 16: 64}
+    assert ar.phase_sessions(run.bench.requests_per_concurrency, 4, 80) == 32
     with pytest.raises(SystemExit, match="expected C=N"):
         per_concurrency(["16"])
 

@@ -22,12 +22,12 @@ def test_repeats_and_warmup_reach_the_benchmark(qwen3_dflash_cfg):
 
 
 def test_the_spec_gives_the_benchmark_its_repeats(qwen3_dflash_cfg):
-    from launcher.bench.cli import spec_args
+    from launcher.bench.bench_run import from_job
 
     cfg = copy.deepcopy(qwen3_dflash_cfg)
     cfg.sweep.repeats = 3
-    args, _, _ = spec_args(make_plan(cfg).jobs[0], "speculative", "http://127.0.0.1:1")
-    assert args.repeats == 3 and args.warmup and args.noisy_rel_mad == 0.1
+    b = from_job(make_plan(cfg).jobs[0], "speculative", "http://127.0.0.1:1").bench
+    assert b.repeats == 3 and b.warmup and b.noisy_rel_mad == 0.1
 
 
 def test_compare_defaults_travel_in_job_json(qwen3_dflash_cfg):
@@ -44,15 +44,14 @@ def test_the_standard_sweep_repeats_three_times_and_smoke_once(compose):
 
 
 def test_server_starts_reach_the_benchmark_and_bad_values_are_refused(qwen3_dflash_cfg):
-    from launcher.bench.cli import spec_args
+    from launcher.bench.bench_run import from_job
     from launcher.login.config.validate import validate
 
     cfg = copy.deepcopy(qwen3_dflash_cfg)
     cfg.sweep.server_starts = 2
     job = make_plan(cfg).jobs[0]
     assert job.bench.server_starts == 2
-    args, _, _ = spec_args(job, "speculative", "http://127.0.0.1:1")
-    assert args.server_starts == 2
+    assert from_job(job, "speculative", "http://127.0.0.1:1").bench.server_starts == 2
     cfg.sweep.server_starts = 0
     assert any(e.field == "sweep.server_starts" and "sweep.server_starts=2" in str(e) for e in validate(cfg))
     cfg.sweep.server_starts = 2

@@ -2,20 +2,27 @@
 for the AIPerf runs: which concurrencies it measures, and what summary.json gets."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from launcher.bench.cli import PointOutcome
+from launcher.bench.bench_run import BenchRun
+from launcher.bench.context import PointContext
+from launcher.bench.outcome import PointOutcome
 from launcher.bench.slo_probe import search
+from launcher.contracts.job import BenchSpec
+from launcher.contracts.server_ready import ServerReady
 
 
 class Progress:
     total = 0
 
 
+def context(slo, tmp_path) -> PointContext:
+    bench = BenchSpec(model="tiny", tokenizer="/tok", save_dir=str(tmp_path), slo=slo)
+    return PointContext(run=BenchRun(bench, "http://127.0.0.1:1"), engine_version=None, server_ready=ServerReady(),
+                        job=None)
+
+
 def run(truth, concurrencies, slo_extra=None, tmp_path=None):
-    args = SimpleNamespace(slo={"limits": {"e2e_ms": 100.0}, "percentiles": {"e2e_ms": 50.0}, "search": True,
-                                "max_search_probes": 3, **(slo_extra or {})}, force=False, repeats=1)
-    ctx = SimpleNamespace(args=args)
+    ctx = context({"limits": {"e2e_ms": 100.0}, "percentiles": {"e2e_ms": 50.0}, "search": True,
+                   "max_search_probes": 3, **(slo_extra or {})}, tmp_path)
     outcomes = []
     for c in concurrencies:
         o = PointOutcome("mtbench", 0.0, c, status="complete")
@@ -28,8 +35,7 @@ def run(truth, concurrencies, slo_extra=None, tmp_path=None):
             measured.append(o.concurrency)
             o.status, o.values["goodput"] = "complete", {"verdict": truth(o.concurrency)}
 
-    out = search(ctx, {"mtbench": (None, [])}, outcomes, tmp_path, Progress(), PointOutcome, run_group,
-                 lambda: None)
+    out = search(ctx, {"mtbench": (None, [])}, outcomes, tmp_path, Progress(), run_group, lambda: None)
     return out, measured, outcomes
 
 
@@ -51,5 +57,4 @@ def test_probes_are_capped_and_can_be_off(tmp_path):
 
 
 def test_no_slo_no_search(tmp_path):
-    ctx = SimpleNamespace(args=SimpleNamespace(slo=None))
-    assert search(ctx, {}, [], tmp_path, Progress(), PointOutcome, None, None) is None
+    assert search(context(None, tmp_path), {}, [], tmp_path, Progress(), None, None) is None
