@@ -176,9 +176,18 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
         for o in outcomes:
             run_phases(ctx, spec, questions, dataset, temperature, [o], save_dir, progress)
         return None
-    for o in outcomes:
-        _run_aiperf_chunk(ctx, spec, questions, dataset, temperature, [o], save_dir, progress, input_file)
+    per_c = getattr(ctx.args, "requests_per_concurrency", None)
+    for o in outcomes:  # one process per point: its first N questions (sequential from the file's start)
+        _run_aiperf_chunk(ctx, spec, _point_questions(questions, per_c, o.concurrency), dataset, temperature, [o],
+                          save_dir, progress, input_file)
     return None
+
+
+def _point_questions(questions: list[Question], per_c, concurrency: int) -> list[Question]:
+    """The questions a point at ``concurrency`` sends: the first N of the dataset
+    (sweep.num_requests_per_concurrency; all of them without an entry), as specdec_bench's
+    --num_requests takes the first N rows. Its responses file holds these."""
+    return questions[:ar.phase_sessions(per_c, concurrency, len(questions))]
 
 
 def point_slo(ctx: PointContext):
@@ -261,12 +270,13 @@ def run_phases(ctx: PointContext, spec: DatasetSpec, questions: list[Question], 
                outcomes: list, save_dir: Path, progress) -> Optional[dict]:
     """The points of one dataset at one temperature in ONE AIPerf process, one profiling
     phase per point (AIPerf 0.13's `benchmark.phases`), so AIPerf's start-up is paid once
-    per dataset x temperature. Each phase sends the dataset's conversations once; AIPerf's
-    sequential sampler hands them out in file order across phases, wrapping around, so
-    each phase gets every question exactly once wherever the previous phase left the
-    sampler. (One process cannot hold several temperatures or datasets: the only place
-    for a point's sampling is the conversation, and at a phase boundary the sampler can
-    skip a conversation, measured; a phase would then get another point's copy.)
+    per dataset x temperature. Each phase sends the first N questions of the dataset
+    (N: sweep.num_requests_per_concurrency, the whole dataset without an entry), in dataset
+    order, every repeat and every server the same: AIPerf's one sequential sampler hands
+    out the input file in order across phases, so the file holds each phase's copy of its
+    questions in phase order (runtime.datasets.aiperf_phase_lines, which also says where the
+    idle phase between two points takes one line). (One process cannot hold several
+    temperatures or datasets: the only place for a point's sampling is the conversation.)
 
     AIPerf writes each phase's aggregates and server-metrics window to `phases/<name>/`
     when the run ends and tags every record with its `phase_name`; each point's folder is
@@ -344,9 +354,11 @@ def _write_group_config(ctx: PointContext, questions: list[Question], temperatur
     input_file = group_dir / "input.jsonl"
     extra = ar.request_payload_extras(temperature, ctx.runtime.get("sampling_kwargs") or {},
                                       ctx.runtime.get("chat_template_args") or {}) | ctx.stream_extra
-    write_aiperf_multi_turn(questions, input_file, args.output_length, extra=extra)
+    phases = ([plan.warm] if plan.warm else []) + plan.phases
+    write_aiperf_multi_turn(questions, input_file, args.output_length, extra=extra,
+                            phases=[(ph.sessions, ph.concurrency) for ph in phases])  # each: the first N
     cfg = ar.multiphase_config(model=args.model, url=ctx.base_url, tokenizer=args.tokenizer, input_file=input_file,
-                               artifact_dir=group_dir, phases=([plan.warm] if plan.warm else []) + plan.phases,
+                               artifact_dir=group_dir, phases=phases,
                                request_timeout_s=args.request_timeout_s,
                                server_metrics=tuple(scrape_urls(ctx.server_ready.metrics_urls or (), ctx.server_ready.topology)),
                                slos=_aiperf_slos(ctx), gap_s=float(getattr(args, "phase_gap_s", None) or ar.GAP_S))
@@ -402,6 +414,7 @@ def _collect_group(ctx: PointContext, spec: DatasetSpec, questions: list[Questio
             steps, accepted = counted
     for i, o in enumerate(outcomes):
         runs = []
+        sent = _point_questions(questions, plan.per_c, o.concurrency)
         for ph in plan.phases[i::len(outcomes)]:  # this point's repeats, in run order
             dst = group_dir / "points" / ph.name
             why = ar.collect_phase(group_dir, ph.name, dst)
@@ -410,9 +423,9 @@ def _collect_group(ctx: PointContext, spec: DatasetSpec, questions: list[Questio
             runs.append((ph.name, dst, why))
         if not as_repeats(ctx):
             _, dst, why = runs[0]
-            _finish_point(ctx, spec, questions, o, save_dir, None if why else dst, why, total, progress)
+            _finish_point(ctx, spec, sent, o, save_dir, None if why else dst, why, total, progress)
         else:
-            why = _finish_repeats(ctx, spec, questions, o, save_dir, runs, total, progress)
+            why = _finish_repeats(ctx, spec, sent, o, save_dir, runs, total, progress)
         ext = _point_counts(save_dir, o, why, as_repeats(ctx))
         if ext.get("num_spec_steps") is None:
             all_read = False

@@ -17,7 +17,7 @@ import statistics
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from launcher.runtime.datasets import DatasetSpec, Question, question_key
+from launcher.runtime.datasets import DatasetSpec, Question, question_key, question_of_session
 from launcher.runtime.files import jsonl_lines
 
 from launcher.results import (ACCEPTANCE_FILE, COMPLETE_FILE as COMPLETE, CONFIGURATION_FILE,  # noqa: F401
@@ -48,7 +48,7 @@ def response_texts_from_raw(path: Path | str) -> dict[tuple[str, int], str]:
             try:
                 rec = json.loads(line)
                 meta = rec["metadata"]
-                key = (str(meta["conversation_id"]), int(meta["turn_index"]))
+                key = (question_of_session(meta["conversation_id"]), int(meta["turn_index"]))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 raise ValueError(f"{path}:{lineno}: not an AIPerf raw record "
                                  "(needs metadata.conversation_id and turn_index)") from None

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Optional
 
+from launcher.runtime.datasets import question_of_session
 from launcher.runtime.files import jsonl_lines
 
 
@@ -98,7 +99,7 @@ def read_raw_chunks(path: Path | str) -> dict[tuple[str, int], list[int]]:
             try:
                 rec = json.loads(line)
                 meta = rec["metadata"]
-                key = (str(meta["conversation_id"]), int(meta["turn_index"]))
+                key = (question_of_session(meta["conversation_id"]), int(meta["turn_index"]))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 raise ValueError(f"{path}:{lineno}: not an AIPerf raw record") from None
             if meta.get("benchmark_phase") != "profiling" or rec.get("error") or key in out:

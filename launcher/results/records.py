@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from launcher.runtime.datasets import question_of_session
 from launcher.runtime.files import jsonl_lines
 
 PROFILING = "profiling"
@@ -220,7 +221,7 @@ def parse_record(obj: object, where: str) -> TurnRecord:
             raise RecordError(f"{label}: metadata.{name} must be an integer, got {v!r}")
     return TurnRecord(
         where=where,
-        conversation_id=str(cid),
+        conversation_id=question_of_session(cid),  # a phase's copy "81@phase3" is question "81"
         turn_index=tix,
         phase=str(meta.get("benchmark_phase", "")),
         profiling_index=meta.get("profiling_index"),
