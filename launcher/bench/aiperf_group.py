@@ -88,8 +88,9 @@ class SingleRun:
 
     def prepare(self, group_dir: Path) -> list[str]:
         g, b = self.g, self.g.ctx.bench
+        n = len(g.sent(self.outcomes[0].concurrency)) if len(self.outcomes) == 1 else len(g.questions)
         run = ar.GroupRun(g.dataset, g.temperature, [o.concurrency for o in self.outcomes], self.input_file,
-                          len(g.questions), group_dir, _request_extra(g.ctx, g.temperature))
+                          n, group_dir, _request_extra(g.ctx, g.temperature))  # sequential: the file's first n
         slo = g.ctx.slo
         return ar.aiperf_argv(b.aiperf, model=b.model, url=g.ctx.base_url, tokenizer=b.tokenizer, run=run,
                               request_timeout_s=b.request_timeout_s, api_key=client_key(),
@@ -131,12 +132,13 @@ def plan_group(ctx: PointContext, outcomes: list, questions: list[Question]) -> 
 
 class PhasesRun:
     """One AIPerf process, one profiling phase per point and repeat (AIPerf 0.13's
-    `benchmark.phases`). Each phase sends the dataset's conversations once; AIPerf's
-    sequential sampler hands them out in file order across phases, wrapping around, so
-    each phase gets every question exactly once wherever the previous phase left the
-    sampler. (One process cannot hold several temperatures or datasets: the only place
-    for a point's sampling is the conversation, and at a phase boundary the sampler can
-    skip a conversation, measured; a phase would then get another point's copy.)
+    `benchmark.phases`). Each phase sends the first N questions of the dataset (N:
+    sweep.num_requests_per_concurrency, the whole dataset without an entry), every repeat
+    and every server the same: AIPerf's one sequential sampler hands out the input file in
+    order across phases, so the file holds each phase's copy of its questions in run order
+    (launcher.runtime.datasets.aiperf_phase_lines, which also says which lines the phases
+    take beyond their sessions). (One process cannot hold several temperatures or datasets:
+    the only place for a point's sampling is the conversation.)
 
     AIPerf writes each phase's aggregates and server-metrics window to `phases/<name>/`
     when the run ends and tags every record with its `phase_name`; each point's folder is
@@ -155,11 +157,12 @@ class PhasesRun:
         g, b = self.g, self.g.ctx.bench
         group_dir.mkdir(parents=True)
         input_file = group_dir / "input.jsonl"
-        write_aiperf_multi_turn(g.questions, input_file, b.output_length, extra=_request_extra(g.ctx, g.temperature))
+        phases = ([self.plan.warm] if self.plan.warm else []) + self.plan.phases
+        write_aiperf_multi_turn(g.questions, input_file, b.output_length, extra=_request_extra(g.ctx, g.temperature),
+                                phases=[(ph.sessions, ph.concurrency) for ph in phases])  # each: the first N
         slo = g.ctx.slo
         cfg = ar.multiphase_config(model=b.model, url=g.ctx.base_url, tokenizer=b.tokenizer, input_file=input_file,
-                                   artifact_dir=group_dir,
-                                   phases=([self.plan.warm] if self.plan.warm else []) + self.plan.phases,
+                                   artifact_dir=group_dir, phases=phases,
                                    request_timeout_s=b.request_timeout_s, server_metrics=_server_metrics(g.ctx),
                                    slos=slo.aiperf_slos() if slo else None, gap_s=float(g.ctx.run.phase_gap_s or ar.GAP_S))
         cfg_path = g.ds_dir / f"aiperf_{self.tag}.yaml"

@@ -86,3 +86,10 @@ class PointGroup:
     @property
     def ds_dir(self) -> Path:
         return self.save_dir / self.dataset
+
+    def sent(self, concurrency: int) -> list[Question]:
+        """The questions a point at ``concurrency`` sends: the dataset's first N
+        (sweep.num_requests_per_concurrency; all of them without an entry), as specdec_bench's
+        --num_requests takes the first N rows. Its files (the responses) hold these."""
+        n = ar.phase_sessions(self.ctx.bench.requests_per_concurrency, concurrency, len(self.questions))
+        return self.questions[:n]

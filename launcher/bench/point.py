@@ -96,7 +96,7 @@ def finish_point(g: PointGroup, o, src: Optional[Path], why_missing: Optional[st
     else:
         point_dir.mkdir(parents=True, exist_ok=True)
         ar.move_artifacts(src, point_dir / "aiperf")
-        process_point(g.ctx, g.spec, g.questions, o, point_dir)
+        process_point(g.ctx, g.spec, g.sent(o.concurrency), o, point_dir)
     g.progress.point_done(o.dir, o.status, o.reason)
 
 

@@ -23,14 +23,14 @@ from launcher.runtime.files import write_json_atomic
 _STAGED = ".earlier_starts"  # the earlier starts' AIPerf folders while this start's repeats join them
 
 
-def _measure_repeats(g: PointGroup, point_dir: Path, runs: list, per: list, srcs: list) -> tuple[Optional[str], list]:
+def _measure_repeats(g: PointGroup, o, point_dir: Path, runs: list, per: list, srcs: list) -> tuple[Optional[str], list]:
     """Each run's figures appended to ``per`` (its folder to ``srcs``), numbered after the
     earlier starts' repeats: (why one could not be read or None, each repeat's goodput)."""
     ctx, slo, slo_repeats = g.ctx, g.ctx.slo, []
     spec_cfg = ctx.spec_cfg
     for r, (name, dst, _) in enumerate(runs, len(per) + 1):
         try:
-            acc, tim, ok = measure(ctx, g.spec, g.questions, dst / "profile_export.jsonl", dst, spec_cfg)
+            acc, tim, ok = measure(ctx, g.spec, g.sent(o.concurrency), dst / "profile_export.jsonl", dst, spec_cfg)
         except (RecordError, ValueError, OSError) as e:
             return f"repeat {r} ({name}): results unreadable: {str(e).splitlines()[0]}", slo_repeats
         ext = acc.get(EXTENSION_KEY) or {}
@@ -59,7 +59,7 @@ def finish_repeats(g: PointGroup, o, runs: list) -> Optional[str]:
     per, srcs, origins = earlier_starts(point_dir)  # sweep.server_starts: the earlier starts' repeats join these
     slo_repeats: list = []
     if missing is None:
-        missing, slo_repeats = _measure_repeats(g, point_dir, runs, per, srcs)
+        missing, slo_repeats = _measure_repeats(g, o, point_dir, runs, per, srcs)
     if missing is not None:
         for staged, origin in zip(srcs, origins):  # the earlier starts' folders go back where they were
             ar.move_artifacts(staged, origin)

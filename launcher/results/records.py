@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from launcher.runtime.datasets import question_of_session
 from launcher.runtime.files import jsonl_lines
 
 PROFILING = "profiling"
@@ -220,7 +221,7 @@ def parse_record(obj: object, where: str) -> TurnRecord:
             raise RecordError(f"{label}: metadata.{name} must be an integer, got {v!r}")
     return TurnRecord(
         where=where,
-        conversation_id=str(cid),
+        conversation_id=question_of_session(cid),  # a phase's copy "81@phase3" is question "81"
         turn_index=tix,
         phase=str(meta.get("benchmark_phase", "")),
         profiling_index=meta.get("profiling_index"),
@@ -290,7 +291,7 @@ def raw_turn_records(path: Path | str) -> Iterator[tuple[int, tuple[str, int], d
             try:
                 rec = json.loads(line)
                 meta = rec["metadata"]
-                key = (str(meta["conversation_id"]), int(meta["turn_index"]))
+                key = (question_of_session(meta["conversation_id"]), int(meta["turn_index"]))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 raise ValueError(f"{path}:{lineno}: not an AIPerf raw record "
                                  "(needs metadata.conversation_id and turn_index)") from None

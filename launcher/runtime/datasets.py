@@ -14,7 +14,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Sequence
 
 from launcher.runtime.files import jsonl_lines, write_text_atomic
 
@@ -63,6 +63,19 @@ class DatasetSpec:
 def question_key(question: Question) -> str:
     """Request_AL key: the question id as a string (``"81"``, ``"speed-0003"``)."""
     return str(question.question_id)
+
+
+# A multi-phase AIPerf run holds one copy of a phase's questions per phase (AIPerf needs a
+# session id once per file): the copy of question "81" for the 3rd phase is "81@phase3".
+PHASE_COPY_SEP = "@phase"
+
+
+def question_of_session(session_id: object) -> str:
+    """The question key an AIPerf session id (``metadata.conversation_id``) stands for:
+    ``"81@phase3"`` -> ``"81"``; an id without a phase suffix is the key itself."""
+    sid = str(session_id)
+    head, sep, tail = sid.rpartition(PHASE_COPY_SEP)
+    return head if sep and tail.isdigit() else sid
 
 
 # ---------------------------------------------------------------- helpers
@@ -323,12 +336,60 @@ def aiperf_multi_turn_lines(questions: list[Question], output_length: int, *,
     return lines
 
 
+def aiperf_phase_lines(questions: list[Question], phases: Sequence[tuple[int, int]], output_length: int, *,
+                      extra: Optional[dict] = None) -> list[dict]:
+    """The ``multi_turn`` objects of a multi-phase AIPerf run laid out so that each phase
+    (``phases``: (sessions, concurrency) in run order) sends the FIRST ``sessions`` questions
+    of the dataset, as specdec_bench's ``--num_requests N`` takes the first N rows. Pure.
+
+    AIPerf 0.13 runs every phase from one sequential sampler (one cursor over the file, which
+    wraps) and never resets it (timing/strategies/request_rate.py): a phase samples a first
+    turn before its first request and again after each session it starts, unless that start
+    was the phase's final request. So a concurrency phase of S sessions takes S lines when
+    its last session start is its final request (that question has one turn), S + 1 when
+    turns of it are still to come; the idle phase after a point (aiperf_runner.gap_phase, a
+    constant rate that sends nothing) takes one line. The file holds, in run order, each
+    phase's copy of its questions (session ids ``<key>@phase<i>``, read back by
+    :func:`question_of_session`) and the lines taken between two phases (fillers, never
+    sent: a record of one fails its point, metrics.turns). A phase of several concurrent
+    sessions mixing one-turn and multi-turn questions sends a multi-turn one last, so that
+    the count does not depend on timing."""
+    base = aiperf_multi_turn_lines(questions, output_length, extra=extra)
+    lines: list[dict] = []
+    for i, (n, concurrency) in enumerate(phases, 1):
+        n = int(n)
+        if not 1 <= n <= len(base):
+            raise DatasetError(f"phase {i} sends {n} sessions; the dataset has {len(base)}")
+        order = _last_start_order(questions[:n], int(concurrency))
+        lines += [base[k] | {"session_id": f"{base[k]['session_id']}{PHASE_COPY_SEP}{i}"} for k in order]
+        if i < len(phases):  # the lines taken after the phase's sessions and by the idle phase, never sent
+            taken = 1 + (len(questions[order[-1]].turns) > 1)
+            lines += [{"session_id": f"not-sent-{i}-{t}", "turns": [{"text": "(not sent)", "output_length": 1}]}
+                      for t in range(taken)]
+    return lines
+
+
+def _last_start_order(slice_: list[Question], concurrency: int) -> list[int]:
+    """The order a phase sends its questions in: the dataset's, but with several sessions
+    at once and one-turn and multi-turn questions mixed, the last multi-turn question moves
+    to the end (whether a one-turn last start is the phase's final request would depend on
+    timing)."""
+    order = list(range(len(slice_)))
+    multi = [k for k in order if len(slice_[k].turns) > 1]
+    if concurrency > 1 and multi and len(slice_[-1].turns) == 1:
+        order.remove(multi[-1])
+        order.append(multi[-1])
+    return order
+
+
 def write_aiperf_multi_turn(questions: list[Question], path: Path | str, output_length: int,
-                            extra: Optional[dict] = None) -> Path:
+                            extra: Optional[dict] = None, phases: Optional[Sequence[tuple[int, int]]] = None) -> Path:
     """Write the AIPerf ``--custom-dataset-type multi_turn`` input file (``extra``: request
-    fields every turn carries)."""
+    fields every turn carries; ``phases``: a multi-phase run's (sessions, concurrency) per
+    phase, laid out by :func:`aiperf_phase_lines`)."""
     path = Path(path)
-    lines = aiperf_multi_turn_lines(questions, output_length, extra=extra)
+    lines = (aiperf_phase_lines(questions, phases, output_length, extra=extra) if phases is not None
+             else aiperf_multi_turn_lines(questions, output_length, extra=extra))
     write_text_atomic(path, "".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in lines))
     return path
 

@@ -203,3 +203,85 @@ def test_category_map():
     qs = read_mtbench(DATA / "mtbench_16.jsonl")
     m = category_map(qs)
     assert m["81"] == "writing" and m["96"] == "roleplay" and len(m) == 16
+
+
+# ------------------------------------------------- a multi-phase run's input file
+
+def _qs(n, turns=2):
+    from launcher.runtime.datasets import Question
+    t = turns if isinstance(turns, list) else [turns] * n
+    return [Question(str(81 + i), "writing", [f"q{i}.{j}" for j in range(t[i])]) for i in range(n)]
+
+
+def _sampled(lines, phases):
+    """What AIPerf 0.13's one sequential sampler hands each phase of a run (``phases``:
+    (sessions, concurrency)), following timing/strategies/request_rate.py: a phase samples
+    a first turn before its first request and after each session start that is not its
+    final request; the idle phase between two takes one line; the file wraps. Returns each
+    phase's sessions in start order."""
+    n_turns = {obj["session_id"]: len(obj["turns"]) for obj in lines}
+    cursor, out = 0, []
+    for i, (n, _) in enumerate(phases):
+        if i:
+            cursor += 1  # the idle phase's pre-sampled line
+        got = [lines[(cursor + j) % len(lines)]["session_id"] for j in range(n)]
+        cursor += n + (n_turns[got[-1]] > 1)  # its last start is final only with nothing left to send
+        out.append(got)
+    return out
+
+
+def _check_first_n(qs, phases):
+    from launcher.runtime.datasets import aiperf_phase_lines, question_of_session
+    lines = aiperf_phase_lines(qs, phases, 32)
+    for i, (ids, (n, _)) in enumerate(zip(_sampled(lines, phases), phases), 1):
+        assert sorted(question_of_session(s) for s in ids) == [str(81 + j) for j in range(n)], (i, ids)
+        assert all(s.endswith(f"@phase{i}") for s in ids)  # one copy per phase: AIPerf needs ids once per file
+    assert len({obj["session_id"] for obj in lines}) == len(lines)
+    return lines
+
+
+def test_each_phase_of_a_run_sends_the_first_n_questions():
+    from launcher.runtime.datasets import question_of_session
+    phases = [(10, 4), (2, 1), (4, 4), (10, 16), (2, 1), (4, 4)]  # warm-up, two repeats of C=1 and C=4
+    for turns in (1, 2):  # one-turn questions (max_turns=1) and MT-Bench's two turns
+        lines = _check_first_n(_qs(10, turns), phases)
+        fillers = [o["session_id"] for o in lines if question_of_session(o["session_id"]).startswith("not-sent")]
+        assert len(fillers) == (len(phases) - 1) * turns  # the idle phase's line, and one more after 2 turns
+    # at C=1 one session at a time: the dataset's order
+    lines = _check_first_n(_qs(10, 2), [(10, 16), (3, 1)])
+    assert [question_of_session(o["session_id"]) for o in lines if o["session_id"].endswith("@phase2")] == \
+        ["81", "82", "83"]
+
+
+def test_mixed_turns_put_a_multi_turn_question_last_when_sessions_overlap():
+    from launcher.runtime.datasets import question_of_session
+    qs = _qs(5, [2, 1, 2, 1, 1])  # Spec-Bench mixes one-turn and two-turn questions
+    lines = _check_first_n(qs, [(5, 4), (5, 1), (4, 2)])
+    p1 = [question_of_session(o["session_id"]) for o in lines if o["session_id"].endswith("@phase1")]
+    p2 = [question_of_session(o["session_id"]) for o in lines if o["session_id"].endswith("@phase2")]
+    assert p1 == ["81", "82", "84", "85", "83"]  # C=4: the last start has turns to come, whatever the timing
+    assert p2 == ["81", "82", "83", "84", "85"]  # C=1: the last start is final: the dataset's order
+
+
+def test_without_the_layout_a_later_phase_would_get_other_questions():
+    """The file of one copy per question (single-phase runs) gives the C=1 phase after a
+    warm-up of the whole dataset other questions than the first two: the bug the layout
+    fixes (on the H100, the C=1 point of a one-turn MT-Bench sent questions 82-97, not 81-96)."""
+    from launcher.runtime.datasets import aiperf_multi_turn_lines
+    assert _sampled(aiperf_multi_turn_lines(_qs(10, 1), 32), [(10, 64), (2, 1)])[1] == ["82", "83"]
+    assert _sampled(aiperf_multi_turn_lines(_qs(10, 2), 32), [(10, 64), (2, 1)])[1] == ["83", "84"]
+
+
+def test_session_ids_map_back_to_their_question():
+    from launcher.runtime.datasets import question_of_session
+    assert question_of_session("81@phase3") == "81"
+    assert question_of_session("speed-0003@phase12") == "speed-0003"
+    assert question_of_session("81") == "81" and question_of_session(81) == "81"
+    assert question_of_session("a@phaseX") == "a@phaseX"  # not a phase copy: the id itself
+
+
+def test_a_phase_larger_than_the_dataset_is_refused():
+    import pytest as _pytest
+    from launcher.runtime.datasets import DatasetError, aiperf_phase_lines
+    with _pytest.raises(DatasetError, match="phase 2 sends 11 sessions"):
+        aiperf_phase_lines(_qs(10), [(10, 4), (11, 1)], 32)

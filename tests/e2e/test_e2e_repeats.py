@@ -104,3 +104,27 @@ def test_repeats_across_two_server_starts_are_pooled(runs):
         ext = next(v for v in conf.values() if isinstance(v, dict) and "machine" in v)
         assert ext["machine"]["host"]["cores"] and ext["machine"]["window"]["samples"] >= 1
         assert ext["http_keep_alive"]["safe"] is True
+
+
+def test_every_repeat_sends_the_first_questions_in_dataset_order(runs):
+    """Each repeat of a point (AIPerf phases of one run, one sequential sampler) sends the
+    same questions, the dataset's, in dataset order at C=1: the input file lays out each
+    phase's copy (runtime.datasets.aiperf_phase_lines); read on the real AIPerf's records."""
+    from launcher.runtime.datasets import question_key, question_of_session, read_mtbench
+    job = runs["a"]
+    bench = json.loads((job / "job.json").read_text())["bench"]
+    (mtbench,) = [d for d in bench["datasets"] if d["name"] == "mtbench"]
+    asked = [question_key(q) for q in read_mtbench(mtbench["path"], bench["num_requests"])]
+    assert len(asked) == 4
+    for row in json.loads((job / "summary.json").read_text())["points"]:
+        point = job / row["dir"]
+        exports = [point / "aiperf" / "profile_export.jsonl", *sorted(point.glob("aiperf_repeats/r*/profile_export.jsonl"))]
+        assert len(exports) == 3, exports
+        for export in exports:
+            recs = [json.loads(line) for line in export.read_text().splitlines()]
+            first = sorted((r["metadata"]["request_start_ns"], question_of_session(r["metadata"]["conversation_id"]))
+                           for r in recs if r["metadata"]["turn_index"] == 0)
+            sent = [q for _, q in first]
+            assert sorted(sent) == sorted(asked), (export, sent, asked)
+            if row["concurrency"] == 1:
+                assert sent == asked, (export, sent)  # one at a time: in the dataset's order

@@ -18,6 +18,7 @@ import sys
 
 from launcher.contracts.job import JobSpec
 from launcher.results import read_point
+from launcher.runtime.datasets import question_key, question_of_session, read_mtbench
 from tests.support import stack
 from tests.support.browser import screenshot_page
 
@@ -30,8 +31,16 @@ RUN = ["cluster=slurm", "cluster.array_parallelism=1", "cluster.cpus_per_task=2"
 
 
 def _conversations(point) -> list[str]:
-    return [json.loads(line)["metadata"]["conversation_id"]
+    """The questions a point's requests asked (a phase's copy "81@phase3" is question "81")."""
+    return [question_of_session(json.loads(line)["metadata"]["conversation_id"])
             for line in (point / "aiperf" / "profile_export.jsonl").read_text().splitlines()]
+
+
+def _dataset_keys(job) -> list[str]:
+    """The job's MT-Bench questions, in dataset order, as its job.json names them."""
+    bench = json.loads((job / "job.json").read_text())["bench"]
+    (mt,) = [d for d in bench["datasets"] if d["name"] == "mtbench"]
+    return [question_key(q) for q in read_mtbench(mt["path"], bench["num_requests"])]
 
 
 def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path):
@@ -57,6 +66,11 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
         c1, c2 = _conversations(d / "mtbench" / "t0_c1"), _conversations(d / "mtbench" / "t0_c2")
         assert len(set(c1)) == 2 and len(c1) == 4, c1  # 2 conversations x 2 turns
         assert len(set(c2)) == 4 and len(c2) == 8, c2  # not listed: the whole dataset
+        # the first N questions of the dataset, as specdec_bench's --num_requests takes them
+        # (after the warm-up phase of all 4 and its idle phase): C=1 one at a time, in order
+        keys = _dataset_keys(d)
+        assert list(dict.fromkeys(c1)) == keys[:2] and sorted(set(c2)) == sorted(keys), (c1, c2, keys)
+        assert len(json.loads((d / "mtbench" / "t0_c1" / "acceptance_rate.json").read_text())[-1]["Request_AL"]) == 2
     for k in (1, 3):
         assert sorted(_conversations(jobs[k] / "mtbench" / "t0_c1")) == sorted(_conversations(base / "mtbench" / "t0_c1"))
 
