@@ -24,13 +24,11 @@ RESOLVERS = {
     "launcher/node/context.py": "the node process: the job's context holds it",
     "launcher/node/step_record.py": "a multi-node rank's own process, before it execs the server",
     "launcher/report/html.py": "the report process: a recorded job's server command line",
+    "launcher/bench/cli.py": "the benchmark process: its one resolution, held by its context",
+    "launcher/bench/known_answer.py": "the known-answer probe's own process (its main)",
 }
 # Call sites of other slices of issue 42, to go (the lead removes an entry when its module stops).
-NOT_YET_HANDED = {
-    "launcher/bench/cli.py": "the benchmark's process: its one resolution",
-    "launcher/bench/known_answer.py": "the known-answer probe's process (its main) and the node's phases",
-    "launcher/bench/recorded_on.py": "to take the benchmark's engine (bench/point.py passes its name)",
-}
+NOT_YET_HANDED: dict = {}
 FLAG_BUILDER = "launcher/engines/speculation.py"
 FLAG_METHODS = ("speculative_flags", "acceptance_flags")
 NOT_YET_BUILT_THERE = {

@@ -30,7 +30,7 @@ from typing import Iterable, Optional
 from launcher.bench.metrics import counter_deltas, DEFAULT_METRICS, parse_prometheus_text, prometheus_al
 from launcher.bench.preflight import chat, engine_version
 from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
-from launcher.engines import DEFAULT_ENGINE, get_engine, known_defects
+from launcher.engines import DEFAULT_ENGINE, Engine, get_engine, known_defects
 from launcher.runtime.telemetry import gpu_names
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
 from launcher.results.summary import change_summary, point_rows, row_dicts
@@ -175,10 +175,10 @@ def free_bytes_per_device() -> Optional[int]:
     return None
 
 
-def self_draft_config(model: str, k: int, engine: str = DEFAULT_ENGINE, version: Optional[str] = None) -> dict:
+def self_draft_config(model: str, k: int, engine: Engine, version: Optional[str] = None) -> dict:
     """The probe's speculative config: the engine's own (probabilistic drafting where it has it)."""
 
-    return get_engine(engine).self_draft_config(model, k, version)
+    return engine.self_draft_config(model, k, version)
 
 
 # ---------------------------------------------------------------- the client
@@ -186,11 +186,11 @@ def self_draft_config(model: str, k: int, engine: str = DEFAULT_ENGINE, version:
 
 def probe(url: str, model: str, k: int, temperatures: Iterable[float], prompts: Iterable[str] = PROMPTS,
           max_tokens: int = DEFAULT_MAX_TOKENS, acceptance_source: str = "per_request_stats",
-          engine: str = DEFAULT_ENGINE) -> list[dict]:
+          *, engine: Engine) -> list[dict]:
     """Send the prompts at each temperature; the verdict per temperature. One request at
     a time, so counted from stream chunks no two steps can be merged into one chunk."""
 
-    eng = get_engine(engine)
+    eng = engine  # the caller's resolved engine (main resolves --engine once)
 
     out = []
     for t in temperatures:
@@ -301,16 +301,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     a = p.parse_args(argv)
     save_dir = Path(a.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
+    eng = get_engine(a.engine)  # this process's one resolution
     try:
         entries = probe(a.url.rstrip("/"), a.model, a.k, a.temperature, max_tokens=a.max_tokens,
-                        acceptance_source=a.acceptance_source, engine=a.engine)
+                        acceptance_source=a.acceptance_source, engine=eng)
     except (OSError, urllib.error.URLError, RuntimeError, ValueError) as e:
         result = skipped(f"the probe's requests failed: {e}")
         record(save_dir, result)
         print(one_line(result), file=sys.stderr)
         return 2
     result = summarize(entries, a.k, a.draft_sample_method, a.acceptance_source)
-    result = known_defects.annotate(result, a.engine, engine_version(a.url.rstrip("/"), get_engine(a.engine)),
+    result = known_defects.annotate(result, a.engine, engine_version(a.url.rstrip("/"), eng),
                                     known_defects.build_of(gpu_names()))
     record(save_dir, result)
     for e in entries:

@@ -104,7 +104,7 @@ def point_configuration(ctx: PointContext, spec: DatasetSpec, o, point_dir: Path
     serving = {"server_id": ctx.recorded("server_id"), "server_argv": ctx.server_ready.argv,
                "server_flags": ctx.recorded("server_flags"), "url": ctx.base_url, "served_model_name": b.model,
                "speculative_config": spec_cfg, "sampling": {"temperature": o.temperature, **sampling}}
-    where = this_point(engine=ctx.engine.name, version=ctx.engine_version, gpu=gpu,
+    where = this_point(engine=ctx.engine, version=ctx.engine_version, gpu=gpu,
                        server_argv=ctx.server_ready.argv or ctx.recorded("server_flags") or [], model=model)
     measured_at = {"http_keep_alive": ctx.keep_alive,
                    "machine": point_machine(gpu, ok_records, job_dir(point_dir))}

@@ -16,7 +16,7 @@ from typing import Mapping, Optional, Sequence
 
 from launcher.runtime.cpuinfo import cpu_flags as read_cpu_flags
 from launcher.runtime.cpuinfo import parse_cpu_flags as cpu_flags  # noqa: F401 (the text form, re-exported)
-from launcher.engines import DEFAULT_ENGINE, get_engine
+from launcher.engines import Engine
 from launcher.engines.flags import flag_values
 
 NO_GPU = "cpu"  # configuration.json's gpu field without a visible NVIDIA GPU (launcher.runtime.telemetry)
@@ -52,10 +52,10 @@ def head_size(config: Mapping) -> Optional[int]:
     return hidden // heads if isinstance(hidden, int) and isinstance(heads, int) and heads else None
 
 
-def recorded_on(*, engine: str, version: Optional[str], gpu: Optional[str], server_argv: Sequence[str],
+def recorded_on(*, engine: Engine, version: Optional[str], gpu: Optional[str], server_argv: Sequence[str],
                 config: Mapping, flags: set[str]) -> dict:
     """The point's platform: ``gpu`` is configuration.json's gpu field ("cpu" without a GPU)."""
-    eng = get_engine(engine or DEFAULT_ENGINE)
+    eng = engine
     dtype = served_dtype(server_argv, config)
     cpu = not gpu or gpu == NO_GPU
     block = (flag_values(list(server_argv or []), "--block-size") or [None])[0]
@@ -67,7 +67,7 @@ def recorded_on(*, engine: str, version: Optional[str], gpu: Optional[str], serv
             "cpu_kernel": kernel, "gpu": None if cpu else gpu, "dtype": dtype}
 
 
-def this_point(*, engine: str, version: Optional[str], gpu: Optional[str], server_argv: Sequence[str],
+def this_point(*, engine: Engine, version: Optional[str], gpu: Optional[str], server_argv: Sequence[str],
                model: Optional[str]) -> dict:
     """recorded_on for a point served on this node (its /proc/cpuinfo, the checkpoint on disk)."""
     return recorded_on(engine=engine, version=version, gpu=gpu, server_argv=server_argv,

@@ -118,7 +118,7 @@ class Phases:
             return self._known_answer_skipped(reason), None
         ctx.log(f"known-answer probe: restarting the target as its own draft (draft_model, k={k})")
         self.servers.stop("speculative server")
-        probe_cfg = ka.self_draft_config(sp.model, int(k), sp.engine, sp.engine_version)
+        probe_cfg = ka.self_draft_config(sp.model, int(k), self.ctx.engine, sp.engine_version)
         sample_method = probe_cfg.get("draft_sample_method", "greedy")
         ctx.log(f"known-answer drafting: {sample_method}" + ("" if sample_method == "probabilistic" else
                 " (this engine version drafts greedily: the known answer holds only at T=0)"))

@@ -51,16 +51,16 @@ def test_served_dtype():
 
 def test_recorded_on_cpu_and_gpu():
     argv = ["--model", "/m", "--dtype", "float32", "--enforce-eager"]
-    assert ro.recorded_on(engine="vllm", version="0.32.0", gpu="cpu", server_argv=argv, config=TINY,
+    assert ro.recorded_on(engine=get_engine("vllm"), version="0.32.0", gpu="cpu", server_argv=argv, config=TINY,
                           flags=AMX_XEON) == {"engine": "vllm", "version": "0.32.0", "build": "cpu",
                                               "cpu_kernel": "avx512", "gpu": None, "dtype": "float32"}
-    assert ro.recorded_on(engine="vllm", version="0.32.0", gpu="cpu", server_argv=argv[:2], config=TINY,
+    assert ro.recorded_on(engine=get_engine("vllm"), version="0.32.0", gpu="cpu", server_argv=argv[:2], config=TINY,
                           flags=AMX_XEON)["cpu_kernel"] == "amx"
-    assert ro.recorded_on(engine="vllm", version="0.26.0", gpu="NVIDIA H200", server_argv=[], config=TINY,
+    assert ro.recorded_on(engine=get_engine("vllm"), version="0.26.0", gpu="NVIDIA H200", server_argv=[], config=TINY,
                           flags=AMX_XEON) == {"engine": "vllm", "version": "0.26.0", "build": "cuda",
                                               "cpu_kernel": None, "gpu": "NVIDIA H200", "dtype": "bfloat16"}
     # an engine whose CPU rule is not known here says so (None), never a guess
-    assert ro.recorded_on(engine="sglang", version="0.5.17", gpu="cpu", server_argv=[], config=TINY,
+    assert ro.recorded_on(engine=get_engine("sglang"), version="0.5.17", gpu="cpu", server_argv=[], config=TINY,
                           flags=AMX_XEON)["cpu_kernel"] is None
 
 
