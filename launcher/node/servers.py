@@ -232,7 +232,10 @@ class ServerGroup(JobContext):
         if self.server is not None and self.server.proc is not None:
             self.log(f"{what} process ended (exit {describe_returncode(self.server.proc.returncode)})")
         if self.spec.launch.server == "srun" and slurm_steps.in_allocation():
-            steps = slurm_steps.cancel_steps(os.environ["SLURM_JOB_ID"], slurm_steps.SERVER_STEP_NAME, self.log)
+            # the job as Slurm names it (an array task's JOBID_TASK): `squeue -s -j` on the array's own
+            # id lists every task's steps, and this job would cancel another task's server
+            steps = slurm_steps.cancel_steps(slurm_steps.slurm_job_id(os.environ), slurm_steps.SERVER_STEP_NAME,
+                                             self.log)
             if steps:
                 self.log(f"WARNING: server step(s) still listed after scancel: {steps}", logging.ERROR)
         if left:
