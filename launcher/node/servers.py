@@ -230,7 +230,9 @@ class ServerGroup:
         if self.server is not None and self.server.proc is not None:
             log(f"{what} process ended (exit {describe_returncode(self.server.proc.returncode)})")
         if self.ctx.spec.launch.server == "srun" and slurm_steps.in_allocation():
-            steps = slurm_steps.cancel_steps(os.environ["SLURM_JOB_ID"], slurm_steps.SERVER_STEP_NAME, log)
+            # the job as Slurm names it (an array task's JOBID_TASK): `squeue -s -j` on the array's own
+            # id lists every task's steps, and this job would cancel another task's server
+            steps = slurm_steps.cancel_steps(slurm_steps.slurm_job_id(os.environ), slurm_steps.SERVER_STEP_NAME, log)
             if steps:
                 log(f"WARNING: server step(s) still listed after scancel: {steps}", logging.ERROR)
         if left:

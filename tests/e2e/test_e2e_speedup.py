@@ -22,7 +22,9 @@ from launcher.runtime.datasets import question_key, question_of_session, read_mt
 from tests.support import stack
 from tests.support.browser import screenshot_page
 
-RUN = ["cluster=slurm", "cluster.array_parallelism=1", "cluster.cpus_per_task=2",  # one server at a time
+# the two k's jobs at the same time, one CPU each of the cluster's two: nothing here judges a
+# throughput (the speedups are checked for their pairing, AL and the diagnosis agreeing with them)
+RUN = ["cluster=slurm", "cluster.array_parallelism=2", "cluster.cpus_per_task=1",
        "draft=tiny_identical", "sweep.baseline=true", "sweep.num_speculative_tokens=[1,3]",
        "sweep.temperatures=[0]", "sweep.concurrencies=[1,2]", "sweep.datasets=[mtbench]", "sweep.num_requests=4",
        "sweep.num_requests_per_concurrency={1:2}",  # C=1 sends 2 of the 4 conversations, C=2 all 4

@@ -68,7 +68,9 @@ def test_a_real_nixl_agent_idles_with_the_timeout_and_spins_without_it(real_stac
     hooked, log = cpu_s(hooked_env)
     bare, _ = cpu_s(base)
     assert "NIXL progress thread: poll timeout 1000 us" in log
-    # as shipped the progress thread polls without pause: most of a core (a share of one on a loaded
-    # 2-core machine); with the timeout it sleeps in poll()
-    assert bare > 0.5, bare
+    # as shipped the progress thread polls without pause: most of a core over the 2 s, or the share of
+    # one a loaded 2-core machine leaves it (a third of a core beside six runnable threads: 0.67 s); with
+    # the timeout it sleeps in poll(). The floor (0.2 s: a tenth of a core) is one no load of this suite
+    # takes from a spinning thread and an idle agent never reaches (it spends a few ms)
+    assert bare > 0.2, bare
     assert hooked < 0.3 and hooked < bare / 4, (hooked, bare)
