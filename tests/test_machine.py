@@ -106,3 +106,17 @@ def test_machines_line_names_each_host_and_the_clock_range_over_points():
     assert line == ("NVIDIA H200 on 16 x Xeon; SM clock 1410-1980 MHz (medians over 2 points), "
                     "slowed by sw_thermal_slowdown; CPU steal up to 10.0%")
     assert machine.machines_line([]) == "machine not recorded"
+
+
+def test_a_window_the_sampler_missed_closes_on_the_next_sample():
+    """A repeat shorter than the sampling period (or one the sampler missed under load) has
+    no sample inside: its engine cores and CPU shares come from the samples around it."""
+    before = [100, 0, 0, 100, 0, 0, 0, 0]
+    after = [150, 0, 0, 150, 0, 0, 0, 0]
+    samples = [_s(0.5, cpu=before, eng=10.0), _s(1.5, cpu=after, eng=11.0), _s(2.5, cpu=after, eng=99.0)]
+    w = machine.window_summary(samples, 0.8, 1.2)
+    assert w["samples"] == 0
+    assert w["engine_cpu_s"] == 1.0 and w["engine_cores"] == 1.0  # the next sample only, not the one after
+    assert w["cpu_busy_share"] == 0.5
+    inside = machine.window_summary(samples, 0.4, 1.6)  # samples inside: the window's own deltas, as before
+    assert inside["engine_cpu_s"] == 1.0 and inside["samples"] == 2

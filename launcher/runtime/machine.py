@@ -257,10 +257,13 @@ def window_summary(samples: list[dict], t0: float, t1: float) -> dict:
                      "slowed_share": round(sum(1 for m in masks if m & SLOWING) / len(masks), 3) if masks else None})
     out["gpus"] = gpus
     # CPU shares from the jiffies just before and at the end of the window
+    # (a window too short for the sampler, or one it missed under load, closes on the first
+    # sample after it: the span then reaches at most one sampling period past the window)
     before = [s for s in samples if s["t"] <= t0 and s.get("cpu")]
+    after = [s for s in samples if s["t"] > t1]
     cpu = [s for s in inside if s.get("cpu")]
     first = before[-1] if before else (cpu[0] if cpu else None)
-    last = cpu[-1] if cpu else None
+    last = cpu[-1] if cpu and cpu[-1] is not first else next((s for s in after if s.get("cpu")), None)
     busy = steal = None
     if first is not None and last is not None and last is not first:
         d = [b - a for a, b in zip(first["cpu"], last["cpu"])]
@@ -273,6 +276,8 @@ def window_summary(samples: list[dict], t0: float, t1: float) -> dict:
     loads = [s.get("load1") for s in inside if isinstance(s.get("load1"), (int, float))]
     out["load1_max"] = max(loads) if loads else None
     eng = [s for s in ([*(before[-1:] if before else [])] + inside) if isinstance(s.get("engine_cpu_s"), (int, float))]
+    if len(eng) < 2:
+        eng += [s for s in after if isinstance(s.get("engine_cpu_s"), (int, float))][:1]
     if len(eng) >= 2 and eng[-1]["t"] > eng[0]["t"]:
         used = eng[-1]["engine_cpu_s"] - eng[0]["engine_cpu_s"]
         out["engine_cpu_s"] = round(used, 3) if used >= 0 else None  # a restart resets the tree
