@@ -151,3 +151,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
         if used & SLURM_FIXTURES:
             item.add_marker(pytest.mark.slurm)
+    groups = worker_groups(items)
+    for item, group in zip(items, groups):
+        item.add_marker(pytest.mark.xdist_group(group))
+    # The costly groups first (most tests that start real parts), so that the last ones handed
+    # out are unit-test files that even the two workers' ends out (--no-loadscope-reorder)
+    real = {g: 0 for g in groups}
+    for item, group in zip(items, groups):
+        real[group] += bool(item.get_closest_marker("e2e") or item.get_closest_marker("slurm"))
+    first = {g: i for i, g in reversed(list(enumerate(groups)))}
+    order = sorted(range(len(items)), key=lambda i: (-real[groups[i]], first[groups[i]], i))
+    items[:] = [items[i] for i in order]
+
+
+# ---------------------------------------------------------------- workers
+# The suite runs on pytest-xdist workers (pyproject's addopts: -n, --dist loadgroup). A worker
+# has its own session, so a session fixture used on two workers would start twice: every file
+# goes to one worker whole (its module fixtures start once), and the files that share a
+# costly session fixture (one real server, run or cluster) go to the same worker.
+SHARED_ON_ONE_WORKER = {"smoke_run": "smoke-run", "spec_server": "vllm-servers", "ref_server": "vllm-servers",
+                        "slurm_cluster": "slurm", "slurm_multinode": "slurm-multinode"}
+
+
+def worker_groups(items: list[pytest.Item]) -> list[str]:
+    """The xdist group of each item: its file's, where files that use the same costly session
+    fixture are merged (union-find over files and fixtures)."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    files = [str(Path(str(item.fspath)).relative_to(ROOT)) for item in items]
+    for f, item in zip(files, items):
+        for fixture in sorted(set(getattr(item, "fixturenames", ())) & SHARED_ON_ONE_WORKER.keys()):
+            a, b = find(f), find(SHARED_ON_ONE_WORKER[fixture])
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    return [find(f) for f in files]
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """-n auto: SPECDEC_TEST_WORKERS, else 2 (the suite is shaped for CI's 2 cores: most e2e
+    tests already run their jobs side by side)."""
+    return int(os.environ.get("SPECDEC_TEST_WORKERS", "2"))

@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import fcntl
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +44,19 @@ class SlurmCluster:
     state_dir: Path  # logs in state_dir / "log"
 
 
-_lock = threading.Lock()
+_thread_lock = threading.Lock()
 _cluster: SlurmCluster | None = None
+
+
+@contextmanager
+def _lock():
+    """One bring-up or take-down at a time: across threads, and across the suite's xdist
+    workers (processes: a lock file beside the clusters' state)."""
+    home = Path(os.environ.get("SPECDEC_HOME", Path.home() / ".cache" / "specdec-launcher"))
+    home.mkdir(parents=True, exist_ok=True)
+    with _thread_lock, open(home / "slurm-setup.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def _field(line: str, key: str, default: str = "") -> str:
@@ -72,7 +85,7 @@ def ensure_slurm_cluster(timeout_s: float = 900) -> SlurmCluster:
     with apt (a minute or so), hence the generous default timeout.
     """
     global _cluster
-    with _lock:
+    with _lock():
         if _cluster is not None:
             return _cluster
         try:
@@ -121,7 +134,7 @@ def parse_multinode_status(line: str) -> MultiNodeCluster:
 
 def ensure_multinode_cluster(nodes: int = 2, timeout_s: float = 900) -> MultiNodeCluster:
     """Bring up (or find up) the multi-node cluster with ``nodes`` nodes and describe it."""
-    with _lock:
+    with _lock():
         if nodes in _multi:
             return _multi[nodes]
         env = {**os.environ, "SPECDEC_SLURM_NODES": str(nodes)}
@@ -143,7 +156,7 @@ def take_down_multinode_cluster(nodes: int = 2, timeout_s: float = 120) -> None:
     """Remove what ``ensure_multinode_cluster`` set up: the nodes' daemons, network
     namespaces, veths, bridge and /etc/hosts lines (slurm_down.sh; the state directory
     stays, so the next bring-up is quick). Raises :class:`SlurmUnavailable` if it fails."""
-    with _lock:
+    with _lock():
         env = {**os.environ, "SPECDEC_SLURM_NODES": str(nodes)}
         env.pop("SLURM_CONF", None)
         proc = subprocess.run(["bash", str(SLURM_DOWN)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
