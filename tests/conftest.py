@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support import stack  # noqa: E402
+from tests.support import stack, workers  # noqa: E402
 from tests.support.slurm import (MultiNodeCluster, SlurmCluster, SlurmUnavailable, ensure_multinode_cluster,  # noqa: E402
                                  ensure_slurm_cluster, take_down_multinode_cluster)
 
@@ -151,11 +151,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
         if used & SLURM_FIXTURES:
             item.add_marker(pytest.mark.slurm)
-    groups = worker_groups(items)
-    for item, group in zip(items, groups):
-        item.add_marker(pytest.mark.xdist_group(group))
-    # The costly groups first (most tests that start real parts), so that the last ones handed
-    # out are unit-test files that even the two workers' ends out (--no-loadscope-reorder)
+    # The costly units of work first (most tests that start real parts), so that the last ones
+    # handed out are unit-test files that even the workers' ends out (tests/support/workers.py)
+    files = [str(Path(str(item.fspath)).relative_to(ROOT)) for item in items]
+    group_of = workers.file_groups(ROOT, sorted(set(files)))
+    groups = [group_of[f] for f in files]
     real = {g: 0 for g in groups}
     for item, group in zip(items, groups):
         real[group] += bool(item.get_closest_marker("e2e") or item.get_closest_marker("slurm"))
@@ -165,32 +165,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # ---------------------------------------------------------------- workers
-# The suite runs on pytest-xdist workers (pyproject's addopts: -n, --dist loadgroup). A worker
-# has its own session, so a session fixture used on two workers would start twice: every file
-# goes to one worker whole (its module fixtures start once), and the files that share a
-# costly session fixture (one real server, run or cluster) go to the same worker.
-SHARED_ON_ONE_WORKER = {"smoke_run": "smoke-run", "spec_server": "vllm-servers", "ref_server": "vllm-servers",
-                        "slurm_cluster": "slurm", "slurm_multinode": "slurm-multinode"}
-
-
-def worker_groups(items: list[pytest.Item]) -> list[str]:
-    """The xdist group of each item: its file's, where files that use the same costly session
-    fixture are merged (union-find over files and fixtures)."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    files = [str(Path(str(item.fspath)).relative_to(ROOT)) for item in items]
-    for f, item in zip(files, items):
-        for fixture in sorted(set(getattr(item, "fixturenames", ())) & SHARED_ON_ONE_WORKER.keys()):
-            a, b = find(f), find(SHARED_ON_ONE_WORKER[fixture])
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    return [find(f) for f in files]
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """--dist loadfile (pyproject's addopts), with the files that share a costly session
+    fixture as one unit of work (tests/support/workers.py)."""
+    if config.getvalue("dist") == "loadfile":
+        return workers.SharedFixtureScheduling(config, log)
+    return None
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
