@@ -200,5 +200,12 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
     # nothing left on any node (one process table: the namespaces share it)
     for s in list(servers.values()) + [agg_ready]:
         assert processes_matching("vllm.entrypoints.openai.api_server", f"--port {s['port']}") == []
-    q = subprocess.run(["squeue", "-h", "-j", str(result["slurm_job_id"])], capture_output=True, text=True, env=env)
+    # and the Slurm job ends: job_result.json is written before its batch script returns (a few
+    # seconds on an idle machine, longer beside another worker's jobs)
+    deadline = time.monotonic() + 120
+    while True:
+        q = subprocess.run(["squeue", "-h", "-j", str(result["slurm_job_id"])], capture_output=True, text=True, env=env)
+        if q.stdout.strip() == "" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert q.stdout.strip() == "", q.stdout
