@@ -5,8 +5,8 @@ A worker is a session of its own: a session fixture used on two workers starts t
 test file goes to one worker whole (its module fixtures start once: xdist's loadfile), and the
 files that use the same costly session fixture (one real server, run or cluster) are one unit
 of work, on one worker. Which files use which fixture is read from the files' code (parameters,
-getfixturevalue, usefixtures): the scheduler runs in the controller, which collects no tests. tests/test_workers.py checks that
-reading against what collection finds.
+getfixturevalue, usefixtures): the scheduler runs in the controller, which collects no tests.
+tests/test_workers.py checks that reading against what collection finds.
 """
 from __future__ import annotations
 
