@@ -56,6 +56,13 @@ def slurm_multinode() -> Iterator[MultiNodeCluster]:
         take_down_multinode_cluster(2)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _basetemp(tmp_path_factory) -> None:
+    """The session's temporary root, made before any test: module fixtures that make their
+    folders from several threads at once would race to make it (pytest makes it on first use)."""
+    tmp_path_factory.getbasetemp()
+
+
 @pytest.fixture(scope="session")
 def real_stack() -> None:
     try:
@@ -151,16 +158,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
         if used & SLURM_FIXTURES:
             item.add_marker(pytest.mark.slurm)
-    # The costly units of work first (most tests that start real parts), so that the last ones
-    # handed out are unit-test files that even the workers' ends out (tests/support/workers.py)
+    # The units that run alone first (one after the other, while both workers are fresh), then
+    # the costly ones (most tests that start real parts), so that the last ones handed out are
+    # unit-test files that even the workers' ends out (tests/support/workers.py)
     files = [str(Path(str(item.fspath)).relative_to(ROOT)) for item in items]
     group_of = workers.file_groups(ROOT, sorted(set(files)))
     groups = [group_of[f] for f in files]
+    alone = {group_of[f] for f in set(files) if workers.runs_alone(ROOT / f)}
     real = {g: 0 for g in groups}
     for item, group in zip(items, groups):
         real[group] += bool(item.get_closest_marker("e2e") or item.get_closest_marker("slurm"))
     first = {g: i for i, g in reversed(list(enumerate(groups)))}
-    order = sorted(range(len(items)), key=lambda i: (-real[groups[i]], first[groups[i]], i))
+    order = sorted(range(len(items)), key=lambda i: (groups[i] not in alone, -real[groups[i]], first[groups[i]], i))
     items[:] = [items[i] for i in order]
 
 

@@ -3,6 +3,8 @@ costly session fixture are one unit of work, read from their text, and that read
 what collection finds."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.support import workers
@@ -34,3 +36,27 @@ def test_the_text_reading_agrees_with_collection(request):
             unit_of_fixture.setdefault(fixture, set()).add(groups[str(Path(str(item.fspath)).relative_to(ROOT))])
     for fixture, units in unit_of_fixture.items():
         assert len(units) == 1, f"{fixture} is used in several units of work: {sorted(units)}"
+
+
+def test_a_unit_that_runs_alone_waits_for_the_others_and_keeps_them_waiting():
+    alone = {"slurm", "repeats.py"}
+    # the other worker is free: the first waiting unit, alone or not
+    assert workers.next_unit(["slurm", "a.py"], alone, [[]]) == "slurm"
+    assert workers.next_unit(["a.py", "slurm"], alone, [[]]) == "a.py"
+    # the other worker runs a unit that may have company: the first unit that may too
+    assert workers.next_unit(["slurm", "repeats.py", "a.py", "b.py"], alone, [["c.py"]]) == "a.py"
+    assert workers.next_unit(["slurm", "repeats.py"], alone, [["c.py"]]) is None
+    # the other worker runs a unit that runs alone: nothing, whatever waits
+    assert workers.next_unit(["a.py", "slurm"], alone, [["slurm-multinode", "repeats.py"]]) is None
+    assert workers.next_unit([], alone, [[]]) is None
+
+
+def test_the_mark_read_from_the_files_agrees_with_collection():
+    """The scheduler reads takes_both_cores from each file's code: the files it finds are those
+    whose collected tests carry the mark (the whole suite collected, whatever this run selects)."""
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
+                        "-m", workers.ALONE_MARK], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    marked = {line.split("::", 1)[0] for line in p.stdout.splitlines() if "::" in line}
+    assert p.returncode == 0 and marked, p.stdout[-2000:] + p.stderr[-2000:]
+    files = [str(f.relative_to(ROOT)) for f in sorted((ROOT / "tests").rglob("test_*.py"))]
+    assert {f for f in files if workers.runs_alone(ROOT / f)} == marked

@@ -34,7 +34,7 @@ from tests.support import stack
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "node"))
 from node_testlib import REAL_FLAGS, leftovers, read, start_job, vllm_child_pids, wait_for  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("real_stack")
+pytestmark = [pytest.mark.usefixtures("real_stack"), pytest.mark.takes_both_cores]  # six jobs at once
 
 MTBENCH = stack.REPO_ROOT / "common" / "datasets" / "mtbench_sample.jsonl"
 

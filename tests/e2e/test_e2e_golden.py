@@ -21,6 +21,8 @@ import pytest
 from launcher import golden
 from tests.support import stack
 
+pytestmark = pytest.mark.takes_both_cores  # two launcher runs at once
+
 ROOT = Path(__file__).resolve().parents[2]
 GID = "tiny_noisy_mtbench_sample"
 

@@ -26,6 +26,8 @@ import pytest
 
 from tests.support import stack
 
+pytestmark = pytest.mark.takes_both_cores  # three launcher runs at once
+
 RUN = ["sweep.repeats=3", "sweep.temperatures=[0]", "sweep.datasets=[mtbench]", "bench.known_answer=false"]
 RUNS = {"a": (), "b": (), "identical": ("draft=tiny_identical", "sweep.repeats=2", "sweep.server_starts=2")}
 NO_TPS = ("--tps-threshold", "9.99", "--single-run-tps-threshold", "9.99")  # 999 %: judge AL and pairing only

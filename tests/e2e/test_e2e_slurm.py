@@ -17,6 +17,8 @@ from launcher.results import read_point
 from tests.e2e.procs import processes_matching
 from tests.support import stack
 
+pytestmark = pytest.mark.takes_both_cores  # two Slurm jobs at once
+
 SMALL = ["sweep.temperatures=[0]", "sweep.concurrencies=[1]", "sweep.datasets=[mtbench]", "sweep.num_requests=2"]
 
 

@@ -16,11 +16,15 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from launcher.contracts.job import JobSpec
 from launcher.results import read_point
 from launcher.runtime.datasets import question_key, question_of_session, read_mtbench
 from tests.support import stack
 from tests.support.browser import screenshot_page
+
+pytestmark = pytest.mark.takes_both_cores  # two Slurm jobs at once
 
 # the two k's jobs at the same time, one CPU each of the cluster's two: nothing here judges a
 # throughput (the speedups are checked for their pairing, AL and the diagnosis agreeing with them)

@@ -30,7 +30,7 @@ from node_testlib import (
 )
 
 # The real stack is required: the real_stack fixture fails (never skips) with the fix.
-pytestmark = pytest.mark.usefixtures("real_stack")
+pytestmark = [pytest.mark.usefixtures("real_stack"), pytest.mark.takes_both_cores]  # three jobs at once
 
 REAL_ENV = {"HF_MODEL_CKPT": str(TARGET), "SPECDEC_SERVER_CMD": VLLM_CMD, "SPECDEC_READY_TIMEOUT": "600"}
 
