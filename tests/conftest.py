@@ -183,6 +183,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """-n auto: SPECDEC_TEST_WORKERS, else 2 (the suite is shaped for CI's 2 cores: most e2e
-    tests already run their jobs side by side)."""
-    return int(os.environ.get("SPECDEC_TEST_WORKERS", "2"))
+    """-n auto: SPECDEC_TEST_WORKERS, else 2 where two processes run at once at nearly full
+    speed, else 1 (tests/support/workers.py)."""
+    n, why = workers.auto_workers()
+    sys.stderr.write(f"test workers: {n} ({why})\n")
+    return n

@@ -60,3 +60,14 @@ def test_the_mark_read_from_the_files_agrees_with_collection():
     assert p.returncode == 0 and marked, p.stdout[-2000:] + p.stderr[-2000:]
     files = [str(f.relative_to(ROOT)) for f in sorted((ROOT / "tests").rglob("test_*.py"))]
     assert {f for f in files if workers.runs_alone(ROOT / f)} == marked
+
+
+def test_two_workers_only_where_two_processes_run_at_full_speed(monkeypatch):
+    assert workers.workers_for(2, 1.96) == 2
+    assert workers.workers_for(2, 1.2) == 1  # hyperthreads of one core, a CPU quota
+    assert workers.workers_for(1, 1.0) == 1
+    monkeypatch.setenv("SPECDEC_TEST_WORKERS", "3")
+    assert workers.auto_workers() == (3, "SPECDEC_TEST_WORKERS")
+    monkeypatch.delenv("SPECDEC_TEST_WORKERS")
+    n, why = workers.auto_workers()
+    assert n in (1, 2) and "two processes at once did" in why

@@ -26,8 +26,6 @@ from launcher.runtime.cpuinfo import cpu_flags
 from tests.e2e.procs import processes_matching
 from tests.support import stack
 
-pytestmark = pytest.mark.takes_both_cores  # prefill, decode and a router at once
-
 WEAKER = stack.TARGET.parent / "tiny-draft-noisy"  # the decode server's draft: the injected loss
 OVERRIDES = ("topology=disagg", "bench.disagg_parity=true", "bench.known_answer=false", "sweep.temperatures=[0]",
              "draft=tiny_identical", f"topology.decode_draft_model={WEAKER}",

@@ -23,13 +23,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from launcher.results import read_point
 from tests.e2e.procs import processes_matching
 from tests.support import stack
-
-pytestmark = pytest.mark.takes_both_cores  # prefill and decode on two nodes, a router
 
 SMALL = ("bench.disagg_parity=true", "bench.known_answer=false", "sweep.temperatures=[0]",
          "sweep.datasets=[mtbench]", "sweep.num_requests=2", "server.ready_timeout_s=900")

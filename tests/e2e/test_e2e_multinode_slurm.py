@@ -15,13 +15,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from launcher.results import read_point
 from tests.support import stack
 from tests.support.slurm import processes_in_nodes
-
-pytestmark = pytest.mark.takes_both_cores  # one TP rank on each of two nodes
 
 VLLM_CLI = stack.REPO_ROOT / "tests" / "support" / "vllm_cli.py"
 TP2_ACROSS_NODES = ["cluster=slurm", "cluster.nodes=2", "parallel.tp=2",

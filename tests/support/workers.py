@@ -17,6 +17,9 @@ server or job at a time took 29 % less together than one after the other.
 from __future__ import annotations
 
 import ast
+import multiprocessing
+import os
+import time
 from pathlib import Path
 
 from xdist.scheduler import LoadFileScheduling
@@ -25,6 +28,41 @@ from xdist.scheduler import LoadFileScheduling
 ALONE_MARK = "takes_both_cores"
 SHARED_ON_ONE_WORKER = {"smoke_run": "smoke-run", "spec_server": "vllm-servers", "ref_server": "vllm-servers",
                         "slurm_cluster": "slurm", "slurm_multinode": "slurm-multinode"}
+
+
+# Two workers pay only where two processes really run at once: two busy files at once took as
+# long as one after the other here, so on cores that do not run two processes at full speed
+# (hyperthreads of one core, a CPU quota) the suite runs on one worker.
+MIN_SPEEDUP_FOR_TWO = 1.6
+
+
+def _spin(seconds: float) -> int:
+    end, n = time.perf_counter() + seconds, 0
+    while time.perf_counter() < end:
+        n += 1
+    return n
+
+
+def parallel_speedup(seconds: float = 0.5) -> float:
+    """How much more work two busy processes do at once than one alone, in the same time."""
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        one = pool.apply(_spin, (seconds,))
+        two = sum(pool.map(_spin, [seconds, seconds], chunksize=1))
+    return two / max(one, 1)
+
+
+def workers_for(cpus: int, speedup: float) -> int:
+    """-n auto: two workers where two processes run at once at nearly full speed, else one."""
+    return 2 if cpus >= 2 and speedup >= MIN_SPEEDUP_FOR_TWO else 1
+
+
+def auto_workers() -> tuple[int, str]:
+    """The number of workers for -n auto, and why (SPECDEC_TEST_WORKERS overrides)."""
+    if os.environ.get("SPECDEC_TEST_WORKERS"):
+        return int(os.environ["SPECDEC_TEST_WORKERS"]), "SPECDEC_TEST_WORKERS"
+    cpus = len(os.sched_getaffinity(0))
+    speedup = parallel_speedup() if cpus >= 2 else 1.0
+    return workers_for(cpus, speedup), f"{cpus} CPUs; two processes at once did {speedup:.2f}x one's work"
 
 
 def fixtures_asked_for(path: Path) -> set[str]:
