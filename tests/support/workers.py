@@ -24,8 +24,8 @@ from pathlib import Path
 
 from xdist.scheduler import LoadFileScheduling
 
-# The costly session fixtures (tests/conftest.py), and the unit of work of the files using each
 ALONE_MARK = "takes_both_cores"
+# The costly session fixtures (tests/conftest.py), and the unit of work of the files using each
 SHARED_ON_ONE_WORKER = {"smoke_run": "smoke-run", "spec_server": "vllm-servers", "ref_server": "vllm-servers",
                         "slurm_cluster": "slurm", "slurm_multinode": "slurm-multinode"}
 
@@ -65,15 +65,19 @@ def auto_workers() -> tuple[int, str]:
     return workers_for(cpus, speedup), f"{cpus} CPUs; two processes at once did {speedup:.2f}x one's work"
 
 
+def _nodes(path: Path) -> list[ast.AST]:
+    """Every node of a file's syntax tree (none for a file that cannot be read or parsed)."""
+    try:
+        return list(ast.walk(ast.parse(path.read_text(errors="replace"))))
+    except (OSError, SyntaxError):
+        return []
+
+
 def fixtures_asked_for(path: Path) -> set[str]:
     """The fixture names a test file asks for: its functions' parameters (tests and fixtures),
     and the names given to request.getfixturevalue and pytest.mark.usefixtures."""
-    try:
-        tree = ast.parse(path.read_text(errors="replace"))
-    except (OSError, SyntaxError):
-        return set()
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.update(a.arg for a in node.args.args + node.args.kwonlyargs)
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("getfixturevalue", "usefixtures"):
@@ -83,11 +87,7 @@ def fixtures_asked_for(path: Path) -> set[str]:
 
 def runs_alone(path: Path) -> bool:
     """Whether a test file carries the ``takes_both_cores`` mark (read from its code)."""
-    try:
-        tree = ast.parse(path.read_text(errors="replace"))
-    except (OSError, SyntaxError):
-        return False
-    return any(isinstance(n, ast.Attribute) and n.attr == ALONE_MARK for n in ast.walk(tree))
+    return any(isinstance(n, ast.Attribute) and n.attr == ALONE_MARK for n in _nodes(path))
 
 
 def next_unit(waiting: list[str], alone: set[str], others: list[list[str]]) -> str | None:
