@@ -146,8 +146,8 @@ def smoke_run(real_stack, tmp_path_factory):
 # `pytest -m "not e2e and not slurm"` is the fast loop while iterating. A test
 # is marked by where it lives (tests/e2e) or by the fixtures it uses, directly
 # or through other fixtures, so a new test cannot forget its marker.
-E2E_FIXTURES = {"real_stack", "spec_server", "ref_server", "smoke_run", "moto_server"}
-SLURM_FIXTURES = {"slurm_cluster", "slurm_multinode"}
+E2E_FIXTURES = workers.E2E_FIXTURES
+SLURM_FIXTURES = workers.SLURM_FIXTURES
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

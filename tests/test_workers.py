@@ -51,6 +51,32 @@ def test_a_unit_that_runs_alone_waits_for_the_others_and_keeps_them_waiting():
     assert workers.next_unit([], alone, [[]]) is None
 
 
+def test_beside_a_unit_that_runs_alone_only_light_units_run():
+    alone, light = {"slurm", "repeats.py"}, {"u1.py", "u2.py"}
+    # beside a unit that runs alone: the first light unit, never a unit that starts real parts
+    assert workers.next_unit(["repeats.py", "a.py", "u1.py", "u2.py"], alone, [["slurm"]], light) == "u1.py"
+    assert workers.next_unit(["repeats.py", "a.py"], alone, [["slurm"]], light) is None
+    # beside a light unit, a unit that runs alone may start; beside a real one it may not
+    assert workers.next_unit(["slurm", "a.py", "u2.py"], alone, [["u1.py"]], light) == "slurm"
+    assert workers.next_unit(["slurm", "a.py", "u2.py"], alone, [["b.py"]], light) == "a.py"
+    # with nothing marked light, the rule of the test above
+    assert workers.next_unit(["slurm", "a.py"], alone, [["u1.py"]]) == "a.py"
+
+
+def test_light_files_read_from_their_code_start_no_real_part():
+    """The files the scheduler reads as light are those none of whose collected tests carries
+    the e2e or slurm mark (tests/conftest.py marks by fixture, transitively, and by folder)."""
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
+                        "-m", " or ".join(workers.REAL_PART_MARKS)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    real = {line.split("::", 1)[0] for line in p.stdout.splitlines() if "::" in line}
+    assert p.returncode == 0 and real, p.stdout[-2000:] + p.stderr[-2000:]
+    files = [str(f.relative_to(ROOT)) for f in sorted((ROOT / "tests").rglob("test_*.py"))]
+    light = {f for f in files if workers.is_light(ROOT, f)}
+    assert light and not light & real, sorted(light & real)  # no file read as light starts a real part
+    assert set(files) - real <= light, sorted(set(files) - real - light)  # and every file without one is light
+
+
 def test_the_mark_read_from_the_files_agrees_with_collection():
     """The scheduler reads takes_both_cores from each file's code: the files it finds are those
     whose collected tests carry the mark (the whole suite collected, whatever this run selects)."""

@@ -9,10 +9,13 @@ getfixturevalue, usefixtures): the scheduler runs in the controller, which colle
 tests/test_workers.py checks that reading against what collection finds.
 
 A file marked ``takes_both_cores`` runs its jobs side by side and keeps both of CI's cores busy
-on its own: its unit runs with no other unit beside it (the other worker waits), while the
-other units run two at a time. Two such files at once, or one beside another unit, took as long
-as one after the other (a module's jobs slowed by the other's); two units that each run one
-server or job at a time took 29 % less together than one after the other.
+on its own: its unit runs with no real part beside it, while the other units run two at a time.
+Two such files at once, or one beside another unit that starts real parts, took as long as one
+after the other (a module's jobs slowed by the other's); two units that each run one server or
+job at a time took 29 % less together than one after the other. Such a file still leaves about
+a fifth of the two cores idle (waits for readiness, Slurm, the next point), so the other worker
+runs unit-test files beside it: files that start no real part (``light``: no e2e or slurm mark,
+no real-part fixture, not in tests/e2e or tests/slurm).
 """
 from __future__ import annotations
 
@@ -28,6 +31,11 @@ ALONE_MARK = "takes_both_cores"
 # The costly session fixtures (tests/conftest.py), and the unit of work of the files using each
 SHARED_ON_ONE_WORKER = {"smoke_run": "smoke-run", "spec_server": "vllm-servers", "ref_server": "vllm-servers",
                         "slurm_cluster": "slurm", "slurm_multinode": "slurm-multinode"}
+# A test using one of these starts real parts (tests/conftest.py marks it e2e or slurm)
+E2E_FIXTURES = {"real_stack", "spec_server", "ref_server", "smoke_run", "moto_server"}
+SLURM_FIXTURES = {"slurm_cluster", "slurm_multinode"}
+REAL_PART_MARKS = ("e2e", "slurm")
+REAL_PART_FOLDERS = (("tests", "e2e"), ("tests", "slurm"))  # every test in them is marked (their conftest)
 
 
 # Two workers pay only where two processes really run at once: two busy files at once took as
@@ -90,15 +98,30 @@ def runs_alone(path: Path) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == ALONE_MARK for n in _nodes(path))
 
 
-def next_unit(waiting: list[str], alone: set[str], others: list[list[str]]) -> str | None:
+def is_light(root: Path, path: str) -> bool:
+    """Whether a test file starts no real part: outside tests/e2e and tests/slurm, no e2e or
+    slurm mark and no real-part fixture in its code (the conftest files mark by the same
+    fixtures and folders)."""
+    if Path(path).parts[:2] in REAL_PART_FOLDERS:
+        return False
+    nodes = _nodes(root / path)
+    if any(isinstance(n, ast.Attribute) and n.attr in REAL_PART_MARKS
+           and getattr(n.value, "attr", "") == "mark" for n in nodes):
+        return False
+    return not fixtures_asked_for(root / path) & (E2E_FIXTURES | SLURM_FIXTURES)
+
+
+def next_unit(waiting: list[str], alone: set[str], others: list[list[str]], light: set[str] = frozenset()) -> str | None:
     """The unit a worker asking for work gets, in the order they wait, or None (it waits):
-    nothing while another worker holds a unit that runs alone; a unit that runs alone only
-    while the other workers hold nothing; else the first waiting unit that may run beside theirs.
-    ``others``: the unfinished units each other worker holds."""
-    if any(u in alone for held in others for u in held):
-        return None
-    others_busy = any(others)
-    return next((u for u in waiting if u not in alone or not others_busy), None)
+    beside a unit that runs alone, only a light one; a unit that runs alone only while the other
+    workers hold nothing but light units; else the first waiting unit that may run beside theirs.
+    ``others``: the unfinished units each other worker holds; ``light``: the units that start no
+    real part."""
+    held = [u for units in others for u in units]
+    if any(u in alone for u in held):
+        return next((u for u in waiting if u in light), None)
+    heavy_beside = any(u not in light for u in held)
+    return next((u for u in waiting if u not in alone or not heavy_beside), None)
 
 
 def file_groups(root: Path, files: list[str]) -> dict[str, str]:
@@ -130,12 +153,14 @@ class SharedFixtureScheduling(LoadFileScheduling):
         self.root = Path(str(config.rootpath))
         self.groups: dict[str, str] = {}
         self.alone: set[str] = set()
+        self.light: set[str] = set()
 
     def _split_scope(self, nodeid: str) -> str:
         if not self.groups:
             files = [str(p.relative_to(self.root)) for p in sorted((self.root / "tests").rglob("test_*.py"))]
             self.groups = file_groups(self.root, files)
             self.alone = {self.groups[f] for f in files if runs_alone(self.root / f)}
+            self.light = {f for f in files if self.groups[f] == f and is_light(self.root, f)}
         f = nodeid.split("::", 1)[0]
         return self.groups.get(f, f)
 
@@ -149,7 +174,7 @@ class SharedFixtureScheduling(LoadFileScheduling):
 
     def _assign_work_unit(self, node) -> None:
         others = [self._held(n) for n in self.nodes if n is not node]
-        unit = next_unit(list(self.workqueue), self.alone, others)
+        unit = next_unit(list(self.workqueue), self.alone, others, self.light)
         if unit is not None:
             self.workqueue.move_to_end(unit, last=False)
             super()._assign_work_unit(node)
