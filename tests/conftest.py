@@ -146,21 +146,19 @@ def smoke_run(real_stack, tmp_path_factory):
 # `pytest -m "not e2e and not slurm"` is the fast loop while iterating. A test
 # is marked by where it lives (tests/e2e) or by the fixtures it uses, directly
 # or through other fixtures, so a new test cannot forget its marker.
-E2E_FIXTURES = workers.E2E_FIXTURES
-SLURM_FIXTURES = workers.SLURM_FIXTURES
-
-
+# The fixtures and the e2e folder are tests/support/workers.py's, which reads the same marks
+# from the files' code to schedule them.
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    e2e_dir = ROOT / "tests" / "e2e"
+    e2e_dir = ROOT.joinpath(*workers.E2E_FOLDER)
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
-        if used & E2E_FIXTURES or e2e_dir in Path(str(item.fspath)).parents:
+        if used & workers.E2E_FIXTURES or e2e_dir in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
-        if used & SLURM_FIXTURES:
+        if used & workers.SLURM_FIXTURES:
             item.add_marker(pytest.mark.slurm)
-    # The units that run alone first (one after the other, while both workers are fresh), then
-    # the costly ones (most tests that start real parts), so that the last ones handed out are
-    # unit-test files that even the workers' ends out (tests/support/workers.py)
+    # The units that run alone first (one after the other, while both workers are fresh, with
+    # unit-test files beside them), then the costly ones (most tests that start real parts), then
+    # the unit-test files left (tests/support/workers.py)
     files = [str(Path(str(item.fspath)).relative_to(ROOT)) for item in items]
     group_of = workers.file_groups(ROOT, sorted(set(files)))
     groups = [group_of[f] for f in files]

@@ -35,7 +35,8 @@ SHARED_ON_ONE_WORKER = {"smoke_run": "smoke-run", "spec_server": "vllm-servers",
 E2E_FIXTURES = {"real_stack", "spec_server", "ref_server", "smoke_run", "moto_server"}
 SLURM_FIXTURES = {"slurm_cluster", "slurm_multinode"}
 REAL_PART_MARKS = ("e2e", "slurm")
-REAL_PART_FOLDERS = (("tests", "e2e"), ("tests", "slurm"))  # every test in them is marked (their conftest)
+E2E_FOLDER = ("tests", "e2e")
+REAL_PART_FOLDERS = (E2E_FOLDER, ("tests", "slurm"))  # every test in them is marked (the conftest files)
 
 
 # Two workers pay only where two processes really run at once: two busy files at once took as
