@@ -28,6 +28,9 @@ from tests.support import stack, workers  # noqa: E402
 from tests.support.slurm import (MultiNodeCluster, SlurmCluster, SlurmUnavailable, ensure_multinode_cluster,  # noqa: E402
                                  ensure_slurm_cluster, take_down_multinode_cluster)
 
+for _name, _value in stack.SUITE_ENV.items():  # every server, job and command the suite starts
+    os.environ.setdefault(_name, _value)
+
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> SlurmCluster:

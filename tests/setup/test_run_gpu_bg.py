@@ -4,6 +4,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from tests.support import stack
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -11,7 +13,7 @@ def test_background_stages_finish_and_come_back(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     p = subprocess.run(["bash", str(REPO / "tests/gpu/run_gpu_bg.sh"), "start", "facts"], cwd=REPO,
-                       env={**os.environ, "OUT": str(out), "DRY": "1", "WAIT_S": "60"},
+                       env={**stack.machine_env(), "OUT": str(out), "DRY": "1", "WAIT_S": "60"},
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "finished" in p.stdout

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import stack
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SLURM_UP = REPO_ROOT / "common" / "setup" / "slurm_up.sh"
 SLURM_DOWN = REPO_ROOT / "common" / "setup" / "slurm_down.sh"
@@ -95,7 +97,7 @@ def ensure_slurm_cluster(timeout_s: float = 900) -> SlurmCluster:
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
-                env=os.environ.copy(),
+                env=stack.machine_env(),
             )
         except subprocess.TimeoutExpired as e:
             raise SlurmUnavailable(f"{SLURM_UP} timed out after {timeout_s}s:\n{e.stderr or ''}") from e
@@ -137,7 +139,7 @@ def ensure_multinode_cluster(nodes: int = 2, timeout_s: float = 900) -> MultiNod
     with _lock():
         if nodes in _multi:
             return _multi[nodes]
-        env = {**os.environ, "SPECDEC_SLURM_NODES": str(nodes)}
+        env = {**stack.machine_env(), "SPECDEC_SLURM_NODES": str(nodes)}
         env.pop("SLURM_CONF", None)
         try:
             proc = subprocess.run(["bash", str(SLURM_UP)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -157,7 +159,7 @@ def take_down_multinode_cluster(nodes: int = 2, timeout_s: float = 120) -> None:
     namespaces, veths, bridge and /etc/hosts lines (slurm_down.sh; the state directory
     stays, so the next bring-up is quick). Raises :class:`SlurmUnavailable` if it fails."""
     with _lock():
-        env = {**os.environ, "SPECDEC_SLURM_NODES": str(nodes)}
+        env = {**stack.machine_env(), "SPECDEC_SLURM_NODES": str(nodes)}
         env.pop("SLURM_CONF", None)
         proc = subprocess.run(["bash", str(SLURM_DOWN)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=timeout_s, env=env)

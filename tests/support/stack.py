@@ -21,6 +21,19 @@ DRAFT_IDENTICAL = MODELS / "tiny-draft-identical"
 SERVER_CMD = f"{VLLM_PYTHON} -m vllm.entrypoints.openai.api_server"
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 BASE_FLAGS = ["--served-model-name", "tiny", "--enforce-eager", "--dtype", "bfloat16", "--max-model-len", "1024"]
+# The suite runs many servers at once on two cores. vLLM's CPU build binds each engine's thread
+# to core 0 by default (VLLM_CPU_OMP_THREADS_BIND=auto keeps the last core for the frontend),
+# so concurrent servers queued on one core while the other idled. Unbound, one thread each (as
+# auto gives on two cores, so the same kernels and numbers), the OS spreads them; a variable
+# already set wins. Disagg jobs still pin their own servers (topology.pin_cpu_cores).
+# docs/testing.md, "Servers side by side".
+SUITE_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1"}
+
+
+def machine_env(base: dict | None = None) -> dict:
+    """The environment without SUITE_ENV, for scripts that size things by the machine:
+    coreutils' `nproc` reads OMP_NUM_THREADS (slurm_up.sh gives the node CPUs=$(nproc))."""
+    return {k: v for k, v in (os.environ if base is None else base).items() if k not in SUITE_ENV}
 
 
 def missing_parts() -> list[str]:
