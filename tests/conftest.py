@@ -28,9 +28,6 @@ from tests.support import stack, workers  # noqa: E402
 from tests.support.slurm import (MultiNodeCluster, SlurmCluster, SlurmUnavailable, ensure_multinode_cluster,  # noqa: E402
                                  ensure_slurm_cluster, take_down_multinode_cluster)
 
-for _name, _value in stack.SUITE_ENV.items():  # every server, job and command the suite starts
-    os.environ.setdefault(_name, _value)
-
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> SlurmCluster:
@@ -175,6 +172,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # ---------------------------------------------------------------- workers
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's engine settings (tests/support/stack.py SUITE_ENV) for every server, job and
+    command it starts, on the controller and each worker; a variable already set wins."""
+    for name, value in stack.SUITE_ENV.items():
+        os.environ.setdefault(name, value)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """--dist loadfile (pyproject's addopts), with the files that share a costly session
     fixture as one unit of work (tests/support/workers.py)."""

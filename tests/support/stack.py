@@ -8,6 +8,8 @@ import socket
 import sys
 from pathlib import Path
 
+from launcher.engines import get_engine
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SPECDEC_HOME = Path(os.environ.get("SPECDEC_HOME") or Path.home() / ".cache" / "specdec-launcher")
 VLLM_PYTHON = SPECDEC_HOME / "venvs" / "vllm" / "bin" / "python"
@@ -22,12 +24,12 @@ SERVER_CMD = f"{VLLM_PYTHON} -m vllm.entrypoints.openai.api_server"
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 BASE_FLAGS = ["--served-model-name", "tiny", "--enforce-eager", "--dtype", "bfloat16", "--max-model-len", "1024"]
 # The suite runs many servers at once on two cores. vLLM's CPU build binds each engine's thread
-# to core 0 by default (VLLM_CPU_OMP_THREADS_BIND=auto keeps the last core for the frontend),
+# to core 0 by default (its cpu_bind_env, auto, keeps the last core for the frontend),
 # so concurrent servers queued on one core while the other idled. Unbound, one thread each (as
 # auto gives on two cores, so the same kernels and numbers), the OS spreads them; a variable
 # already set wins. Disagg jobs still pin their own servers (topology.pin_cpu_cores).
 # docs/testing.md, "Servers side by side".
-SUITE_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1"}
+SUITE_ENV = {get_engine("vllm").cpu_bind_env: "nobind", "OMP_NUM_THREADS": "1"}
 
 
 def machine_env(base: dict | None = None) -> dict:
