@@ -1,6 +1,7 @@
 """The machine record of a point (launcher.runtime.machine): pure window summaries of the
 node's samples, the host's facts, and the sampler against a fake NVML."""
 import json
+from pathlib import Path
 
 from launcher.runtime import machine
 
@@ -51,6 +52,8 @@ def test_reason_names_and_cpu_model():
     assert machine.read_cpu_jiffies("cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 1 1 1\n") == [1, 2, 3, 4, 5, 6, 7, 8]
     facts = machine.host_facts()
     assert facts["cores"] >= 1 and facts["usable_cores"] >= 1
+    # the boot id tells two leases of hosts that share a name apart (Linux has one per boot)
+    assert facts["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
 
 def test_one_line_names_gpu_host_clock_and_reasons():

@@ -63,13 +63,22 @@ def cpu_model(cpuinfo: Optional[str] = None) -> Optional[str]:
 
 def host_facts() -> dict:
     """The host a figure was measured on: CPU model, logical cores, the cores this process
-    may use, the kernel and the host name."""
+    may use, the kernel, the host name and the boot id."""
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         usable = None
     return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
-            "kernel": platform.release(), "hostname": platform.node()}
+            "kernel": platform.release(), "hostname": platform.node(), "boot_id": boot_id()}
+
+
+def boot_id() -> Optional[str]:
+    """This boot of the host (the kernel's random boot id): two leases of machines that share a
+    host name ("vm") still differ here, so results can say whether they came from one machine."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def read_cpu_jiffies(text: Optional[str] = None) -> Optional[list[int]]:

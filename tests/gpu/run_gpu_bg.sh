@@ -22,7 +22,7 @@ profiler() {  # py-spy the engine core for 8 s at each new C=1 repeat of any job
   while [ ! -f "$BG/done" ]; do
     sleep 1
     local prog line pid key
-    prog=$(ls -t /tmp/res/gpu_8b/*/progress.json 2>/dev/null | head -1)
+    prog=$(ls -t /tmp/res/*/*/progress.json 2>/dev/null | head -1)
     [ -n "$prog" ] || continue
     line=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('current',''))" "$prog" 2>/dev/null)
     case "$line" in *" C=1 "*|*" C=1:"*) ;; *) continue ;; esac
@@ -53,9 +53,9 @@ while [ ! -f "$BG/done" ] && [ $(( $(date +%s) - t0 )) -lt "$WAIT_S" ]; do sleep
 [ -f "$BG/done" ] && echo "finished" || echo "still running after ${WAIT_S} s"
 tail -40 "$BG/run.log"
 # what comes back: at most 8 files; results without the other repeats' raw AIPerf exports
-if [ -d /tmp/res/gpu_8b ]; then
+if [ -d /tmp/res ] && [ -n "$(ls -A /tmp/res 2>/dev/null)" ]; then  # every recipe's folder (gpu_8b, qwen3_dflash, ...)
   tar czf "$OUT/results_slim.tgz" -C /tmp/res --exclude='aiperf_repeats' --exclude='profile_export_raw.jsonl' \
-    --exclude='*.parquet' gpu_8b 2>/dev/null
+    --exclude='*.parquet' . 2>/dev/null
 fi
 [ -d "$BG/pyspy" ] && tar czf "$OUT/pyspy.tgz" -C "$BG" pyspy pyspy.log 2>/dev/null
 cp "$BG/run.log" "$OUT/run.log" 2>/dev/null
