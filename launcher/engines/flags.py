@@ -141,3 +141,25 @@ def split_at_separator(argv: Sequence[str]) -> Optional[tuple[list[str], list[st
         return None
     i = argv.index("--")
     return argv[:i], argv[i + 1:]
+
+
+def flag_settings(args: Sequence[str]) -> dict[str, str]:
+    """Every flag of an argv and its value: ``--x v`` and ``--x=v`` give "v", a flag followed by
+    several values gives them joined by a space, a bare flag gives "". Names are spelled with
+    dashes (``--x_y`` reads as ``--x-y``); the last occurrence wins; anything before the first
+    flag (the command and the model) is not a setting."""
+    out: dict[str, str] = {}
+    args = [str(a) for a in args]
+    for i, a in enumerate(args):
+        if not a.startswith("--") or a == "--":
+            continue
+        if "=" in a:
+            out[_norm_flag(a)] = a.split("=", 1)[1]
+            continue
+        vals = []
+        for v in args[i + 1:]:
+            if v.startswith("--"):
+                break
+            vals.append(v)
+        out[_norm_flag(a)] = " ".join(vals)
+    return out
