@@ -180,6 +180,11 @@ def configuration_label(ident: RunIdentity, labels: dict) -> str:
     return labels.get(ident.configuration, "")
 
 
+def tag(label: Optional[str]) -> str:
+    """A configuration's label as printed after a row's name: " [+ --async-scheduling]", "" without one."""
+    return f" [{label}]" if label else ""
+
+
 def folder_labels(jobs: Iterable) -> dict:
     """The jobs' configurations labelled by what differs (launcher.contracts.run_identity.configuration_labels)."""
     return configuration_labels(run_identity(j) for j in jobs)
