@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from launcher.results.goodput import Slo, point_goodput, repeats_verdict
-from launcher.results.identity import tag
+from launcher.results.identity import run_identity, tag
 from launcher.results.schedule_check import k_for_batch
 from launcher.results.slo_search import max_load
 
@@ -183,8 +183,7 @@ def point_row(job, point, slo: Slo, k: Optional[int], configuration_label: str =
             "good_fraction": g["good_fraction"], "meets_slo": g["meets_slo"], "verdict": verdict,
             "goodput_repeats": [x["goodput_rps"] for x in rep_goods] if len(rep_goods) > 1 else None,
             "output_tps": point.output_tps,
-            "schedule": ((job.spec.speculative_config if job.spec else None) or {}).get(
-                "num_speculative_tokens_per_batch_size"),
+            "schedule": run_identity(job).schedule,
             "search_probe": bool(ext.get("search_probe") or point.row.search_probe),
             "schedule_check": point.row.schedule_check or ext.get("schedule_check"),
             "agrees_with_aiperf": g["agrees_with_aiperf"],
