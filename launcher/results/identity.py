@@ -35,22 +35,14 @@ class Identity:
     tool: str                   # "specdec-launcher 0.1.0 (abcdef12)" / "specdec_bench <version or sha>"
     timestamp: Optional[str]
 
-    @property
-    def model(self) -> str:
-        return self.run.model
-
-    @property
-    def method(self) -> str:
-        return self.run.method
+    model = property(lambda self: self.run.model, doc="the target model")
+    method = property(lambda self: self.run.method, doc='the speculative method ("none" without speculation)')
+    k = property(lambda self: self.run.k, doc="speculative tokens (0 without speculation; None when unknown)")
 
     @property
     def draft(self) -> str:
         """The draft checkpoint, "none" without speculation, "-" for a method without one."""
         return self.run.draft or ("none" if self.run.method == "none" else "-")
-
-    @property
-    def k(self) -> Optional[int]:
-        return self.run.k
 
     @property
     def forced(self) -> str:
