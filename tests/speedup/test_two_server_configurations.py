@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from launcher.speedup import slo
+from launcher.speedup.best_k import best_k_per_load
 from launcher.speedup.collect import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h100_vllm026_async_pair"
@@ -88,3 +90,25 @@ def test_a_folder_of_one_server_prints_no_label(tmp_path, capsys):
     assert "async" not in out and "mtbench T=0 C=1 k=3: break-even AL" in out
     m, _, _ = _by_hand(PLAIN, 1)
     assert res["break_even"][0]["break_even_al"] == pytest.approx(m, rel=1e-9)
+
+
+def _conf(label):
+    return {"fingerprint": {"": "aaaaaaaa", "+ --async-scheduling": "bbbbbbbb"}[label], "label": label}
+
+
+def test_best_k_is_chosen_per_server_configuration():
+    rows = [{"dataset": "mtbench", "temperature": 0.0, "concurrency": 4, "k": k, "output_tps": tps,
+             "speedup": None, "beats_baseline": None, "configuration": _conf(label)}
+            for k, tps, label in ((1, 100.0, ""), (3, 120.0, ""), (1, 150.0, "+ --async-scheduling"),
+                                  (3, 110.0, "+ --async-scheduling"))]
+    choices = {c.configuration["label"]: c.k for c in best_k_per_load(rows)}
+    assert choices == {"": 3, "+ --async-scheduling": 1}  # pooled, k=1's 150 tok/s would be the one answer
+
+
+def test_the_slo_answer_names_the_server_it_recommends():
+    rows = [{"dataset": "mtbench", "temperature": 0.0, "concurrency": 4, "config": job, "k": 3,
+             "configuration_label": label, "goodput_rps": g, "verdict": "met"}
+            for job, label, g in ((PLAIN, "- --async-scheduling", 3.0), (ASYNC, "+ --async-scheduling", 4.0))]
+    (group,) = slo.analyse(rows)
+    assert sorted(c["label"] for c in group["configs"]) == ["k=3 [+ --async-scheduling]", "k=3 [- --async-scheduling]"]
+    assert [r["label"] for r in group["recommendation"]] == ["k=3 [+ --async-scheduling]"]
