@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from launcher.report.speedup_section import speedup_section
 from launcher.speedup import slo
 from launcher.speedup.best_k import best_k_per_load
 from launcher.speedup.collect import main
@@ -112,3 +113,12 @@ def test_the_slo_answer_names_the_server_it_recommends():
     (group,) = slo.analyse(rows)
     assert sorted(c["label"] for c in group["configs"]) == ["k=3 [+ --async-scheduling]", "k=3 [- --async-scheduling]"]
     assert [r["label"] for r in group["recommendation"]] == ["k=3 [+ --async-scheduling]"]
+
+
+def test_the_reports_rows_and_curves_name_their_server(analysed, tmp_path):
+    main([str(analysed)])
+    res = json.loads((analysed / "speedup_summary.json").read_text())
+    html = speedup_section(res, tmp_path)
+    # the predicted-vs-measured table: one row per point, each with its server's label
+    assert html.count("[+ --async-scheduling]") == 3 and html.count("[- --async-scheduling]") == 3
+    assert (tmp_path / "speedup_vs_concurrency.png").is_file()
