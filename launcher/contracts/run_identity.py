@@ -18,10 +18,11 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Iterable, Mapping, Optional
 
-from launcher.engines.flags import flag_settings
+from launcher.engines.flags import SPECULATIVE_CONFIG_FLAG, flag_settings
 from launcher.engines.forced_acceptance import LENGTH_KEY, METHOD_KEY, RATES_KEY
 
-SPECULATIVE_CONFIG_FLAG = "--speculative-config"  # kept by serving_settings under its own key
+__all__ = ["SPECULATIVE_CONFIG_FLAG", "RunIdentity", "build", "configuration_labels", "serving_settings",
+           "settings_diff"]  # SPECULATIVE_CONFIG_FLAG: serving_settings keeps it under its own key
 # A flag whose name ends in one of these words says where the server listens, what it reads or
 # which secret it checks: not how it serves (--port, --host, --dist-init-addr, --api-key, --download-dir).
 _NOT_SERVING_WORDS = ("port", "host", "hosts", "addr", "address", "url", "key", "keyfile", "certfile", "path",

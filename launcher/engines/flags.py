@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 import json
 
 KV_CACHE_FLAG = "--kv-cache-memory-bytes"
+SPECULATIVE_CONFIG_FLAG = "--speculative-config"  # vLLM's speculative config as one JSON flag
 SERVED_NAME_FLAG = "--served-model-name"
 
 
@@ -107,7 +108,7 @@ def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
 
 def speculative_config(server_args: Sequence[str]) -> Optional[dict]:
     """The JSON of --speculative-config in a hand-written server argv (run.sh's), or None."""
-    raw = flag_value(server_args, "--speculative-config")
+    raw = flag_value(server_args, SPECULATIVE_CONFIG_FLAG)
     try:
         v = json.loads(raw) if raw else None
     except ValueError:

@@ -60,7 +60,7 @@ def break_even(rows: list[dict]) -> list[dict]:
                 levels.append((al, mean(speedups)))
         s = summarize(estimates)
         out.append({"dataset": ds, "temperature": t, "concurrency": c, "k": k,
-                    "configuration": {"fingerprint": fp, "label": lab},
+                    **({"configuration": {"fingerprint": fp, "label": lab}} if fp else {}),  # rows of earlier analyses have none
                     "break_even_al": s.mean if s else None, "lo": s.lo if s else None, "hi": s.hi if s else None,
                     "n": s.n if s else 0, "levels": sorted(per_level, key=lambda x: x["al"]),
                     "interpolated": interpolated(levels)})

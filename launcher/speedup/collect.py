@@ -197,12 +197,13 @@ def forced_table(rows: list[dict]) -> list[dict]:
         f = r["forced_acceptance"]
         if not f:
             continue
-        out.append({"forced": f, "k": r["k"], "configuration": r["configuration"], "dataset": r["dataset"], "temperature": r["temperature"],
+        out.append({"forced": f, "k": r["k"], **({"configuration": r["configuration"]} if "configuration" in r else {}),
+                    "dataset": r["dataset"], "temperature": r["temperature"],
                     "concurrency": r["concurrency"], "measured_al": r["measured_al"], "server_al": r["server_al"],
                     "output_tps": r["speedup"]["spec_output_tps"], "speedup": r["speedup"]["throughput"],
                     "beats_baseline": r["beats_baseline"]})
     key = lambda x: (x["dataset"], x["temperature"], x["concurrency"], x["forced"].get("length") or 0,  # noqa: E731
-                     x["configuration"]["label"])
+                     (x.get("configuration") or {}).get("label") or "")
     return sorted(out, key=key)
 
 
@@ -338,7 +339,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     for f in res.get("forced") or []:
         sp, al, srv = f["speedup"], f["measured_al"], f["server_al"]
-        print(f"  {label(f['forced'])} k={f['k']}{tag(f['configuration']['label'])}: {f['dataset']} T={f['temperature']:g} C={f['concurrency']}: "
+        print(f"  {label(f['forced'])} k={f['k']}{tag((f.get('configuration') or {}).get('label'))}: {f['dataset']} T={f['temperature']:g} C={f['concurrency']}: "
               f"measured AL {'-' if al is None else f'{al:.3f}'} (server {'-' if srv is None else f'{srv:.3f}'}), "
               f"{f['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x")
     for b in res.get("break_even") or []:
