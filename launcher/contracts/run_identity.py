@@ -24,9 +24,9 @@ from launcher.engines.forced_acceptance import LENGTH_KEY, METHOD_KEY, RATES_KEY
 __all__ = ["SPECULATIVE_CONFIG_FLAG", "RunIdentity", "build", "configuration_labels", "serving_settings",
            "settings_diff"]  # SPECULATIVE_CONFIG_FLAG: serving_settings keeps it under its own key
 # A flag whose name ends in one of these words says where the server listens, what it reads or
-# which secret it checks: not how it serves (--port, --host, --dist-init-addr, --api-key, --download-dir).
-_NOT_SERVING_WORDS = ("port", "host", "hosts", "addr", "address", "url", "key", "keyfile", "certfile", "path",
-                      "dir", "file")
+# which secret it holds: not how it serves (--port, --host, --dist-init-addr, --api-key, --hf-token, --download-dir).
+_NOT_SERVING_WORDS = ("port", "host", "hosts", "addr", "address", "url", "key", "keyfile", "certfile", "token",
+                      "secret", "password", "path", "dir", "file")
 _NOT_SERVING_FLAGS = ("--model", "--tokenizer", "--chat-template", "--ssl-ca-certs")
 _PATH_STARTS = ("/", "./", "../", "~/")
 # The speculative config's keys that are identity fields of their own (k, draft, method, forced level).

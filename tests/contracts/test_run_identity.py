@@ -9,7 +9,7 @@ from launcher.contracts.run_identity import (SPECULATIVE_CONFIG_FLAG, RunIdentit
 
 ARGV = ["python3", "-m", "vllm.entrypoints.cli.main", "serve", "/models/target",
         "--served-model-name", "llama8b", "--tensor-parallel-size", "1", "--max-num-seqs=64", "--async-scheduling",
-        "--host", "127.0.0.1", "--port", "55513", "--api-key", "s3cret", "--download-dir", "/scratch/hf",
+        "--host", "127.0.0.1", "--port", "55513", "--api-key", "s3cret", "--hf-token", "hf_s3cret", "--download-dir", "/scratch/hf",
         "--tokenizer", "/models/tok", "--chat-template", "tmpl.jinja", "--data-parallel-rpc-port", "13345",
         "--speculative-config", '{"method": "draft_model", "num_speculative_tokens": 3}',
         "--kv_cache_dtype", "fp8", "--middleware", "a.b", "c.d"]
