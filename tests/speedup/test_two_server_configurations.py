@@ -2,6 +2,7 @@
 k=3 forced-AL-3.5 servers that differ only in --async-scheduling, beside their baseline.
 launcher.speedup gives one break-even per configuration, labelled with what differs, and
 each matches a hand computation from that configuration's repeats."""
+import io
 import json
 import math
 import shutil
@@ -9,8 +10,11 @@ import statistics
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from launcher.report.console import print_results
 from launcher.report.speedup_section import speedup_section
+from launcher.results.job_dir import load_results
 from launcher.speedup import slo
 from launcher.speedup.best_k import best_k_per_load
 from launcher.speedup.collect import main
@@ -122,3 +126,14 @@ def test_the_reports_rows_and_curves_name_their_server(analysed, tmp_path):
     # the predicted-vs-measured table: one row per point, each with its server's label
     assert html.count("[+ --async-scheduling]") == 3 and html.count("[- --async-scheduling]") == 3
     assert (tmp_path / "speedup_vs_concurrency.png").is_file()
+
+
+def test_the_results_tables_on_screen_say_which_server_each_job_is():
+    buf = io.StringIO()
+    print_results(load_results(DATA), Console(file=buf, width=300, color_system=None))
+    text = " ".join(buf.getvalue().split())  # a table's title folds to the table's width
+    titles = [t.split(" dataset ")[0] for t in text.split("job ")[1:]]
+    assert len(titles) == 3
+    assert titles[0].startswith(f"{PLAIN}:") and titles[0].endswith("[- --async-scheduling]")
+    assert titles[1].startswith(f"{ASYNC}:") and titles[1].endswith("[+ --async-scheduling]")
+    assert "[" not in titles[2]  # the baseline: the folder's only server without speculation
