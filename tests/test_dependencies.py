@@ -286,3 +286,58 @@ def test_every_import_inside_a_function_says_why():
                     bare.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert not bare, ("imports inside functions without a reason (move them to the top, or add "
                       "'# lazy: REASON' naming the cost they avoid):\n" + "\n".join(sorted(set(bare))))
+
+
+IDENTITY_OWNER = "launcher/contracts/run_identity.py"  # the type, its builder, its labels
+IDENTITY_READER = "launcher/results/identity.py"       # the one reader of results' identity (issue 52)
+RESULT_TOOLS = ("launcher/report", "launcher/compare", "launcher/history", "launcher/speedup", "upload")
+
+
+def _sources():
+    for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
+        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text())
+
+
+def _called(tree: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Call) and ((isinstance(n.func, ast.Name) and n.func.id == name)
+                                            or (isinstance(n.func, ast.Attribute) and n.func.attr == name))
+               for n in ast.walk(tree))
+
+
+def _imports_from(tree: ast.AST, module: str) -> set[str]:
+    return {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == module for a in n.names}
+
+
+def test_one_module_builds_the_run_identity_and_one_reads_it_back():
+    """RunIdentity is constructed in its own module only; its builder is called by the job spec (the
+    planner's one fill, JobSpec.with_run_identity) and by the reader's fallback for earlier results;
+    the recorded key is read back by the job spec (job.json) and launcher/results/identity.py only."""
+    constructs = [rel for rel, tree in _sources() if _called(tree, "RunIdentity")]
+    assert constructs == [IDENTITY_OWNER], constructs
+    builders = [rel for rel, tree in _sources() if _imports_from(tree, "launcher.contracts.run_identity") & {"build"}]
+    assert builders == ["launcher/contracts/job.py", IDENTITY_READER], builders
+    readers = [rel for rel, tree in _sources() if rel != IDENTITY_OWNER and _called(tree, "from_dict")
+               and "RunIdentity" in _imports_from(tree, "launcher.contracts.run_identity")]
+    assert readers == ["launcher/contracts/job.py", IDENTITY_READER], readers
+    planners = [rel for rel, tree in _sources() if _called(tree, "with_run_identity")]
+    assert planners == ["launcher/login/plan.py"], planners
+
+
+def test_the_tools_that_read_results_read_identity_through_the_one_reader():
+    """Speedup, break-even, best k, SLO, compare, history, the report and the console take model,
+    draft, method, k, the forced level and the server configuration from launcher.results.identity:
+    none reads the speculative config, k or the forced acceptance of a job or point itself, or the
+    recorded identity's key."""
+    fields = {"speculative_config", "num_speculative_tokens", "forced_acceptance", "run_identity"}
+    found = []
+    for rel, tree in _sources():
+        if not rel.startswith(RESULT_TOOLS):
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and n.attr in fields:
+                found.append(f"{rel}:{n.lineno}: .{n.attr}")
+            elif isinstance(n, ast.Constant) and n.value == "run_identity":
+                found.append(f"{rel}:{n.lineno}: 'run_identity'")
+    assert not found, "identity read outside launcher/results/identity.py:\n" + "\n".join(found)
+    assert not any(rel == "launcher/speedup/collect.py" and isinstance(n, ast.FunctionDef) and n.name.startswith("job_")
+                   for rel, tree in _sources() for n in ast.walk(tree)), "collect.py's own job_* identity readers"

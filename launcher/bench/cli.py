@@ -365,6 +365,8 @@ def _new_summary(bench: BenchSpec, save_dir: Path, ready: ServerReady, job: Opti
                "prometheus_runs": []}
     summary.update({k: (getattr(job, k) or None) if job else None for k in ("recipe", "server_id", "method")})
     summary["num_speculative_tokens"] = job.num_speculative_tokens if job else None
+    # what the job measured and with which server (launcher.contracts.run_identity), with the version found
+    summary["run_identity"] = job.resolved_identity().with_engine_version(version).to_dict() if job else None
     summary["acceptance_source"] = acceptance_source
     return summary
 

@@ -83,6 +83,12 @@ def specdec_dataset_keys(name: str, path: Optional[str]) -> dict:
             "dataset": "speed" if speed else None, "dataset_path": path if speed else None}
 
 
+def run_identity(ctx: PointContext) -> Optional[dict]:
+    """The job's run identity (launcher.contracts.run_identity) with the engine version the run
+    found; None for a hand run without a job folder (the readers fall back to the server's argv)."""
+    return ctx.job.resolved_identity().with_engine_version(ctx.engine_version).to_dict() if ctx.job else None
+
+
 def point_configuration(ctx: PointContext, spec: DatasetSpec, o, point_dir: Path, *, spec_cfg: Optional[dict],
                         duration: Optional[float], gpu: str, ok_records: list, extra: dict) -> dict:
     """configuration.json of point ``o`` (launcher.bench.outcome.PointOutcome) measured into
@@ -118,4 +124,5 @@ def point_configuration(ctx: PointContext, spec: DatasetSpec, o, point_dir: Path
                    "engine": ctx.engine.name, "acceptance_source": ctx.acceptance_source if spec_cfg else None,
                    "draft_sample_method": draft_sample_method(spec_cfg),
                    "forced_acceptance": forced_from_speculative_config(spec_cfg), "recorded_on": where,
+                   "run_identity": run_identity(ctx),
                    "amx_permission_hook": ctx.server_ready.amx_permission_hook, **measured_at, **extra})

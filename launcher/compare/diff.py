@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from launcher.compare.match import label, match_points
+from launcher.compare.match import label, match_points, serving_difference
 from launcher.results.job_dir import Job, Point
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import Difference, difference, summarize, Summary
@@ -55,11 +55,17 @@ class PointDiff:
     tps_judged: bool = False         # both sides had >= 2 repeats: judged against the noise
     suspect: str | None = None       # the known-answer probe's warning for this temperature
     notes: list[str] = field(default_factory=list)
+    serving: str | None = None       # what B's server sets differently from A's ("+ --async-scheduling")
+
+    @property
+    def where(self) -> str:
+        """The point and its pair of jobs, with the server setting that differs between them."""
+        return f"{self.dir} [job {self.job}" + (f"; B's server: {self.serving}" if self.serving else "") + "]"
 
     def describe(self) -> str:
         """One line naming the point and why it was flagged."""
         if self.verdict == MISSING:
-            return f"{self.dir} [job {self.job}]: " + "; ".join(self.notes)
+            return f"{self.where}: " + "; ".join(n for n in self.notes if n != self.serving_note)
         parts = []
         if self.al_flag:
             ci = (f", paired Δ {self.paired.mean_diff:+.3f} [{self.paired.lo:+.3f}, {self.paired.hi:+.3f}] n={self.paired.n}"
@@ -76,7 +82,11 @@ class PointDiff:
             parts.append(self.gate)
         if self.verdict == SUSPECT:
             parts.append(self.suspect or "engine defect suspected")
-        return f"{self.dir} [job {self.job}]: " + ", ".join(parts)
+        return f"{self.where}: " + ", ".join(parts)
+
+    @property
+    def serving_note(self) -> str | None:
+        return f"B's server: {self.serving}" if self.serving else None
 
 
 @dataclass
@@ -225,6 +235,9 @@ def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: Thresholds) -> list[P
             d = _missing(name, a.dir if a.dir == b.dir else f"{a.dir} ~ {b.dir}", a, b, _sides(a, b))
         if note:
             d.notes.append(note)
+        d.serving = serving_difference(ja, a, jb, b)
+        if d.serving:  # an A/B of a server setting: the pair's line says which
+            d.notes.append(d.serving_note)
         out.append(d)
     for side, left, jobs in (("A", only_a, jobs_a), ("B", only_b, jobs_b)):
         for j in jobs:

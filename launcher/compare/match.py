@@ -8,21 +8,32 @@ levels are two workloads: never paired, not even loosely. Folder
 paths do not enter: specdec_bench writes one point at its output folder's root, this
 project under ``<dataset>/t<T>_c<C>/``, and the two compare when they measured the
 same workload. A key held by several points on a side (several jobs with the same k)
-is paired by job name (server_id). Points left over are paired on (dataset,
+is paired by job name (server_id), else by server configuration (the run identity's
+fingerprint): two configurations of one side are never paired with one point. Two servers
+that differ in a setting are still paired when each side holds one (an A/B of one flag is
+what compare is for), and the pair says what differs (``serving_difference``). Points left over are paired on (dataset,
 temperature, concurrency, forced level) alone when that is unambiguous on both sides
 (comparing k=3 with k=1 on purpose); the pair then carries a note.
 """
 from __future__ import annotations
 
-from launcher.results.identity import point_k, workload
+from typing import Optional
+
+from launcher.results.identity import point_k, run_identity, workload
 from launcher.results.job_dir import Job, Point
 
-__all__ = ["label", "match_points", "point_k", "workload_key"]
+__all__ = ["label", "match_points", "point_k", "serving_difference", "workload_key"]
 
 
 def workload_key(job: Job, p: Point) -> tuple:
     """(dataset, T, C, k, forced acceptance): launcher.results.identity, the one reader."""
     return workload(job, p)
+
+
+def serving_difference(ja: Job, pa: Point, jb: Job, pb: Point) -> Optional[str]:
+    """What B's server sets differently from A's ("+ --async-scheduling"), None when they agree."""
+    diff = run_identity(jb, pb).differences(run_identity(ja, pa))
+    return ", ".join(diff) or None
 
 
 def label(ja: Job, jb: Job) -> str:
@@ -49,7 +60,10 @@ def match_points(jobs_a: list[Job], jobs_b: list[Job]):
         key = workload_key(ja, pa)
         cands = [x for x in by_key_b.get(key, []) if x not in used_b]
         if len(by_key_a[key]) > 1 or len(cands) > 1:
-            cands = [x for x in cands if side_b[x][0].name == ja.name]
+            named = [x for x in cands if side_b[x][0].name == ja.name]
+            fp = run_identity(ja, pa).fingerprint
+            cands = named if len(named) == 1 else [x for x in cands
+                                                   if run_identity(*side_b[x]).fingerprint == fp]
         if len(cands) == 1:
             used_b.add(cands[0])
             jb, pb = side_b[cands[0]]

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Optional
 
 from launcher.contracts.cpu_cores import cpu_core_sets, disagg_core_sets  # noqa: F401 (launcher.node.disagg imports them here)
 from launcher.contracts.launch import SERVER_LAUNCHES, LaunchSpec
+from launcher.contracts.run_identity import RunIdentity, build as build_identity
 from launcher.runtime.files import write_text_atomic
 from launcher.engines import (DEFAULT_ENGINE, AcceptanceSource, Engine, default_engine,
                               num_speculative_tokens, speculation_flags)
@@ -237,6 +238,9 @@ class JobSpec:
     # None: not planned (run.sh's spec, a job.json of an earlier version), built from the config.
     speculative_flags: Optional[list[str]] = None
     topology: Optional[TopologySpec] = None  # None: one aggregated server
+    # What the job measures and with which server (launcher.contracts.run_identity), filled once by
+    # the planner (with_run_identity); None: a spec it did not plan (run.sh's, an earlier job.json)
+    run_identity: Optional[RunIdentity] = None
     spec_version: int = SPEC_VERSION
 
     # -- derived
@@ -278,16 +282,29 @@ class JobSpec:
         """k, read from the speculative config (None without speculation)."""
         return num_speculative_tokens(self.speculative_config)
 
+    def resolved_identity(self) -> RunIdentity:
+        """The job's run identity: the planner's, else built from the spec's fields the same way."""
+        return self.run_identity or build_identity(
+            model=self.model, method=self.method, speculative_config=self.speculative_config, engine=self.engine,
+            engine_version=self.engine_version, server_flags=self.server_flags)
+
+    def with_run_identity(self) -> "JobSpec":
+        """The spec with its run identity filled (the planner's one call)."""
+        return replace(self, run_identity=self.resolved_identity())
+
     def identity(self) -> dict:
-        """What summary.json records of the job: recipe, server_id, method, k."""
-        return {"recipe": self.recipe, "server_id": self.server_id, "method": self.method,
-                "num_speculative_tokens": self.num_speculative_tokens}
+        """What summary.json records of the job: recipe, server_id, method, k and the run identity."""
+        i = self.resolved_identity()
+        return {"recipe": self.recipe, "server_id": self.server_id, "method": i.method,
+                "num_speculative_tokens": i.k if i.method != "none" else None, "run_identity": i.to_dict()}
 
     # -- JSON
 
     def to_dict(self) -> dict:
         d = json.loads(json.dumps(asdict(self)))  # plain JSON types (tuples become lists)
         d["points"] = [asdict(p) | {"id": p.id} for p in self.points]
+        if self.run_identity is not None:
+            d["run_identity"] = self.run_identity.to_dict()
         return d
 
     def to_json(self) -> str:
@@ -334,6 +351,11 @@ class JobSpec:
                 par["bench"] = _bench(par.get("bench"), "topology.parity.bench")
                 t["parity"] = ParitySpec(**par)
             d["topology"] = TopologySpec(**t)
+        if d.get("run_identity") is not None:
+            try:
+                d["run_identity"] = RunIdentity.from_dict(d["run_identity"])
+            except ValueError as e:
+                raise SpecError(str(e)) from None
         if d["launch"].server not in SERVER_LAUNCHES:
             raise SpecError(f"launch.server is {d['launch'].server!r}; expected one of {SERVER_LAUNCHES}")
         try:
@@ -370,7 +392,7 @@ _MOVED_KEYS = ("num_speculative_tokens", "runtime_params")
 # What a recorded spec may lack (a hand-written or partial job.json): "" reads as "not recorded".
 _NOT_RECORDED = {"recipe": "", "server_id": "", "job_dir": "", "model": "", "served_name": "",
                  "server_command": "", "server_flags": [], "method": ""}
-_SECTIONS = ("launch", "bench", "known_answer", "baseline", "topology")
+_SECTIONS = ("launch", "bench", "known_answer", "baseline", "topology", "run_identity")
 
 
 def job_path(job_dir) -> Path:

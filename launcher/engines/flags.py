@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 import json
 
 KV_CACHE_FLAG = "--kv-cache-memory-bytes"
+SPECULATIVE_CONFIG_FLAG = "--speculative-config"  # vLLM's speculative config as one JSON flag
 SERVED_NAME_FLAG = "--served-model-name"
 
 
@@ -107,7 +108,7 @@ def flag_value(args: Sequence[str], flag: str) -> Optional[str]:
 
 def speculative_config(server_args: Sequence[str]) -> Optional[dict]:
     """The JSON of --speculative-config in a hand-written server argv (run.sh's), or None."""
-    raw = flag_value(server_args, "--speculative-config")
+    raw = flag_value(server_args, SPECULATIVE_CONFIG_FLAG)
     try:
         v = json.loads(raw) if raw else None
     except ValueError:
@@ -141,3 +142,25 @@ def split_at_separator(argv: Sequence[str]) -> Optional[tuple[list[str], list[st
         return None
     i = argv.index("--")
     return argv[:i], argv[i + 1:]
+
+
+def flag_settings(args: Sequence[str]) -> dict[str, str]:
+    """Every flag of an argv and its value: ``--x v`` and ``--x=v`` give "v", a flag followed by
+    several values gives them joined by a space, a bare flag gives "". Names are spelled with
+    dashes (``--x_y`` reads as ``--x-y``); the last occurrence wins; anything before the first
+    flag (the command and the model) is not a setting."""
+    out: dict[str, str] = {}
+    args = [str(a) for a in args]
+    for i, a in enumerate(args):
+        if not a.startswith("--") or a == "--":
+            continue
+        if "=" in a:
+            out[_norm_flag(a)] = a.split("=", 1)[1]
+            continue
+        vals = []
+        for v in args[i + 1:]:
+            if v.startswith("--"):
+                break
+            vals.append(v)
+        out[_norm_flag(a)] = " ".join(vals)
+    return out

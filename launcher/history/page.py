@@ -80,7 +80,8 @@ def _n(v: Optional[float], fmt: str) -> str:
 
 
 def anchor(s: Series) -> str:
-    return "s-" + "".join(ch if ch.isalnum() else "-" for ch in "-".join(str(x) for x in s.key))[:120]
+    return "s-" + "".join(ch if ch.isalnum() else "-" for ch in "-".join(str(x) for x in s.key))[:120] + (
+        f"-{s.fingerprint}" if s.fingerprint else "")  # two server configurations: two series
 
 
 def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:

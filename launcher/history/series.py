@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Optional
 
 from launcher.compare.diff import NOISE, Thresholds, judge_point
-from launcher.results.identity import identity
+from launcher.contracts.run_identity import RunIdentity
+from launcher.results.identity import configuration_label, configuration_labels, identity, tag
 from launcher.results.job_dir import Job, Point, ResultsError, load_job
 from launcher.results.layout import EXTENSION_KEY
 from launcher.results.repeats import record
@@ -33,6 +34,7 @@ class Run:
     point: Point
     time: Optional[datetime]
     key: tuple                    # (model, draft, method, k, forced, dataset, T, C)
+    identity: RunIdentity         # launcher.results.identity: its server configuration keeps series apart
     engine_version: str
     image: str
     tool: str
@@ -62,12 +64,14 @@ class Run:
 class Series:
     key: tuple
     runs: list[Run] = field(default_factory=list)
+    fingerprint: str = ""         # the server configuration's (launcher.contracts.run_identity): never two in a series
+    configuration: str = ""       # what it changes from the other configurations of its model, draft and method
 
     @property
     def label(self) -> str:
         model, draft, method, k, forced, ds, t, c = self.key
         return f"{short(model)} · {short(draft)} · {method} k={k}" + (f" · {forced}" if forced else "") \
-            + f" · {ds} T={t:g} C={c}"
+            + f" · {ds} T={t:g} C={c}" + tag(self.configuration)
 
     @property
     def regressions(self) -> list[Run]:
@@ -111,7 +115,7 @@ def read_run(where: str, folder: Path) -> Optional[Run]:
     tps_ci, n2 = _ci(doc, "Output TPS")
     return Run(where=where, job=job, point=p, time=_time(ident.timestamp),
                key=(ident.model, ident.draft, ident.method, ident.k, ident.forced, dataset, float(p.temperature),
-                    int(p.concurrency)),
+                    int(p.concurrency)), identity=ident.run,
                engine_version=ident.engine_version, image=ident.image, tool=ident.tool, origin=ident.origin,
                al=p.average_al, tps=p.output_tps, al_ci=al_ci, tps_ci=tps_ci, n=max(n, n2))
 
@@ -139,13 +143,16 @@ def build_history(runs: list[tuple[str, Path]], th: Optional[Thresholds] = None)
         elif not run.point.ok:
             left_out.append((where, "not a valid point: " + "; ".join(run.point.problems or [run.point.status])))
         else:
-            by_key.setdefault(run.key, Series(run.key)).runs.append(run)
+            by_key.setdefault((run.key, run.identity.fingerprint),
+                              Series(run.key, fingerprint=run.identity.fingerprint)).runs.append(run)
+    labels = configuration_labels(s.runs[-1].identity for s in by_key.values())
     for s in by_key.values():
+        s.configuration = configuration_label(s.runs[-1].identity, labels)
         s.runs.sort(key=lambda r: (r.time, r.where))
         for prev, cur in zip(s.runs, s.runs[1:]):
             d = judge_point(s.label, prev.point, cur.point, th)
             cur.verdict, cur.al_rel, cur.tps_rel = d.verdict, d.al_rel, d.tps_rel
             cur.al_flag, cur.tps_flag = d.al_flag, d.tps_flag
             cur.why = d.describe().split(": ", 1)[-1] if d.verdict != NOISE else ""
-    ordered = sorted(by_key.values(), key=lambda s: tuple(str(x) for x in s.key))
+    ordered = sorted(by_key.values(), key=lambda s: (tuple(str(x) for x in s.key), s.configuration, s.fingerprint))
     return History(series=ordered, left_out=left_out)

@@ -222,7 +222,7 @@ def make_plan(cfg: LauncherConfig) -> Plan:
             baseline=(BaselineSpec(job_dir=baseline.job_dir, run_here=i == 0,
                                    bench=baseline.bench if i == 0 else None) if baseline else None),
             topology=topology, report=cfg.report,
-        ))
+        ).with_run_identity())
     skip = golden_skip_reason(cfg)
     return Plan(recipe=cfg.name, results_dir=str(results_dir), jobs=jobs, engine=eng, baseline=baseline,
                 notes=[skip] if skip and cfg.draft.method != "none" else [])
@@ -305,4 +305,4 @@ def baseline_job(cfg: LauncherConfig, first: ServerFlags, points: list[ClientPoi
     return JobPlan(
         **shared, server_id=server_id, job_dir=str(job_dir), method="none", server_flags=flags,
         bench=bench_spec(base, job_dir, shared["num_gpus"]), points=list(points), speculative_config=None,
-        role="baseline", kv_cache_cap_bytes=first.kv_cache_cap_bytes)
+        role="baseline", kv_cache_cap_bytes=first.kv_cache_cap_bytes).with_run_identity()

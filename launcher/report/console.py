@@ -17,12 +17,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from launcher.engines.forced_acceptance import label as forced_label
 from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
 
 FORCED = "F"  # the point's acceptance was forced; its level is in the legend
 from launcher.results.disagg_parity import read_parity
-from launcher.results.identity import describe, identity
+from launcher.results.identity import (configuration_label, describe, folder_labels, forced, identity,
+                                       run_identity, tag)
 from launcher.results.job_dir import Job, Point
 from launcher.results.job_result import known_answer_line
 from launcher.speedup.collect import read_speedup
@@ -53,14 +53,13 @@ def _tps(p: Point, marks) -> str:
     return _n(p.output_tps, "{:.1f}")
 
 
-def _mark_cell(p: Point, marks) -> Text:
+def _mark_cell(job: Job, p: Point, marks) -> Text:
     if not p.ok:  # the reason is printed under the table, where it has the whole width
         return Text("FAILED" if p.status != "complete" else "invalid", style="red")
     parts = [(m, "magenta" if m == SUSPECT else "yellow") for m in marks.listed]
     if marks.tps is not None:
         parts.append((f"n={marks.tps.n}", "dim"))
-    forced = p.result.forced_acceptance if p.result else None
-    if forced:
+    if forced(job, p):
         parts.append((FORCED, "cyan"))
     cell = Text()
     for i, (word, style) in enumerate(parts):  # each mark stands apart: "† ~ !", "n=3 F", never "†~!" or "n=3F"
@@ -68,21 +67,22 @@ def _mark_cell(p: Point, marks) -> Text:
     return cell
 
 
-def job_title(job: Job) -> str:
-    """The job in one line, from its first point's identity (launcher.results.identity)."""
+def job_title(job: Job, configuration: str = "") -> str:
+    """The job in one line, from its first point's identity (launcher.results.identity);
+    ``configuration``: what its server changes from the others of the folder ("+ --async-scheduling")."""
     if not job.points:
-        return f"job {job.name}"
+        return f"job {job.name}" + tag(configuration)
     i = identity(job, job.points[0])
     short = lambda x: str(x).rstrip("/").rsplit("/", 1)[-1]  # noqa: E731
     return f"job {job.name}: {short(i.model)}, {describe(i)}" + (
-        f" · engine {i.engine_version}" if i.engine_version != "?" else "")
+        f" · engine {i.engine_version}" if i.engine_version != "?" else "") + tag(configuration)
 
 
-def results_table(job: Job) -> tuple[Table, set[str]]:
+def results_table(job: Job, configuration: str = "") -> tuple[Table, set[str]]:
     """The job's points as a table, and the marks it used (for the legend)."""
     speedups = {p.dir: _speedup(p) for p in job.points}
     with_speedup = any(v is not None for v in speedups.values())
-    t = Table(title=job_title(job), title_justify="left", expand=False, box=box.SIMPLE_HEAD, padding=(0, 1),
+    t = Table(title=job_title(job, configuration), title_justify="left", expand=False, box=box.SIMPLE_HEAD, padding=(0, 1),
               show_edge=False)
     for name in ("dataset", "T", "C", "Average_AL", "Server_AL", "Output TPS", *(("speedup",) if with_speedup else ()),
                  "marks"):  # the figures never fold; a long dataset name or failure reason does
@@ -95,10 +95,10 @@ def results_table(job: Job) -> tuple[Table, set[str]]:
         if p.ok:
             used.update(mk.listed)
             used.update(["n"] if mk.tps is not None else [])
-            used.update([FORCED] if p.result and p.result.forced_acceptance else [])
+            used.update([FORCED] if forced(job, p) else [])
         t.add_row(p.dataset, f"{p.temperature:g}", str(p.concurrency), _n(p.average_al, "{:.3f}"),
                   _n(p.server_al, "{:.3f}"), _tps(p, mk),
-                  *((_n(speedups[p.dir], "{:.2f}x"),) if with_speedup else ()), _mark_cell(p, mk))
+                  *((_n(speedups[p.dir], "{:.2f}x"),) if with_speedup else ()), _mark_cell(job, p, mk))
     return t, used
 
 
@@ -124,10 +124,9 @@ def verdict_lines(job: Job) -> list[str]:
         bad = [v.get("point") for v in pts if v.get("verdict") == "fail"]
         out.append(f"golden {golden.get('id')}: {str(golden.get('verdict')).upper()} ({len(pts)} point(s) judged"
                    + (f"; failed: {', '.join(map(str, bad))}" if bad else "") + ")")
-    forced = sorted({forced_label(p.result.forced_acceptance) for p in job.points
-                     if p.result and p.result.forced_acceptance})
-    if forced:
-        out.append(f"forced: {', '.join(forced)} (vLLM's synthetic acceptance: the AL is set, not the draft's)")
+    levels = forced_levels(job)
+    if levels:
+        out.append(f"forced: {levels} (vLLM's synthetic acceptance: the AL is set, not the draft's)")
     parity = read_parity(job.path) or s.get("disagg_parity")
     if isinstance(parity, dict):
         checks = parity.get("checks") or {}
@@ -138,14 +137,15 @@ def verdict_lines(job: Job) -> list[str]:
 
 def forced_levels(job: Job) -> str:
     """The job's forced levels in words: "forced AL 3.5"."""
-    return ", ".join(sorted({forced_label(p.result.forced_acceptance) for p in job.points
-                             if p.result and p.result.forced_acceptance}))
+    return ", ".join(sorted({forced(job, p) for p in job.points} - {""}))
 
 
 def print_results(jobs: list[Job], console: Console) -> None:
-    """Every job's table, the legend of the marks it used, and its verdict lines."""
+    """Every job's table, the legend of the marks it used, and its verdict lines; where two
+    server configurations share the folder, each title says what its server changes."""
+    labels = folder_labels(jobs)
     for job in jobs:
-        table, used = results_table(job)
+        table, used = results_table(job, configuration_label(run_identity(job), labels))
         console.print(table)
         for sym in (SUSPECT, FEW, NOISY, "n", FORCED):
             if sym in used:

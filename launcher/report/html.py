@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from launcher.engines import get_engine
-from launcher.engines.forced_acceptance import label as forced_label
 from launcher.report.golden_section import golden_block
 from launcher.report.lossless_section import lossless_block
 from launcher.report.markup import esc as _e, figures, num as _num, pct as _pct
 from launcher.results import EXTENSION_KEY
 from launcher.results.disagg_parity import acceptance_check, read_parity
-from launcher.results.identity import identity
+from launcher.results.identity import (configuration_label, folder_labels, forced as forced_words, identity,
+                                       run_identity, tag)
 from launcher.results.job_dir import Job, Point
 from launcher.results.summary import PointRow, as_row
 from launcher.runtime.machine import machines_line
@@ -85,6 +85,7 @@ def provenance(job: Job) -> list[tuple[str, str]]:
         ("method", _distinct(i.method for i in idents)),
         ("k (num_speculative_tokens)", _distinct(i.k for i in idents) or "–"),
         ("forced acceptance", _distinct(i.forced for i in idents) or "no (the draft's own acceptance)"),
+        ("server configuration", _distinct(_serving(i.run) for i in idents)),
         ("engine", _distinct(f"{c.get('engine') or ''} {c.get('engine_version') or s.get('engine_version') or ''}".strip()
                              for c in cfgs)),
         ("container image", _distinct(c.get("container_image") for c in cfgs)),
@@ -99,6 +100,12 @@ def provenance(job: Job) -> list[tuple[str, str]]:
         ("folder", str(job.path)),
     ]
     return rows
+
+
+def _serving(run) -> str:
+    """The server's settings in one line, after their fingerprint (launcher.contracts.run_identity)."""
+    settings = " ".join(f"{f} {v}".strip() for f, v in run.serving.items())
+    return f"{run.fingerprint}: {settings or 'no settings recorded'}"
 
 
 def _span(values: Iterable[Any]) -> str:
@@ -147,15 +154,15 @@ _COLS = [("point", "l"), ("status", "l"), ("reason", "l"), ("Average_AL", ""), (
          ("decode tok/s p50", ""), ("failed req", ""), ("bench s", ""), ("per-position rates", "l")]
 
 
-def _row(p: Point) -> str:
+def _row(job: Job, p: Point) -> str:
     bench_s = p.row.benchmark_duration_s
     if bench_s is None and p.result:
         bench_s = p.result.tim_ext.get("duration_s")
     failed_req = (p.row.failed_requests if "failed_requests" in p.row.held
                   else p.result.failed_requests if p.result else None)
-    forced = p.result.forced_acceptance if p.result else None
+    forced = forced_words(job, p)  # launcher.results.identity
     rates = p.result.per_position_rates if p.result else None
-    forced_tag = f' <span class="st-failed">{_e(forced_label(forced).upper())}</span>' if forced else ""
+    forced_tag = f' <span class="st-failed">{_e(forced.upper())}</span>' if forced else ""
     mk = point_marks(p)
     if mk.suspect:
         forced_tag += f' <span class="st-failed" title="{_e(mk.suspect)}">{SUSPECT} SUSPECT T</span>'
@@ -177,20 +184,22 @@ def _row(p: Point) -> str:
     return f'<tr{"" if p.ok else " class=bad"}>{tds}</tr>'
 
 
-def points_table(points: list[Point]) -> str:
+def points_table(job: Job) -> str:
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in _COLS)
-    return (f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(p) for p in points)}</tbody></table>'
+    return (f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(job, p) for p in job.points)}</tbody></table>'
             f'<p class="sub">Output TPS with repeats: mean ± the 95% half-interval (n repeats). {_e(LEGEND)}.</p>')
 
 
 def jobs_table(jobs: list[Job]) -> str:
     rows = []
+    labels = folder_labels(jobs)  # two server configurations in the folder: each job says what its server changes
     for j in jobs:
         prov = dict(provenance(j))
+        conf = tag(configuration_label(run_identity(j), labels))
         ok = sum(p.ok for p in j.points)
         als = [p.average_al for p in j.points if p.ok and p.average_al is not None]
         rows.append(
-            f'<tr><td class="l"><a href="#{_e(anchor(j))}">{_e(j.name)}</a></td><td class="l">{_e(prov["model"])}</td>'
+            f'<tr><td class="l"><a href="#{_e(anchor(j))}">{_e(j.name)}</a>{_e(conf)}</td><td class="l">{_e(prov["model"])}</td>'
             f'<td class="l">{_e(prov["draft"])}</td><td class="l">{_e(prov["method"])}</td>'
             f'<td>{_e(prov["k (num_speculative_tokens)"])}</td><td>{ok} / {len(j.points)}</td>'
             f'<td>{_num(max(als), 3) if als else "–"}</td>'
@@ -369,7 +378,7 @@ def job_section(job: Job, figs: list[tuple[str, str, bool]], heading: bool) -> s
             f"{known_answer_block(job.summary.get('known_answer'), [p.row for p in job.points])}"
             f"{disagg_block(read_parity(job.path))}{prefix_cache_block(job)}{ttft_split_block(job)}"
             f"<h3>Plots</h3>{note}{figures(figs)}"
-            f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job.points)}</section>")
+            f"<h3>Points ({n_ok} of {len(job.points)} complete)</h3>{points_table(job)}</section>")
 
 
 def forced_note(jobs: list[Job]) -> str:

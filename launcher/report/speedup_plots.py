@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from launcher.report.plots import _MARKERS, _save, concurrency_axes, panel_grid, plt
+from launcher.results.identity import tag
 
 
 def _g(d) -> float | None:
@@ -17,20 +18,22 @@ def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
     """One panel per (dataset, temperature); per k the throughput speedup (solid)
     and the per-request end-to-end speedup with its 95% interval (dotted);
     the baseline is the line at 1."""
-    panels: dict[tuple, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
+    panels: dict[tuple, dict[tuple, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:  # one curve per k and server configuration (two servers are never one curve)
         if r["speedup"].get("throughput") is not None:
-            panels[(r["dataset"], r["temperature"])][r["k"]].append(r)
+            curve = (r["k"], (r.get("configuration") or {}).get("label") or "")
+            panels[(r["dataset"], r["temperature"])][curve].append(r)
     if not panels:
         return None
     keys = sorted(panels)
     fig, axes = panel_grid(len(keys), 5.6, 3.9)
     for ax, key in zip(axes, keys):
-        for i, (k, rs) in enumerate(sorted(panels[key].items())):
+        for i, ((k, server), rs) in enumerate(sorted(panels[key].items(), key=lambda kv: (kv[0][0] or 0, kv[0][1]))):
+            name = f"k={k}" + tag(server)
             rs.sort(key=lambda r: r["concurrency"])
             cs = [r["concurrency"] for r in rs]
             line, = ax.plot(cs, [r["speedup"]["throughput"] for r in rs], marker=_MARKERS[i % len(_MARKERS)],
-                            label=f"k={k} throughput")
+                            label=f"{name} throughput")
             e2e = [(r["concurrency"], r["speedup"].get("e2e_speedup")) for r in rs if _g(r["speedup"].get("e2e_speedup"))]
             if e2e:
                 xs = [c for c, _ in e2e]
@@ -38,7 +41,7 @@ def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
                 lo = [y - (s["lo"] if s.get("lo") is not None else y) for y, (_, s) in zip(ys, e2e)]
                 hi = [(s["hi"] if s.get("hi") is not None else y) - y for y, (_, s) in zip(ys, e2e)]
                 ax.errorbar(xs, ys, yerr=[lo, hi], color=line.get_color(), ls=":", capsize=3, alpha=0.8,
-                            label=f"k={k} per-request e2e (95% CI)")
+                            label=f"{name} per-request e2e (95% CI)")
         ax.axhline(1.0, color="black", lw=1.0, ls="--", label="baseline = 1")
         concurrency_axes(ax, {r["concurrency"] for rs in panels[key].values() for r in rs},
                          f"{key[0]}, T={key[1]:g}", "concurrency", "speedup over no speculation", legend_size=7)

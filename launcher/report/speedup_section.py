@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from launcher.report.markup import esc as _e, figures, num as _num
+from launcher.results.identity import tag
 from launcher.report.speedup_plots import predicted_vs_measured, speedup_vs_concurrency
 
 
@@ -19,6 +20,11 @@ def _ci(d) -> str:
     if d.get("lo") is None:
         return f"{d['geomean']:.2f}" + ("" if d.get("paired", True) else " (unpaired)")
     return f"{d['geomean']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"
+
+
+def _server(row: dict) -> str:
+    """What the row's server changes from the folder's others (" [+ --async-scheduling]"), "" when alone."""
+    return _e(tag((row.get("configuration") or {}).get("label")))
 
 
 def _beats(v) -> str:
@@ -35,7 +41,7 @@ def best_k_table(analysis: dict) -> str:
         excluded = set(c.get("noisy_excluded") or [])
         note = " ~ all noisy" if c.get("all_noisy") else ""
         n = c.get("repeats") or 1
-        cells = [_e(c["dataset"]), f"{c['temperature']:g}", str(c["concurrency"]),
+        cells = [_e(c["dataset"]) + _server(c), f"{c['temperature']:g}", str(c["concurrency"]),
                  f"<b>{c['k']}</b>{note}" + (f" (median − MAD over {n} repeats)" if n > 1 else " (one repeat)")
                  + (f' <span class="warn">{_e(c["suspect"])}</span>' if c.get("suspect") else "")]
         cells += [_num(c["candidates"].get(str(k)), 1) + (" ~ noisy, excluded" if k in excluded else "") for k in ks]
@@ -44,7 +50,7 @@ def best_k_table(analysis: dict) -> str:
     table = (f'<table class="bestk"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table>')
     scheds = "".join(
-        f"<p><b>{_e(s['dataset'])}, T={s['temperature']:g}</b> (vLLM <code>--speculative-config</code> keys):</p>"
+        f"<p><b>{_e(s['dataset'])}, T={s['temperature']:g}</b>{_server(s)} (vLLM <code>--speculative-config</code> keys):</p>"
         f"<pre>{_e(json.dumps(s['speculative_config']))}</pre>" for s in analysis["schedules"])
     return table + scheds
 
@@ -57,7 +63,7 @@ def prediction_table(analysis: dict) -> str:
     for r in sorted(analysis["points"], key=lambda r: (r["dataset"], r["temperature"], r["concurrency"], r["k"] or 0)):
         pr, sp = r["prediction"], r["speedup"]
         cost = pr.get("draft_cost") or {}
-        cells = [f'{_e(r["dataset"])}/t{r["temperature"]:g}_c{r["concurrency"]}', str(r["k"]),
+        cells = [f'{_e(r["dataset"])}/t{r["temperature"]:g}_c{r["concurrency"]}{_server(r)}', str(r["k"]),
                  _num(r["acceptance"]["expected_tokens_per_step"], 3), _num(r["step_time"]["ratio"], 3),
                  _num(cost.get("c"), 3), _num(cost.get("v"), 3), _num(pr.get("predicted_speedup"), 2),
                  _num(pr.get("measured_step_speedup"), 2), _ci(sp.get("decode")), _num(sp.get("throughput"), 2),

@@ -124,7 +124,7 @@ def _ended(job_dir: Path, summary: Optional[dict], rc: int, cause, reason, point
     if summary is None or not point_rows(summary):
         summary = {**(summary or {}), "schema_version": 1, "save_dir": str(job_dir),
                    "points": planned_rows(points)}
-        for k in ("recipe", "server_id", "method", "num_speculative_tokens"):
+        for k in ("recipe", "server_id", "method", "num_speculative_tokens", "run_identity"):
             summary.setdefault(k, (identity or {}).get(k))
     complete = [p.dir for p in point_rows(summary) if p.dir and (job_dir / p.dir / COMPLETE_FILE).is_file()]
     point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run

@@ -30,6 +30,11 @@ class KChoice:
     all_noisy: bool = False         # every k was noisy: chosen among them all, not to be trusted
     draft: Optional[str] = None     # the draft the k were measured with (each draft has its own best k)
     suspect: Optional[str] = None   # "SUSPECT: <warning>": the known-answer probe failed at this temperature
+    configuration: Optional[dict] = None  # the server configuration (fingerprint, label): each has its own best k
+
+    @property
+    def fingerprint(self) -> str:
+        return str((self.configuration or {}).get("fingerprint") or "")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -49,19 +54,20 @@ def _score(r: dict) -> float:
 def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
     """rows: {dataset, temperature, concurrency, k, output_tps, speedup, beats_baseline[, draft]}
     and, with repeats, ``tps_repeats`` (launcher.results.repeats' summary: median, mad, n, noisy).
-    For each (draft, dataset, temperature, concurrency), vLLM's tune_speculative_k rule: noisy
+    For each (draft, server configuration, dataset, temperature, concurrency), vLLM's tune_speculative_k rule: noisy
     points are left out (unless every k is noisy), each k is scored by median − MAD of
-    its Output TPS, the highest score wins and a tie goes to the smaller k. Two drafts are
-    never candidates of one choice. A row's ``suspect`` (the known-answer probe failed at its
+    its Output TPS, the highest score wins and a tie goes to the smaller k. Two drafts, or two
+    server configurations (``configuration``: fingerprint and label), are never candidates of one choice. A row's ``suspect`` (the known-answer probe failed at its
     temperature) marks the choice it enters."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("k") is None or r.get("output_tps") is None:
             continue
-        key = (r.get("draft") or "", r["dataset"], float(r["temperature"]), int(r["concurrency"]))
+        key = (r.get("draft") or "", str((r.get("configuration") or {}).get("fingerprint") or ""), r["dataset"],
+               float(r["temperature"]), int(r["concurrency"]))
         groups.setdefault(key, []).append(r)
     out = []
-    for (draft, ds, t, c), rs in sorted(groups.items()):
+    for (draft, _fp, ds, t, c), rs in sorted(groups.items()):
         calm = [r for r in rs if not (r.get("tps_repeats") or {}).get("noisy")]
         pool = calm or rs
         best = max(pool, key=lambda r: (round(_score(r), 9), -r["k"]))
@@ -71,7 +77,7 @@ def best_k_per_load(rows: Iterable[dict]) -> list[KChoice]:
                            {int(r["k"]): r["output_tps"] for r in sorted(rs, key=lambda r: r["k"])},
                            score=_score(best), repeats=int(rep.get("n") or 1),
                            noisy_excluded=tuple(sorted(int(r["k"]) for r in rs if r not in pool)),
-                           all_noisy=not calm, draft=draft or None,
+                           all_noisy=not calm, draft=draft or None, configuration=rs[0].get("configuration"),
                            suspect=next((f"SUSPECT: {r['suspect']}" for r in rs if r.get("suspect")), None)))
     return out
 

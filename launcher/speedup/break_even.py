@@ -16,11 +16,14 @@ from __future__ import annotations
 from statistics import mean
 from typing import Optional
 
+from launcher.results.identity import tag
 from launcher.results.repeats.stats import summarize
 
 
 def _key(r: dict) -> tuple:
-    return r["dataset"], r["temperature"], r["concurrency"], r["k"]
+    """One break-even per (dataset, T, C, k) and server configuration: two servers are never pooled."""
+    conf = r.get("configuration") or {}
+    return r["dataset"], r["temperature"], r["concurrency"], r["k"], conf.get("fingerprint"), conf.get("label") or ""
 
 
 def interpolated(levels: list[tuple[float, float]]) -> Optional[float]:
@@ -33,16 +36,17 @@ def interpolated(levels: list[tuple[float, float]]) -> Optional[float]:
 
 
 def break_even(rows: list[dict]) -> list[dict]:
-    """One row per (dataset, T, C, k) with forced points: ``rows`` are launcher.speedup's point
-    rows (``forced_acceptance``, ``server_al`` or ``measured_al``, ``speedup.throughput`` and,
-    with repeats, ``throughput_per_repeat``)."""
+    """One row per (dataset, T, C, k) and server configuration with forced points: ``rows`` are
+    launcher.speedup's point rows (``forced_acceptance``, ``server_al`` or ``measured_al``,
+    ``speedup.throughput``, ``configuration`` (fingerprint and label) and, with repeats,
+    ``throughput_per_repeat``)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("forced_acceptance") and (r.get("server_al") or r.get("measured_al")):
             groups.setdefault(_key(r), []).append(r)
     out = []
-    for (ds, t, c, k), rs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), float(kv[0][1]), int(kv[0][2]),
-                                                                      kv[0][3] or 0)):
+    for (ds, t, c, k, fp, lab), rs in sorted(groups.items(), key=lambda kv: (
+            str(kv[0][0]), float(kv[0][1]), int(kv[0][2]), kv[0][3] or 0, kv[0][5], str(kv[0][4]))):
         estimates, per_level, levels = [], [], []
         for r in rs:
             al = float(r.get("server_al") or r.get("measured_al"))
@@ -56,6 +60,7 @@ def break_even(rows: list[dict]) -> list[dict]:
                 levels.append((al, mean(speedups)))
         s = summarize(estimates)
         out.append({"dataset": ds, "temperature": t, "concurrency": c, "k": k,
+                    **({"configuration": {"fingerprint": fp, "label": lab}} if fp else {}),  # rows of earlier analyses have none
                     "break_even_al": s.mean if s else None, "lo": s.lo if s else None, "hi": s.hi if s else None,
                     "n": s.n if s else 0, "levels": sorted(per_level, key=lambda x: x["al"]),
                     "interpolated": interpolated(levels)})
@@ -63,10 +68,12 @@ def break_even(rows: list[dict]) -> list[dict]:
 
 
 def one_line(b: dict) -> str:
+    who = f"{b['dataset']} T={b['temperature']:g} C={b['concurrency']} k={b['k']}" + tag(
+        (b.get("configuration") or {}).get("label"))
     if b.get("break_even_al") is None:
-        return f"{b['dataset']} T={b['temperature']:g} C={b['concurrency']} k={b['k']}: break-even AL not measured"
+        return f"{who}: break-even AL not measured"
     iv = f" [{b['lo']:.2f}, {b['hi']:.2f}]" if b.get("lo") is not None else " (one estimate: no interval)"
     interp = b.get("interpolated")
-    return (f"{b['dataset']} T={b['temperature']:g} C={b['concurrency']} k={b['k']}: break-even AL "
+    return (f"{who}: break-even AL "
             f"{b['break_even_al']:.2f}{iv} over {b['n']} repeat(s) of {len(b['levels'])} level(s)"
             + (f"; interpolated {interp:.2f}" if interp is not None else ""))

@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from launcher.engines import num_speculative_tokens
-from launcher.engines.forced_acceptance import forced_from_speculative_config, label
+from launcher.contracts.run_identity import RunIdentity
+from launcher.engines.forced_acceptance import label
+from launcher.results.identity import configuration_label, folder_labels, is_baseline, run_identity, tag
 from launcher.results.job_dir import Job, load_results, Point, read_json, ResultsError
 from launcher.results.goodput import slo_from_dict
 from launcher.results.records import RecordError, profiling_records, read_profile_export  # the one reader of the exports
@@ -58,47 +59,20 @@ def point_records(point: Point) -> list[paired.RequestTiming]:
         histogram=None if r.spec is None else dict(r.spec.histogram)) for r in ok]
 
 
-def job_speculative_config(job: Job) -> dict:
-    """The job's speculative config as job.json records it ({} without one, or without job.json)."""
-    return (job.spec.speculative_config if job.spec else None) or {}
-
-
-def job_method(job: Job) -> Optional[str]:
-    return (job.spec.method if job.spec else None) or job.summary.get("method")
-
-
-def job_k(job: Job) -> Optional[int]:
-    k = num_speculative_tokens(job_speculative_config(job)) or job.summary.get("num_speculative_tokens")
-    return int(k) if k else None
-
-
-def job_model(job: Job) -> Optional[str]:
-    return (job.spec.model if job.spec else None) or job.summary.get("model")
-
-
-def job_draft(job: Job) -> Optional[str]:
-    """What drafts for the job: the draft model, or the method where it has none (n-gram)."""
-    sc = job_speculative_config(job)
-    return sc.get("model") or sc.get("method") or job_method(job)
-
-
-def job_forced(job: Job) -> Optional[dict]:
-    """The forced (synthetic) acceptance of the job's server, None for a real draft."""
-    return forced_from_speculative_config(job_speculative_config(job) or None)
-
-
-def is_baseline(job: Job) -> bool:
-    return job_method(job) == "none"
-
-
 def is_schedule(job: Job) -> bool:
     """A server with a dynamic k schedule (num_speculative_tokens_per_batch_size, docs/slo.md)."""
-    return bool(job_speculative_config(job).get("num_speculative_tokens_per_batch_size"))
+    return run_identity(job).schedule is not None
 
 
 def slo_k(job: Job) -> Optional[int]:
     """The SLO analysis' configuration key: 0 without speculation, k, None for a schedule."""
-    return 0 if is_baseline(job) else (None if is_schedule(job) else job_k(job))
+    return 0 if is_baseline(job) else (None if is_schedule(job) else run_identity(job).k)
+
+
+def configuration(ident: RunIdentity, labels: dict) -> dict:
+    """A row's server configuration: its fingerprint and what differs from the folder's others
+    ("" when it is the folder's only one; launcher.results.identity)."""
+    return {"fingerprint": ident.fingerprint, "label": configuration_label(ident, labels)}
 
 
 def recipe_slo(jobs: list[Job]) -> Optional[dict]:
@@ -117,7 +91,8 @@ def write_slo(root: Path, slo_arg: Optional[str], tie_rel: float) -> Optional[di
     slo = slo_from_dict(slo_mod.parse_slo_arg(slo_arg)) if slo_arg else slo_from_dict(recipe_slo(jobs))
     if slo is None:
         return None
-    rows = slo_mod.collect(jobs, slo, slo_k)
+    labels = folder_labels(jobs)
+    rows = slo_mod.collect(jobs, slo, slo_k, lambda job: configuration_label(run_identity(job), labels))
     res = {"schema_version": SCHEMA_VERSION, "slo": slo.to_dict(), "description": slo.describe(),
            "source": "--slo" if slo_arg else "the recipe's sweep.slo", "tie_rel": tie_rel,
            "goodput_agrees_with_aiperf": _agreement(rows),
@@ -149,11 +124,14 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     rows: list[dict] = []
     skipped: list[str] = []
     base_cache: dict[str, list] = {}
+    labels = folder_labels(jobs)
     for job in jobs:
         if is_baseline(job) or is_schedule(job):  # a schedule has no one k: judged in slo_summary.json
             continue
-        k, draft, forced = job_k(job), job_draft(job), job_forced(job)
-        base = next((b for b in baselines if job_model(b) == job_model(job)), baselines[0])
+        ident = run_identity(job)
+        k, draft, forced = ident.k, ident.draft or ident.method, ident.forced
+        same_model = [b for b in baselines if run_identity(b).model == ident.model] or baselines
+        base = next((b for b in same_model if run_identity(b).fingerprint == ident.fingerprint), same_model[0])
         base_points = {p.dir: p for p in base.points if p.ok}
         for p in job.points:
             bp = base_points.get(p.dir)
@@ -176,7 +154,8 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
                 "job": job.name, "job_dir": str(job.path), "point_dir": str(p.path), "baseline_job": base.name,
                 "machine": machine.one_line(p.machine), "baseline_machine": machine.one_line(bp.machine),
                 "dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency, "k": k,
-                "draft": draft, "forced_acceptance": forced, "measured_al": p.average_al, "server_al": p.server_al,
+                "draft": draft, "forced_acceptance": forced, "configuration": configuration(ident, labels),
+                "measured_al": p.average_al, "server_al": p.server_al,
                 "suspect": p.row.engine_warning or None,
                 "speedup": sp, "beats_baseline": paired.beats_baseline(sp, tps_s, tps_b),
                 "throughput_repeats": thr_reps, "throughput_per_repeat": per_repeat_speedups(rep_s, rep_b),
@@ -190,16 +169,16 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     _add_predictions(rows)
     # Forced acceptance measures the serving system, not a draft: never a best-k candidate.
     choices = best_k.best_k_per_load(
-        {"draft": r["draft"], "dataset": r["dataset"], "temperature": r["temperature"],
+        {"draft": r["draft"], "configuration": r["configuration"], "dataset": r["dataset"], "temperature": r["temperature"],
          "concurrency": r["concurrency"], "k": r["k"],
          "output_tps": (r["tps_repeats"] or {}).get("mean") or r["speedup"]["spec_output_tps"],
          "speedup": (r["throughput_repeats"] or {}).get("mean") or r["speedup"]["throughput"],
          "beats_baseline": r["beats_baseline"], "tps_repeats": r["tps_repeats"], "suspect": r["suspect"]}
         for r in rows if not r["forced_acceptance"])
     schedules = []
-    for draft, ds, t in sorted({(c.draft or "", c.dataset, c.temperature) for c in choices}):
-        mine = [c for c in choices if ((c.draft or ""), c.dataset, c.temperature) == (draft, ds, t)]
-        schedules.append({"draft": draft or None, "dataset": ds, "temperature": t,
+    for draft, fp, ds, t in sorted({(c.draft or "", c.fingerprint, c.dataset, c.temperature) for c in choices}):
+        mine = [c for c in choices if ((c.draft or ""), c.fingerprint, c.dataset, c.temperature) == (draft, fp, ds, t)]
+        schedules.append({"draft": draft or None, "configuration": mine[0].configuration, "dataset": ds, "temperature": t,
                           "speculative_config": best_k.vllm_schedule(mine),
                           **({"suspect": next(c.suspect for c in mine if c.suspect)} if any(c.suspect for c in mine)
                              else {})})
@@ -218,11 +197,13 @@ def forced_table(rows: list[dict]) -> list[dict]:
         f = r["forced_acceptance"]
         if not f:
             continue
-        out.append({"forced": f, "k": r["k"], "dataset": r["dataset"], "temperature": r["temperature"],
+        out.append({"forced": f, "k": r["k"], **({"configuration": r["configuration"]} if "configuration" in r else {}),
+                    "dataset": r["dataset"], "temperature": r["temperature"],
                     "concurrency": r["concurrency"], "measured_al": r["measured_al"], "server_al": r["server_al"],
                     "output_tps": r["speedup"]["spec_output_tps"], "speedup": r["speedup"]["throughput"],
                     "beats_baseline": r["beats_baseline"]})
-    key = lambda x: (x["dataset"], x["temperature"], x["concurrency"], x["forced"].get("length") or 0)  # noqa: E731
+    key = lambda x: (x["dataset"], x["temperature"], x["concurrency"], x["forced"].get("length") or 0,  # noqa: E731
+                     (x.get("configuration") or {}).get("label") or "")
     return sorted(out, key=key)
 
 
@@ -248,10 +229,11 @@ def per_repeat_speedups(rep_spec: Optional[dict], rep_base: Optional[dict]) -> l
 
 
 def _add_predictions(rows: list[dict]) -> None:
-    """Fit the draft cost per (dataset, T, C) over the k measured there, then predict."""
+    """Fit the draft cost per server configuration and (dataset, T, C) over the k measured there, then predict."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["dataset"], r["temperature"], r["concurrency"]), []).append(r)
+        groups.setdefault((r["configuration"]["fingerprint"], r["dataset"], r["temperature"], r["concurrency"]),
+                          []).append(r)
     for rs in groups.values():
         ratios = {r["k"]: r["step_time"]["ratio"] for r in rs if r["k"] and r["step_time"]["ratio"]}
         cost = predict.draft_cost(ratios)
@@ -349,14 +331,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     drafts = {c.get("draft") for c in res["best_k"]}
     for c in res["best_k"]:
         sp = c["speedup"]
-        who = f" [{Path(c['draft']).name}]" if len(drafts) > 1 and c.get("draft") else ""
+        who = (f" [{Path(c['draft']).name}]" if len(drafts) > 1 and c.get("draft") else "") \
+            + tag((c.get("configuration") or {}).get("label"))
         print(f"  {c['dataset']} T={c['temperature']:g} C={c['concurrency']}{who}: best k={c['k']} "
               f"({c['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x, "
               f"beats baseline: {c['beats_baseline']})" + (f" {c['suspect']}" if c.get("suspect") else ""))
 
     for f in res.get("forced") or []:
         sp, al, srv = f["speedup"], f["measured_al"], f["server_al"]
-        print(f"  {label(f['forced'])} k={f['k']}: {f['dataset']} T={f['temperature']:g} C={f['concurrency']}: "
+        print(f"  {label(f['forced'])} k={f['k']}{tag((f.get('configuration') or {}).get('label'))}: {f['dataset']} T={f['temperature']:g} C={f['concurrency']}: "
               f"measured AL {'-' if al is None else f'{al:.3f}'} (server {'-' if srv is None else f'{srv:.3f}'}), "
               f"{f['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x")
     for b in res.get("break_even") or []:

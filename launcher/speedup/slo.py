@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from launcher.results.goodput import Slo, point_goodput, repeats_verdict
+from launcher.results.identity import run_identity, tag
 from launcher.results.schedule_check import k_for_batch
 from launcher.results.slo_search import max_load
 
@@ -38,8 +39,10 @@ def simplicity(row: dict) -> tuple:
 
 
 def label(row: dict) -> str:
+    """"baseline", "k=3", "schedule", with what its server configuration changes where a folder
+    holds several ("k=3 [+ --async-scheduling]")."""
     k = row.get("k")
-    return "baseline" if k == 0 else ("schedule" if k is None else f"k={k}")
+    return ("baseline" if k == 0 else ("schedule" if k is None else f"k={k}")) + tag(row.get("configuration_label"))
 
 
 def spread(row: dict) -> float:
@@ -163,9 +166,10 @@ def analyse(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
 
 # --------------------------------------------------------------------------- reading
 
-def point_row(job, point, slo: Slo, k: Optional[int]) -> Optional[dict]:
+def point_row(job, point, slo: Slo, k: Optional[int], configuration_label: str = "") -> Optional[dict]:
     """A point's row under ``slo``, recomputed from its AIPerf records (the held repeat's
-    folder and every other repeat's)."""
+    folder and every other repeat's); ``configuration_label``: what its server changes from the
+    folder's others (launcher.results.identity)."""
     g = point_goodput(point.path / "aiperf", slo)
     if g is None:
         return None
@@ -175,27 +179,27 @@ def point_row(job, point, slo: Slo, k: Optional[int]) -> Optional[dict]:
     verdict = repeats_verdict([x["meets_slo"] for x in rep_goods])
     ext = ((point.timing or {}).get("specdec_launcher") or {}).get("goodput") or {}
     return {"dataset": point.dataset, "temperature": point.temperature, "concurrency": point.concurrency,
-            "config": job.name, "k": k, "goodput_rps": g["goodput_rps"], "good_output_tps": g["good_output_tps"],
+            "config": job.name, "configuration_label": configuration_label, "k": k, "goodput_rps": g["goodput_rps"], "good_output_tps": g["good_output_tps"],
             "good_fraction": g["good_fraction"], "meets_slo": g["meets_slo"], "verdict": verdict,
             "goodput_repeats": [x["goodput_rps"] for x in rep_goods] if len(rep_goods) > 1 else None,
             "output_tps": point.output_tps,
-            "schedule": ((job.spec.speculative_config if job.spec else None) or {}).get(
-                "num_speculative_tokens_per_batch_size"),
+            "schedule": run_identity(job).schedule,
             "search_probe": bool(ext.get("search_probe") or point.row.search_probe),
             "schedule_check": point.row.schedule_check or ext.get("schedule_check"),
             "agrees_with_aiperf": g["agrees_with_aiperf"],
             "suspect": point.row.engine_warning or None}
 
 
-def collect(jobs: list, slo: Slo, k_of) -> list[dict]:
-    """Every complete point's row; ``k_of(job)``: 0 without speculation, k, None for a schedule."""
+def collect(jobs: list, slo: Slo, k_of, label_of=lambda job: "") -> list[dict]:
+    """Every complete point's row; ``k_of(job)``: 0 without speculation, k, None for a schedule;
+    ``label_of(job)``: what its server configuration changes from the folder's others."""
     rows = []
     for job in jobs:
-        k = k_of(job)
+        k, lab = k_of(job), label_of(job)
         for p in job.points:
             if p.status not in ("complete", "skipped") or not (Path(p.path) / "aiperf").is_dir():
                 continue
-            r = point_row(job, p, slo, k)
+            r = point_row(job, p, slo, k, lab)
             if r is not None:
                 rows.append(r)
     return rows

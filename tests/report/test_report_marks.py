@@ -25,7 +25,7 @@ def test_marks_of_a_noisy_suspect_point(tmp_path):
     mk = point_marks(pt)
     assert mk.noisy and mk.suspect.startswith("engine defect") and mk.repeats == 3 and mk.tps.n == 3
     assert mk.listed[-2:] == ["~", "!"] and mk.symbols.endswith("~ !")  # each mark stands apart (issue 41)
-    html = points_table(j.points)
+    html = points_table(j)
     assert "100.0 ±" in html and "(n=3) ~ noisy" in html and "! SUSPECT T" in html
     calm = next(p for p in j.points if p.dir == "mtbench/t0_c1")
     assert not point_marks(calm).noisy and point_marks(calm).suspect is None and point_marks(calm).tps is None
