@@ -286,3 +286,19 @@ def test_every_import_inside_a_function_says_why():
                     bare.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert not bare, ("imports inside functions without a reason (move them to the top, or add "
                       "'# lazy: REASON' naming the cost they avoid):\n" + "\n".join(sorted(set(bare))))
+
+
+def test_the_datasets_are_listed_in_one_module():
+    """launcher/runtime/datasets.py lists the datasets (mtbench, specbench and SPEED-Bench's splits)
+    and spells a split's dataset name (speed_<split>); validation, the benchmark and the readers ask
+    it (known_dataset, speed_dataset, speed_split) instead of keeping a list of their own."""
+    from launcher.runtime.datasets import SPEED_PREFIX, SPEED_SPLITS
+
+    holders = []
+    for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    (node.value in SPEED_SPLITS or node.value.startswith(SPEED_PREFIX)):
+                holders.append(str(path.relative_to(ROOT)))
+                break
+    assert holders == ["launcher/runtime/datasets.py"], holders

@@ -35,7 +35,7 @@ from launcher.golden.text import summary_line
 from launcher.results import read_point
 from launcher.bench.summary import print_table
 from launcher.results.summary import write_summary
-from launcher.runtime.datasets import DatasetError, get_dataset
+from launcher.runtime.datasets import DatasetError, get_dataset, speed_dataset
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
 from launcher.results.status import write_error
 from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine
@@ -186,7 +186,7 @@ def dataset_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
     if args.specbench:
         out.append(("specbench", args.specbench))
     for s in args.speed:
-        out.append((f"speed_{Path(s).stem}", s))
+        out.append((speed_dataset(Path(s).stem), s))
     return out
 
 

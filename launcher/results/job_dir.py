@@ -30,6 +30,7 @@ from launcher.results.point import stat
 from launcher.results.store import is_complete
 from launcher.results.summary import PointRow, has_summary, point_rows, read_summary, summary_path as summary_file
 from launcher.results.validity import thin_sample
+from launcher.runtime.datasets import speed_dataset
 
 POINT_DIR = re.compile(r"^t(?P<t>[0-9.eE+-]+)_c(?P<c>\d+)$")
 # Folders never holding jobs (our own output, AIPerf's artifacts, logs).
@@ -220,7 +221,7 @@ def _specdec_dataset(cfg: dict) -> str:
     if cfg.get("specbench"):
         return "specbench"
     if cfg.get("dataset") == "speed":
-        return f"speed_{Path(str(cfg.get('dataset_path') or 'speed')).stem}"
+        return speed_dataset(Path(str(cfg.get('dataset_path') or 'speed')).stem)
     return str(cfg.get("dataset") or "random")
 
 
