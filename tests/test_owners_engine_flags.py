@@ -23,6 +23,7 @@ RESOLVERS = {
     "launcher/login/config/engine_check.py": "validation: known_engine tests the name, then resolves it",
     "launcher/node/context.py": "the node process: the job's context holds it",
     "launcher/node/step_record.py": "a multi-node rank's own process, before it execs the server",
+    "launcher/node/run_sh.py": "run.sh's own process: it serves vLLM (RUN_SH_ENGINE), resolved once",
     "launcher/report/html.py": "the report process: a recorded job's server command line",
     "launcher/bench/cli.py": "the benchmark process: its one resolution, held by its context",
     "launcher/bench/known_answer.py": "the known-answer probe's own process (its main)",
@@ -158,3 +159,55 @@ def test_the_engine_seam_is_composed_of_parts_each_caller_names():
     annotations = {ast.unparse(a.annotation) for n in ast.walk(apikey) if isinstance(n, ast.FunctionDef)
                    for a in n.args.args if a.annotation is not None}
     assert "ApiKey" in annotations and "Engine" not in annotations
+
+
+# Where DEFAULT_ENGINE may be read: the one default a user sees, never a caller's fallback.
+DEFAULT_ENGINE_READERS = {
+    "launcher/engines/__init__.py": "defines it",
+    "launcher/login/config/schema.py": "server.engine's default: the recipe's, documented in recipes/engine/vllm.yaml",
+    "launcher/node/run_sh.py": "run.sh serves vLLM (docs/sglang.md)",
+    "launcher/bench/cli.py": "the benchmark's flag form without --engine (its --help says so)",
+}
+ENGINE_TYPES = {"Engine", "MetricNames", "KvTransferMetrics"}
+
+
+def _annotated_with_an_engine(annotation) -> bool:
+    return annotation is not None and bool(
+        ENGINE_TYPES & {n.id if isinstance(n, ast.Name) else n.value for n in ast.walk(annotation)
+                        if isinstance(n, ast.Name) or isinstance(n, ast.Constant) and isinstance(n.value, str)})
+
+
+def _gives_a_default(value) -> bool:
+    """A field's value that is a default: anything but field(...) without default or default_factory."""
+    return not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "field"
+                and not {k.arg for k in value.keywords} & {"default", "default_factory"})
+
+
+def test_nothing_falls_back_to_a_default_engine():
+    """An engine, or its counter names, is always handed: no parameter or field typed with one has a
+    default (an SGLang caller that forgot it read vLLM's counters), no module keeps a
+    default_engine(), and DEFAULT_ENGINE is read only where a user meets it as a documented default."""
+    found = []
+    for rel, tree in _modules():
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = n.args
+                positional = a.posonlyargs + a.args
+                defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+                for arg, default in list(zip(positional, defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
+                    if default is not None and _annotated_with_an_engine(arg.annotation):
+                        found.append(f"{rel}:{n.lineno}: {n.name}({arg.arg}={ast.unparse(default)})")
+            elif isinstance(n, ast.AnnAssign) and n.value is not None and _annotated_with_an_engine(n.annotation) \
+                    and _gives_a_default(n.value) and ast.unparse(n.target) not in ("ENGINES", "kv_transfer_metrics"):
+                # the registry, and an engine's own KV-transfer names (None: that engine has none)
+                found.append(f"{rel}:{n.lineno}: {ast.unparse(n.target)} = {ast.unparse(n.value)}")
+            elif isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) \
+                    == "default_engine":
+                found.append(f"{rel}:{n.lineno}: default_engine")
+            elif isinstance(n, ast.FunctionDef) and n.name == "default_engine":
+                found.append(f"{rel}:{n.lineno}: def default_engine")
+        readers = {n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.alias))
+                   and getattr(n, "id", getattr(n, "name", None)) == "DEFAULT_ENGINE"}
+        if readers and rel not in DEFAULT_ENGINE_READERS:
+            found.append(f"{rel}:{min(readers)}: reads DEFAULT_ENGINE")
+    assert not found, "a default engine stands in for one a caller should hand:\n" + "\n".join(found)

@@ -110,10 +110,11 @@ def measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], exp
         k = num_speculative_tokens(spec_cfg) or 0
         records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
     prom = ar.prometheus_window(aip, ctx.metric_names, endpoints=ctx.server_ready.metrics_urls) if prometheus else None
+    hint = ctx.engine.acceptance_hint()
     acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
-                          max_tokens=b.output_length, speculative=ctx.speculative, prometheus_window=prom,
-                          acceptance_source=ctx.acceptance_source)
-    tim = timing(records, num_gpus=b.num_gpus, question_ids=qids, max_tokens=b.output_length,
+                          max_tokens=b.output_length, acceptance_hint=hint, speculative=ctx.speculative,
+                          prometheus_window=prom, acceptance_source=ctx.acceptance_source)
+    tim = timing(records, num_gpus=b.num_gpus, acceptance_hint=hint, question_ids=qids, max_tokens=b.output_length,
                  speculative=ctx.speculative)
     return acc, tim, profiling_records(records)[0]
 

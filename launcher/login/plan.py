@@ -47,7 +47,7 @@ class Plan:
     # What the plan leaves out of the recipe, and why (one line each: a skipped golden check).
     notes: list[str] = field(default_factory=list)
     # The engine the recipe names, resolved once (the dry run and the standalone scripts render with it).
-    engine: Optional[Engine] = None
+    engine: Engine = field(kw_only=True)
 
     @property
     def num_points(self) -> int:

@@ -134,6 +134,7 @@ def run_ours(questions: Path, out: Path, args) -> float:
 
 def start_gpu_server(flags: list[str], log_path: Path, args):
     """The same server on the carried CUDA build (compiled: CUDA graphs)."""
+    from launcher.engines import get_engine
     from launcher.node.lifecycle import ServerProcess
     from tests.support.stack import free_port
 
@@ -141,7 +142,7 @@ def start_gpu_server(flags: list[str], log_path: Path, args):
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(args.target), *flags,
             "--gpu-memory-utilization", "0.3", "--host", "127.0.0.1", "--port", str(port)]
     srv = ServerProcess(argv, probe_host="127.0.0.1", port=port, served_name=args.served_name, log_path=log_path,
-                        env=engine_env())
+                        env=engine_env(), engine=get_engine("vllm"))
     srv.start()
     srv.wait_ready(timeout_s=600)
     return srv

@@ -18,7 +18,7 @@ VLLM = get_engine("vllm")  # the spec's engine, as the node job's context holds 
 def spec(**kw) -> JobSpec:
     base = dict(recipe="r", server_id="s", job_dir="/tmp/j", model="/m", served_name="t",
                 server_command="/v/bin/python -m vllm.entrypoints.openai.api_server", server_flags=FLAGS,
-                speculative_config=SPEC_CFG, acceptance_flags=ACCEPTANCE)
+                speculative_config=SPEC_CFG, acceptance_flags=ACCEPTANCE, engine="vllm")
     return JobSpec(**{**base, **kw})
 
 

@@ -86,12 +86,15 @@ def test_plan_and_dry_run_put_each_server_on_its_node(compose):
     assert any(ln.startswith("#   placement: prefill0 on node 0, decode0 on node 1, decode1 on node 2") for ln in lines)
 
 
+ROUTER = {"router": "vllm-router", "router_command": "vllm-router"}  # placement does not read them
+
+
 def _facts(host, addr, boot, cpus, ports):
     return NodeFacts(hostname=host, address=addr, boot_id=boot, cpus=cpus, ports=ports)
 
 
 def test_servers_take_their_nodes_address_ports_and_cores():
-    t = TopologySpec(prefill=1, decode=2, server_nodes=[0, 1, 1], placement="split")
+    t = TopologySpec(prefill=1, decode=2, server_nodes=[0, 1, 1], placement="split", **ROUTER)
     nodes = ["n0", "n1"]
     facts = {"n0": _facts("n0", "10.0.0.10", "a", [0, 1, 2, 3], [5000, 5001, 5002, 5003]),
              "n1": _facts("n1", "10.0.0.11", "b", [0, 1, 2, 3], [6000, 6001, 6002, 6003])}
@@ -109,7 +112,7 @@ def test_servers_take_their_nodes_address_ports_and_cores():
 
 def test_servers_as_processes_stay_on_this_host():
     ports = iter(range(7000, 7010))
-    placed = place_servers(TopologySpec(), 1, True, local_host="127.0.0.1", local_cores=[0, 1],
+    placed = place_servers(TopologySpec(**ROUTER), 1, True, local_host="127.0.0.1", local_cores=[0, 1],
                            pick_port=lambda: next(ports))
     assert [(s.node, s.address, s.port, s.side_channel_port, s.cores) for s in placed] == [
         (None, "127.0.0.1", 7000, 7001, [[0]]), (None, "127.0.0.1", 7002, 7003, [[1]])]

@@ -251,7 +251,7 @@ def test_launcher_job_contract(tmp_path):
     from launcher.contracts.job import JobSpec
 
     def spec(job_dir, flags):
-        return JobSpec(recipe="t", server_id="fake-job", job_dir=str(job_dir), model=str(FAKE_MODEL),
+        return JobSpec(recipe="t", server_id="fake-job", job_dir=str(job_dir), model=str(FAKE_MODEL), engine="vllm",
                        served_name="fk", server_command=f"{PYTHON} {Path(__file__).with_name('fake_server.py')}",
                        bind_host="0.0.0.0", ready_timeout_s=60, port=None, server_flags=flags,
                        bench_module="mini_client", env={"PYTHONPATH": str(Path(__file__).parent)},

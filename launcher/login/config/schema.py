@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
-from launcher.engines import DEFAULT_ENGINE, ENGINES, default_engine
+from launcher.engines import DEFAULT_ENGINE, ENGINES
 
 SPEC_METHODS = ("eagle", "eagle3", "dflash", "mtp", "ngram", "draft_model", "suffix", "none")
 # Methods whose drafter lives inside the target checkpoint or is computed on the fly.
@@ -160,13 +160,18 @@ class SweepConfig:
     k_schedule: Optional[list[list[int]]] = None
 
 
+# The recipe's default engine (server.engine's default): its command and router are the defaults of
+# server.command and topology.router (recipes/engine/vllm.yaml keeps them; another engine's recipe sets its own).
+RECIPE_DEFAULT_ENGINE = ENGINES[DEFAULT_ENGINE]
+
+
 @dataclass
 class ServerConfig:
     engine: str = DEFAULT_ENGINE  # launcher/engines: the engine's flags, endpoints, metrics, versions
     # The engine's version (e.g. "0.26.0"): what the server may be asked for. Unset: taken from
     # the cluster's container image tag (vllm/vllm-openai:v0.32.0), else probed on the node.
     engine_version: Optional[str] = None
-    command: str = default_engine().default_command  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
+    command: str = RECIPE_DEFAULT_ENGINE.default_command  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
     port: Optional[int] = None  # None: a free port on the node
     ready_timeout_s: int = 1800
     # a ready server that leaves its readiness probe (GET /health, every 2 s) unanswered this
@@ -201,8 +206,8 @@ class TopologyConfig:
     # Prefix caching on the decode servers: off, so every request's prompt is transferred
     # (a block kept on decode would serve a repeated prompt without a transfer)
     decode_prefix_caching: bool = False
-    router: str = default_engine().default_router_command  # the engine's router, its P/D mode
-    router_command: str = default_engine().default_router_command
+    router: str = RECIPE_DEFAULT_ENGINE.default_router_command  # the engine's router, its P/D mode
+    router_command: str = RECIPE_DEFAULT_ENGINE.default_router_command
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
     # Where the router listens (its API and its metrics port): the benchmark runs beside it on the
