@@ -223,7 +223,7 @@ class JobSpec:
     known_answer: Optional[KnownAnswerSpec] = None
     baseline: Optional[BaselineSpec] = None
     api_key_env: Optional[str] = None  # the name of the env var holding the server's key
-    report: bool = True  # the job builds JOB_DIR/report/index.html when it ends (launcher.login.node_job)
+    report: bool = True  # the job builds JOB_DIR/report/index.html when it ends (launcher.node.job_entry)
     engine: str = field(kw_only=True)  # launcher.engines: the engine that serves, always named (no default)
     engine_version: Optional[str] = None  # None: probed on the node before the server starts
     # Where per-request acceptance comes from (launcher.engines.AcceptanceSource), resolved

@@ -20,7 +20,7 @@ from pathlib import Path
 from submitit.slurm.slurm import _make_sbatch_string
 
 from launcher.login.config.schema import ClusterConfig
-from launcher.login.node_job import node_command
+from launcher.node.job_entry import node_command
 from launcher.runtime.files import REPO_ROOT
 from launcher.contracts import placement
 from launcher.contracts.job import TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join

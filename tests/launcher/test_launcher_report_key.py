@@ -1,4 +1,4 @@
-"""report=true|false: the job spec carries it to the node (launcher.login.node_job builds JOB_DIR/report),
+"""report=true|false: the job spec carries it to the node (launcher.node.job_entry builds JOB_DIR/report),
 and the job's own report is built from its folder when it ends."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_the_job_spec_carries_report(compose):
 
 
 def test_a_job_builds_its_own_report_when_it_ends(tmp_path, capsys):
-    from launcher.login.node_job import build_job_report
+    from launcher.node.job_entry import build_job_report
 
     job = shutil.copytree(SMOKE, tmp_path / "job")
     path = build_job_report(job)
@@ -27,7 +27,7 @@ def test_a_job_builds_its_own_report_when_it_ends(tmp_path, capsys):
 
 
 def test_a_job_without_results_says_why_no_report(tmp_path, capsys):
-    from launcher.login.node_job import build_job_report
+    from launcher.node.job_entry import build_job_report
 
     (tmp_path / "empty").mkdir()
     assert build_job_report(tmp_path / "empty") is None

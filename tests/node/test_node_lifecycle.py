@@ -245,9 +245,9 @@ def test_default_job_dir_is_under_cwd(tmp_path):
 
 
 def test_launcher_job_contract(tmp_path):
-    """launcher/login/node_job.py's run_job runs the node side on the job spec and reads
+    """launcher/node/job_entry.py's run_job runs the node side on the job spec and reads
     logs/error.txt's first line on failure."""
-    from launcher.login.node_job import run_job as launcher_run_job
+    from launcher.node.job_entry import run_job as launcher_run_job
     from launcher.contracts.job import JobSpec
 
     def spec(job_dir, flags):
