@@ -117,6 +117,34 @@ def test_compare_thresholds_are_defined_once():
             assert not reads or "CompareThresholds" in src, f"{rel} reads compare_thresholds by hand"
 
 
+def test_compare_thresholds_and_their_defaults_have_one_class():
+    """No class but CompareThresholds holds compare's threshold fields (compare/diff.py's own
+    Thresholds is gone); its defaults are the recipe's and compare's, and --help says them."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS, CompareThresholds
+    from launcher.login.config.schema import GatesConfig
+
+    classes = sorted(f"{rel}:{n.name}" for rel, tree in _modules() for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
+                     and {"single_run_tps", "run_floor"} <= {a.target.id for a in n.body if isinstance(a, ast.AnnAssign)
+                                                             and isinstance(a.target, ast.Name)})
+    assert classes == ["launcher/contracts/compare_thresholds.py:CompareThresholds"], classes
+    g = GatesConfig()
+    assert (g.compare_al_threshold, g.compare_tps_threshold, g.compare_single_run_tps_threshold, g.noisy_rel_mad) == (
+        COMPARE_DEFAULTS.al, COMPARE_DEFAULTS.tps, COMPARE_DEFAULTS.single_run_tps, COMPARE_DEFAULTS.noisy_rel_mad)
+    shown = dataclasses.replace(COMPARE_DEFAULTS, al=0.0123, run_floor=0.0456)
+    flags, recipe = CompareThresholds(al=0.5), CompareThresholds(tps=0.25, min_speedup={"mtbench": 1.1})
+    th = CompareThresholds.first_set(flags, recipe, shown)
+    assert (th.al, th.tps, th.run_floor, th.min_speedup) == (0.5, 0.25, 0.0456, {"mtbench": 1.1})
+    helptext = " ".join(subprocess.run([sys.executable, "-m", "launcher.compare", "--help"], capture_output=True,
+                                       text=True, cwd=ROOT, check=True).stdout.split())
+    for key, flag in (("al", "compare_al_threshold"), ("tps", "compare_tps_threshold"),
+                      ("single_run_tps", "compare_single_run_tps_threshold"), ("run_floor", "compare_run_floor")):
+        assert f"bench.gates.{flag}, else {getattr(COMPARE_DEFAULTS, key):g}" in helptext, (key, helptext)
+
+
 def test_validations_checks_return_their_problems():
     bad = []
     for path in sorted(VALIDATION.glob("*.py")):

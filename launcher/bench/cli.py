@@ -40,6 +40,7 @@ from launcher.bench.preflight import PreflightError, check_spec_stats, check_str
 from launcher.results.status import write_error
 from launcher.engines import DEFAULT_ENGINE, ENGINES, AcceptanceSource, Engine, get_engine
 from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
+from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
 from launcher.contracts.server_ready import ServerReady, read_server_ready
 
 
@@ -94,7 +95,7 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     p.add_argument("--warmup", action="store_true",
                    help="a warm-up phase (the dataset once, at the highest concurrency) opens each AIPerf run; "
                         "its requests enter no figure (the default with --repeats > 1 from the launcher)")
-    p.add_argument("--noisy_rel_mad", type=float, default=0.1,
+    p.add_argument("--noisy_rel_mad", type=float, default=COMPARE_DEFAULTS.noisy_rel_mad,
                    help="a point whose Output TPS relative MAD over its repeats exceeds this is marked noisy")
     p.add_argument("--engine", choices=sorted(ENGINES), default=None,
                    help=f"the server's engine (default: the one the job.json in --save_dir names, else {DEFAULT_ENGINE})")

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from launcher.results import (ACCEPTANCE_FILE, EXTENSION_KEY, TIMING_FILE, PointResult, ValidityRule, point_problems,
                               read_point)
-from launcher.contracts.job import JobSpec, read_recorded_job
+from launcher.contracts.job import JobSpec, point_dir_name, read_recorded_job
 from launcher.contracts.job_paths import LOGS_DIR, JobPaths
 from launcher.results.layout import is_run_dir
 from launcher.results.point import stat
@@ -199,12 +199,8 @@ class Job:
         return {}
 
 
-def _fmt_t(t: float) -> str:
-    return f"{t:g}"
-
-
 def _point_from_row(job_dir: Path, row: PointRow) -> Point:
-    rel = row.dir or f"{row.dataset}/t{_fmt_t(float(row.temperature or 0))}_c{row.concurrency}"
+    rel = row.dir or point_dir_name(str(row.dataset), float(row.temperature or 0), int(row.concurrency or 0))
     pdir = job_dir / rel
     return Point(
         dataset=str(row.dataset or rel.split("/")[0]),

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
+from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
 from launcher.engines import DEFAULT_ENGINE, ENGINES
 
 SPEC_METHODS = ("eagle", "eagle3", "dflash", "mtp", "ngram", "draft_model", "suffix", "none")
@@ -240,20 +241,20 @@ class GatesConfig:
     min_tokens_per_step: Optional[float] = None  # e.g. 1.2
     max_failed_fraction: float = 0.05
     # python -m launcher.compare flags a change only beyond these relative thresholds
-    compare_al_threshold: float = 0.02
-    compare_tps_threshold: float = 0.05
+    compare_al_threshold: float = COMPARE_DEFAULTS.al
+    compare_tps_threshold: float = COMPARE_DEFAULTS.tps
     # python -m launcher.compare fails when a point's throughput speedup over the
     # baseline (sweep.baseline=true) is below this, per dataset
     min_speedup: dict[str, float] = field(default_factory=dict)
     # A point whose Output TPS relative MAD over its repeats exceeds this is noisy
     # (excluded from the best k; marked in tables and plots)
-    noisy_rel_mad: float = 0.1
+    noisy_rel_mad: float = COMPARE_DEFAULTS.noisy_rel_mad
     # compare with one repeat on a side: throughput cannot be judged against the noise,
     # so a change is flagged only beyond this wide threshold
-    compare_single_run_tps_threshold: float = 0.35
+    compare_single_run_tps_threshold: float = COMPARE_DEFAULTS.single_run_tps
     # compare: the between-run relative sd of a point's mean Output TPS added to the interval
     # of a change (a run-level random effect the repeats inside one run cannot see);
-    # None: compare's measured default (docs/repeats.md)
+    # None: compare's measured default (COMPARE_DEFAULTS.run_floor, docs/repeats.md)
     compare_run_floor: Optional[float] = None
 
 
