@@ -1,7 +1,8 @@
 """One owner per rule (issue 42 items 1, 2 and 5), read from the code (AST over launcher/ and upload/):
 
-- the engine is resolved (``get_engine``) only where a process resolves it: the plan and
-  validation's engine check on the login side, the node's context; the rest is handed it;
+- the engine is resolved (``get_engine``) only where a process resolves it: engine_check.known_engine
+  on the login side (launcher/login/prepare.py hands it to validation and the plan), the node's
+  context; the rest is handed it;
 - the server's speculative and acceptance flags are built in one module
   (launcher/engines/speculation.py); the planner builds a job's once, the job spec carries them;
 - the recipe's memory-flag conflict is written once (launcher/login/server_args.py);
@@ -19,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Where an engine is resolved: one place per process.
 RESOLVERS = {
     "launcher/engines/__init__.py": "defines get_engine",
-    "launcher/login/plan.py": "the login process: make_plan resolves it once and hands it down",
-    "launcher/login/config/engine_check.py": "validation: known_engine tests the name, then resolves it",
+    "launcher/login/config/engine_check.py": "the login process: known_engine tests the name, then resolves it; "
+                                             "launcher/login/prepare.py hands it to validation and the plan",
     "launcher/node/context.py": "the node process: the job's context holds it",
     "launcher/node/step_record.py": "a multi-node rank's own process, before it execs the server",
     "launcher/node/run_sh.py": "run.sh's own process: it serves vLLM (RUN_SH_ENGINE), resolved once",
@@ -54,7 +55,7 @@ def test_the_engine_is_resolved_only_where_a_process_resolves_it():
     stray = sorted(set(where) - set(RESOLVERS) - set(NOT_YET_HANDED))
     assert not stray, f"get_engine called outside the modules that resolve the engine: {stray}"
     login = {rel: n for rel, n in where.items() if rel.startswith("launcher/login/")}
-    assert login == {"launcher/login/plan.py": 1, "launcher/login/config/engine_check.py": 1}, login
+    assert login == {"launcher/login/config/engine_check.py": 1}, login
 
 
 def test_validation_tests_the_engine_name_before_resolving_it():

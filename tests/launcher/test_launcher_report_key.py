@@ -6,13 +6,14 @@ import shutil
 from pathlib import Path
 
 from launcher.login.plan import make_plan
+from tests.support.login import with_engine
 
 SMOKE = Path(__file__).resolve().parents[1] / "report" / "data" / "smoke_run1"
 
 
 def test_the_job_spec_carries_report(compose):
-    assert make_plan(compose()).jobs[0].report is True
-    plan = make_plan(compose("report=false"))
+    assert make_plan(*with_engine(compose())).jobs[0].report is True
+    plan = make_plan(*with_engine(compose("report=false")))
     assert plan.jobs[0].report is False and plan.jobs[0].to_dict()["report"] is False
 
 
