@@ -98,7 +98,8 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     p.add_argument("--noisy_rel_mad", type=float, default=COMPARE_DEFAULTS.noisy_rel_mad,
                    help="a point whose Output TPS relative MAD over its repeats exceeds this is marked noisy")
     p.add_argument("--engine", choices=sorted(ENGINES), default=None,
-                   help=f"the server's engine (default: the one the job.json in --save_dir names, else {DEFAULT_ENGINE})")
+                   help="the server's engine (default: the one the job.json in --save_dir names, "
+                        f"else {DEFAULT_ENGINE})")
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"), default=None,
                    help="where per-request acceptance comes from (default: the job's, else per_request_stats); "
                         "stream_chunks counts one streamed chunk per decode step, for engines without stats")

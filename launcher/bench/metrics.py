@@ -110,7 +110,8 @@ def turns_from_records(ok: Sequence[TurnRecord], order: Mapping[str, int], max_t
             raise RecordError(f"{r.label}: conversation {r.conversation_id!r} is not a question of the dataset; "
                               "was the export made from another dataset file, or did AIPerf hand this phase lines "
                               "laid out for another (runtime.datasets.aiperf_phase_lines)?")
-        out.append(Turn(order[r.conversation_id], r.turn_index, tuple(turn_chunks(r, max_tokens, speculative, acceptance_hint)),
+        out.append(Turn(order[r.conversation_id], r.turn_index,
+                        tuple(turn_chunks(r, max_tokens, speculative, acceptance_hint)),
                         _turn_times(r)))
     return out
 

@@ -259,7 +259,8 @@ class JobSpec:
         if disagg_role is not None:
             t = self.topology
             if t is None:
-                raise SpecError(f"disagg_role={disagg_role!r}: the spec has no topology (fix: plan it with topology=disagg)")
+                raise SpecError(f"disagg_role={disagg_role!r}: the spec has no topology "
+                                "(fix: plan it with topology=disagg)")
             if disagg_role == "decode" and t.decode_draft_model and cfg:  # the injected fault
                 f = list(self.server_flags) + self._speculative_flags(eng, {**cfg, "model": t.decode_draft_model}) \
                     + list(self.acceptance_flags)

@@ -41,11 +41,11 @@ def test_an_sglang_point_reads_sglangs_counters(tmp_path):
     engine = serving_engine(run, None)
     assert engine is SGL  # the spec's engine, not a default one
     ctx = PointContext(run=run, engine_version=None, server_ready=ServerReady(), job=job, engine=engine)
-    assert ctx.metric_names == SGL.metrics != VLLM.metrics
+    assert ctx.engine.metrics == SGL.metrics != VLLM.metrics
     # the window: 36 verify steps, 144 tokens emitted over 3 requests -> 144 - 3 - 36 = 105 accepted drafts
     export(tmp_path, {"sglang:spec_verify_calls": 36.0, "sglang:generation_tokens": 144.0,
                       "sglang:num_requests": 3.0})
-    window = ar.prometheus_window(tmp_path, ctx.metric_names)
+    window = ar.prometheus_window(tmp_path, ctx.engine.metrics)
     assert (window["num_drafts"], window["num_accepted_tokens"]) == (36.0, 105.0)
     assert ar.prometheus_window(tmp_path, VLLM.metrics) is None  # vLLM's names find nothing in SGLang's export
 

@@ -5,7 +5,8 @@ print the paired Average_AL difference per question and overall, and the
 Output TPS of both (read from each tool's own files through launcher.results).
 
     .venv/bin/python tests/benchmarks/bench_parity_specdec_bench.py MODELOPT_DIR \\
-        (--mtbench question.jsonl | --fastchat FASTCHAT_REPO) [--questions 80] [--concurrency 8] [--output-length 32] [--eager] [--out DIR]
+        (--mtbench question.jsonl | --fastchat FASTCHAT_REPO)
+        [--questions 80] [--concurrency 8] [--output-length 32] [--eager] [--out DIR]
 
 Questions: MT-Bench from lm-sys/FastChat (fastchat/llm_judge/data/mt_bench/
 question.jsonl), read from a file (--mtbench) or a FastChat git checkout or mirror

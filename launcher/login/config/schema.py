@@ -172,7 +172,7 @@ class ServerConfig:
     # The engine's version (e.g. "0.26.0"): what the server may be asked for. Unset: taken from
     # the cluster's container image tag (vllm/vllm-openai:v0.32.0), else probed on the node.
     engine_version: Optional[str] = None
-    command: str = RECIPE_DEFAULT_ENGINE.default_command  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
+    command: str = RECIPE_DEFAULT_ENGINE.default_command  # CPU build: "<python> -m vllm.entrypoints.openai.api_server"
     port: Optional[int] = None  # None: a free port on the node
     ready_timeout_s: int = 1800
     # a ready server that leaves its readiness probe (GET /health, every 2 s) unanswered this
