@@ -43,6 +43,12 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
+# The one edge from the login side to the node's: submitit is handed the node's entry function
+# (launcher/node/job_entry.py: run_job; the dry run renders its node_command). It is this module
+# only, and it imports no other node module (test_the_login_side_imports_only_the_nodes_entry).
+NODE_ENTRY = "launcher.node.job_entry"
+
+
 def area(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] == "upload":
@@ -80,7 +86,7 @@ def test_dependencies_point_one_way():
         mine = area(".".join(path.relative_to(ROOT).with_suffix("").parts))
         for line, mod in imports(path):
             theirs = area(mod)
-            if theirs is None or theirs == mine:
+            if theirs is None or theirs == mine or (mine == "login" and mod == NODE_ENTRY):
                 continue
             if theirs not in ALLOWED.get(mine, set()):
                 bad.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {mod} ({theirs})")
@@ -341,3 +347,32 @@ def test_the_tools_that_read_results_read_identity_through_the_one_reader():
     assert not found, "identity read outside launcher/results/identity.py:\n" + "\n".join(found)
     assert not any(rel == "launcher/speedup/collect.py" and isinstance(n, ast.FunctionDef) and n.name.startswith("job_")
                    for rel, tree in _sources() for n in ast.walk(tree)), "collect.py's own job_* identity readers"
+
+
+def test_the_datasets_are_listed_in_one_module():
+    """launcher/runtime/datasets.py lists the datasets (mtbench, specbench and SPEED-Bench's splits)
+    and spells a split's dataset name (speed_<split>); validation, the benchmark and the readers ask
+    it (known_dataset, speed_dataset, speed_split) instead of keeping a list of their own."""
+    from launcher.runtime.datasets import SPEED_PREFIX, SPEED_SPLITS
+
+    holders = []
+    for path in sorted(list((ROOT / "launcher").rglob("*.py")) + list((ROOT / "upload").rglob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    (node.value in SPEED_SPLITS or node.value.startswith(SPEED_PREFIX)):
+                holders.append(str(path.relative_to(ROOT)))
+                break
+    assert holders == ["launcher/runtime/datasets.py"], holders
+
+
+def test_the_login_side_imports_only_the_nodes_entry():
+    """launcher/node/job_entry.py runs on the node (submitit's function) and reads results; the
+    login side imports it to hand it to submitit, and nothing else of the node. The entry imports
+    no other node module and the node package imports nothing, so the login process gets none of
+    the node's machinery through it."""
+    entry = ROOT / (NODE_ENTRY.replace(".", "/") + ".py")
+    assert not [m for _, m in imports(entry) if area(m) in ("node", "login")], imports(entry)
+    assert not imports(ROOT / "launcher" / "node" / "__init__.py")
+    login_to_node = sorted({m for p in (ROOT / "launcher" / "login").rglob("*.py") for _, m in imports(p)
+                            if area(m) == "node"})
+    assert login_to_node == [NODE_ENTRY], login_to_node

@@ -144,12 +144,40 @@ def test_the_report_writes_golden_with_goldens_words():
     assert tolerance_rule(0.05, 4.5) in html and "recorded on engine vllm, cpu_kernel amx" in html
 
 
+def test_golden_platform_keys_have_one_definition():
+    """golden's Platform (launcher/golden/verdict.py) defines where a run was recorded; the point's
+    recorded_on fills one rather than spelling its keys again."""
+    from launcher.bench.recorded_on import recorded_on
+    from launcher.engines import get_engine
+    from launcher.golden import PLATFORM_KEYS
+
+    def platform_like(d: ast.Dict) -> bool:  # a dict literal with most of the platform's keys
+        keys = {k.value for k in d.keys if isinstance(k, ast.Constant)}
+        return len(keys & set(PLATFORM_KEYS)) > len(PLATFORM_KEYS) // 2
+
+    spelled = sorted({_rel(path) for path, tree in _sources("launcher", "upload") for n in ast.walk(tree)
+                      if isinstance(n, ast.Dict) and platform_like(n)})
+    assert spelled == [], spelled
+    got = recorded_on(engine=get_engine("vllm"), version="0.32.0", gpu="NVIDIA H100", server_argv=[],
+                      config={"torch_dtype": "bfloat16"}, flags=set())
+    assert tuple(got) == PLATFORM_KEYS and got["build"] == "cuda" and got["dtype"] == "bfloat16"
+
+
 # ------------------------------------------------------------------ a point's folder
 
 def test_a_points_folder_name_has_one_definition():
     defs = [f"{_rel(path)}:{node.lineno}" for path, tree in _sources("launcher", "upload") for node in ast.walk(tree)
             if isinstance(node, ast.FunctionDef) and node.name == "point_dir_name"]
     assert len(defs) == 1 and defs[0].startswith("launcher/contracts/job.py:"), defs
+    # and no module spells its format again: an f-string "<...>/t<...>_c<...>"
+    spelled = []
+    for path, tree in _sources("launcher", "upload"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                texts = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+                if any(t.endswith("/t") for t in texts) and any(t.startswith("_c") for t in texts):
+                    spelled.append(f"{_rel(path)}:{node.lineno}")
+    assert [s.split(":")[0] for s in spelled] == ["launcher/contracts/job.py"], spelled
 
 
 # ------------------------------------------------------------------ a run's identity

@@ -1,7 +1,8 @@
 """One owner per rule (issue 42 items 1, 2 and 5), read from the code (AST over launcher/ and upload/):
 
-- the engine is resolved (``get_engine``) only where a process resolves it: the plan and
-  validation's engine check on the login side, the node's context; the rest is handed it;
+- the engine is resolved (``get_engine``) only where a process resolves it: engine_check.known_engine
+  on the login side (launcher/login/prepare.py hands it to validation and the plan), the node's
+  context; the rest is handed it;
 - the server's speculative and acceptance flags are built in one module
   (launcher/engines/speculation.py); the planner builds a job's once, the job spec carries them;
 - the recipe's memory-flag conflict is written once (launcher/login/server_args.py);
@@ -19,11 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # Where an engine is resolved: one place per process.
 RESOLVERS = {
     "launcher/engines/__init__.py": "defines get_engine",
-    "launcher/login/plan.py": "the login process: make_plan resolves it once and hands it down",
-    "launcher/login/config/engine_check.py": "validation: known_engine tests the name, then resolves it",
+    "launcher/login/config/engine_check.py": "the login process: known_engine tests the name, then resolves it; "
+                                             "launcher/login/prepare.py hands it to validation and the plan",
     "launcher/node/context.py": "the node process: the job's context holds it",
     "launcher/node/step_record.py": "a multi-node rank's own process, before it execs the server",
-    "launcher/report/html.py": "the report process: a recorded job's server command line",
+    "launcher/node/run_sh.py": "run.sh's own process: it serves vLLM (RUN_SH_ENGINE), resolved once",
     "launcher/bench/cli.py": "the benchmark process: its one resolution, held by its context",
     "launcher/bench/known_answer.py": "the known-answer probe's own process (its main)",
 }
@@ -54,7 +55,7 @@ def test_the_engine_is_resolved_only_where_a_process_resolves_it():
     stray = sorted(set(where) - set(RESOLVERS) - set(NOT_YET_HANDED))
     assert not stray, f"get_engine called outside the modules that resolve the engine: {stray}"
     login = {rel: n for rel, n in where.items() if rel.startswith("launcher/login/")}
-    assert login == {"launcher/login/plan.py": 1, "launcher/login/config/engine_check.py": 1}, login
+    assert login == {"launcher/login/config/engine_check.py": 1}, login
 
 
 def test_validation_tests_the_engine_name_before_resolving_it():
@@ -116,6 +117,34 @@ def test_compare_thresholds_are_defined_once():
             assert not reads or "CompareThresholds" in src, f"{rel} reads compare_thresholds by hand"
 
 
+def test_compare_thresholds_and_their_defaults_have_one_class():
+    """No class but CompareThresholds holds compare's threshold fields (compare/diff.py's own
+    Thresholds is gone); its defaults are the recipe's and compare's, and --help says them."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS, CompareThresholds
+    from launcher.login.config.schema import GatesConfig
+
+    classes = sorted(f"{rel}:{n.name}" for rel, tree in _modules() for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
+                     and {"single_run_tps", "run_floor"} <= {a.target.id for a in n.body if isinstance(a, ast.AnnAssign)
+                                                             and isinstance(a.target, ast.Name)})
+    assert classes == ["launcher/contracts/compare_thresholds.py:CompareThresholds"], classes
+    g = GatesConfig()
+    assert (g.compare_al_threshold, g.compare_tps_threshold, g.compare_single_run_tps_threshold, g.noisy_rel_mad) == (
+        COMPARE_DEFAULTS.al, COMPARE_DEFAULTS.tps, COMPARE_DEFAULTS.single_run_tps, COMPARE_DEFAULTS.noisy_rel_mad)
+    shown = dataclasses.replace(COMPARE_DEFAULTS, al=0.0123, run_floor=0.0456)
+    flags, recipe = CompareThresholds(al=0.5), CompareThresholds(tps=0.25, min_speedup={"mtbench": 1.1})
+    th = CompareThresholds.first_set(flags, recipe, shown)
+    assert (th.al, th.tps, th.run_floor, th.min_speedup) == (0.5, 0.25, 0.0456, {"mtbench": 1.1})
+    helptext = " ".join(subprocess.run([sys.executable, "-m", "launcher.compare", "--help"], capture_output=True,
+                                       text=True, cwd=ROOT, check=True).stdout.split())
+    for key, flag in (("al", "compare_al_threshold"), ("tps", "compare_tps_threshold"),
+                      ("single_run_tps", "compare_single_run_tps_threshold"), ("run_floor", "compare_run_floor")):
+        assert f"bench.gates.{flag}, else {getattr(COMPARE_DEFAULTS, key):g}" in helptext, (key, helptext)
+
+
 def test_validations_checks_return_their_problems():
     bad = []
     for path in sorted(VALIDATION.glob("*.py")):
@@ -158,3 +187,55 @@ def test_the_engine_seam_is_composed_of_parts_each_caller_names():
     annotations = {ast.unparse(a.annotation) for n in ast.walk(apikey) if isinstance(n, ast.FunctionDef)
                    for a in n.args.args if a.annotation is not None}
     assert "ApiKey" in annotations and "Engine" not in annotations
+
+
+# Where DEFAULT_ENGINE may be read: the one default a user sees, never a caller's fallback.
+DEFAULT_ENGINE_READERS = {
+    "launcher/engines/__init__.py": "defines it",
+    "launcher/login/config/schema.py": "server.engine's default: the recipe's, documented in recipes/engine/vllm.yaml",
+    "launcher/node/run_sh.py": "run.sh serves vLLM (docs/sglang.md)",
+    "launcher/bench/cli.py": "the benchmark's flag form without --engine (its --help says so)",
+}
+ENGINE_TYPES = {"Engine", "MetricNames", "KvTransferMetrics"}
+
+
+def _annotated_with_an_engine(annotation) -> bool:
+    return annotation is not None and bool(
+        ENGINE_TYPES & {n.id if isinstance(n, ast.Name) else n.value for n in ast.walk(annotation)
+                        if isinstance(n, ast.Name) or isinstance(n, ast.Constant) and isinstance(n.value, str)})
+
+
+def _gives_a_default(value) -> bool:
+    """A field's value that is a default: anything but field(...) without default or default_factory."""
+    return not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "field"
+                and not {k.arg for k in value.keywords} & {"default", "default_factory"})
+
+
+def test_nothing_falls_back_to_a_default_engine():
+    """An engine, or its counter names, is always handed: no parameter or field typed with one has a
+    default (an SGLang caller that forgot it read vLLM's counters), no module keeps a
+    default_engine(), and DEFAULT_ENGINE is read only where a user meets it as a documented default."""
+    found = []
+    for rel, tree in _modules():
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = n.args
+                positional = a.posonlyargs + a.args
+                defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+                for arg, default in list(zip(positional, defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
+                    if default is not None and _annotated_with_an_engine(arg.annotation):
+                        found.append(f"{rel}:{n.lineno}: {n.name}({arg.arg}={ast.unparse(default)})")
+            elif isinstance(n, ast.AnnAssign) and n.value is not None and _annotated_with_an_engine(n.annotation) \
+                    and _gives_a_default(n.value) and ast.unparse(n.target) not in ("ENGINES", "kv_transfer_metrics"):
+                # the registry, and an engine's own KV-transfer names (None: that engine has none)
+                found.append(f"{rel}:{n.lineno}: {ast.unparse(n.target)} = {ast.unparse(n.value)}")
+            elif isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) \
+                    == "default_engine":
+                found.append(f"{rel}:{n.lineno}: default_engine")
+            elif isinstance(n, ast.FunctionDef) and n.name == "default_engine":
+                found.append(f"{rel}:{n.lineno}: def default_engine")
+        readers = {n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.alias))
+                   and getattr(n, "id", getattr(n, "name", None)) == "DEFAULT_ENGINE"}
+        if readers and rel not in DEFAULT_ENGINE_READERS:
+            found.append(f"{rel}:{min(readers)}: reads DEFAULT_ENGINE")
+    assert not found, "a default engine stands in for one a caller should hand:\n" + "\n".join(found)

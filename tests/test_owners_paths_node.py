@@ -121,6 +121,7 @@ def test_the_failure_line_lies_in_the_jobs_logs(tmp_path):
 ENGINE_RESOLVERS = {
     "launcher/node/context.py",  # the job's context: JobContext.engine
     "launcher/node/step_record.py",  # a multi-node rank's own process (python -m ... --engine NAME)
+    "launcher/node/run_sh.py",  # run.sh's own process: it serves vLLM (RUN_SH_ENGINE)
 }
 
 

@@ -175,7 +175,7 @@ class PhasesRun:
         counts = self._points(group_dir, res.log_path, failed_run)
         check = None
         if ctx.speculative and counts is not None:
-            window = ar.prometheus_window(group_dir, ctx.metric_names, endpoints=ctx.server_ready.metrics_urls)
+            window = ar.prometheus_window(group_dir, ctx.engine.metrics, endpoints=ctx.server_ready.metrics_urls)
             check = sweep_prometheus_check(window, *counts, stream_counted=ctx.stream_counted)
             if check is not None:
                 check = {"dataset": self.g.dataset, "temperature": self.g.temperature,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from launcher.bench import server_metrics_window as smw
-from launcher.bench.metrics import DEFAULT_METRICS
 from launcher.runtime.processes import terminate_trees, with_parent_death_signal
 from launcher.engines import MetricNames
 from launcher.results.per_position import counts_from_series
@@ -213,7 +212,7 @@ def server_metrics(point_aiperf_dir: Path) -> Optional[dict]:
         return None
 
 
-def prometheus_window(point_aiperf_dir: Path, names: MetricNames = DEFAULT_METRICS,
+def prometheus_window(point_aiperf_dir: Path, names: MetricNames,
                       endpoints: Optional[list] = None) -> Optional[dict]:
     """What AIPerf's scrape of the server's /metrics counted over the point's window:
     {"num_drafts": d(drafts counter), "num_accepted_tokens": d(accepted)} with the engine's
@@ -246,11 +245,11 @@ def prometheus_window(point_aiperf_dir: Path, names: MetricNames = DEFAULT_METRI
     return out
 
 
-def prometheus_al_from_export(point_aiperf_dir: Path) -> Optional[float]:
+def prometheus_al_from_export(point_aiperf_dir: Path, names: MetricNames) -> Optional[float]:
     """Server-side AL over the scrape window, 1 + d(accepted tokens) / d(drafts), whatever
     traffic the window holds (the results keep it only when the window is the point's own:
     see metrics.acceptance_rate)."""
-    w = prometheus_window(point_aiperf_dir)
+    w = prometheus_window(point_aiperf_dir, names)
     if w is None or not w["num_drafts"]:
         return None
     return 1.0 + w["num_accepted_tokens"] / w["num_drafts"]

@@ -22,6 +22,7 @@ class BenchRun:
     # sections, or the flag form's --runtime_params YAML as written
     runtime: Mapping = field(default_factory=dict)
     phase_gap_s: Optional[float] = None  # --phase_gap_s (the flag form's); None: aiperf_runner.GAP_S
+    engine: Optional[str] = None  # the serving engine's name: the spec's; the flag form's --engine (None: not given)
 
     @property
     def base_url(self) -> str:
@@ -45,7 +46,7 @@ def from_job(job: JobSpec, role: str, url: str) -> BenchRun:
     temps = tuple(dict.fromkeys(p.temperature for p in job.points))
     concs = tuple(dict.fromkeys(p.concurrency for p in job.points))
     return BenchRun(bench=b, url=url, temperatures=temps or (0.0,), concurrencies=concs or (1,),
-                    runtime=asdict(b.runtime_params))
+                    runtime=asdict(b.runtime_params), engine=job.engine)
 
 
 def measured_repeats(b: BenchSpec) -> int:

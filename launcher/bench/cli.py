@@ -35,11 +35,12 @@ from launcher.golden.text import summary_line
 from launcher.results import read_point
 from launcher.bench.summary import print_table
 from launcher.results.summary import write_summary
-from launcher.runtime.datasets import DatasetError, get_dataset
+from launcher.runtime.datasets import DatasetError, get_dataset, speed_dataset
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version
 from launcher.results.status import write_error
-from launcher.engines import DEFAULT_ENGINE, AcceptanceSource, get_engine
+from launcher.engines import DEFAULT_ENGINE, ENGINES, AcceptanceSource, Engine, get_engine
 from launcher.engines.forced_acceptance import forced_from_speculative_config, run_verdicts, verdict_line
+from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
 from launcher.contracts.server_ready import ServerReady, read_server_ready
 
 
@@ -94,8 +95,11 @@ def parse_args(argv: list[str], require_url: bool = True) -> argparse.Namespace:
     p.add_argument("--warmup", action="store_true",
                    help="a warm-up phase (the dataset once, at the highest concurrency) opens each AIPerf run; "
                         "its requests enter no figure (the default with --repeats > 1 from the launcher)")
-    p.add_argument("--noisy_rel_mad", type=float, default=0.1,
+    p.add_argument("--noisy_rel_mad", type=float, default=COMPARE_DEFAULTS.noisy_rel_mad,
                    help="a point whose Output TPS relative MAD over its repeats exceeds this is marked noisy")
+    p.add_argument("--engine", choices=sorted(ENGINES), default=None,
+                   help="the server's engine (default: the one the job.json in --save_dir names, "
+                        f"else {DEFAULT_ENGINE})")
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"), default=None,
                    help="where per-request acceptance comes from (default: the job's, else per_request_stats); "
                         "stream_chunks counts one streamed chunk per decode step, for engines without stats")
@@ -161,7 +165,7 @@ def run_of_flags(args: argparse.Namespace) -> BenchRun:
     runtime = _runtime_params(args.runtime_params)
     return BenchRun(bench=_bench_spec(args, args.save_dir, dataset_inputs(args), runtime), url=args.url,
                     temperatures=tuple(args.temperature), concurrencies=tuple(args.concurrency), runtime=runtime,
-                    phase_gap_s=args.phase_gap_s)
+                    phase_gap_s=args.phase_gap_s, engine=args.engine)
 
 
 def _spec_mode(argv: list[str]) -> BenchRun:
@@ -186,7 +190,7 @@ def dataset_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
     if args.specbench:
         out.append(("specbench", args.specbench))
     for s in args.speed:
-        out.append((f"speed_{Path(s).stem}", s))
+        out.append((speed_dataset(Path(s).stem), s))
     return out
 
 
@@ -300,6 +304,13 @@ def read_run(argv: list[str]) -> BenchRun:
     return run_of_flags(parse_args(argv))
 
 
+def serving_engine(run: BenchRun, job: Optional[JobSpec]) -> Engine:
+    """The engine that serves, resolved once for the whole benchmark: the spec's (``--spec``); the
+    flag form's ``--engine``, else the one the job folder's job.json names, else the flag form's
+    documented default (its --help says so)."""
+    return get_engine(run.engine or (job.engine if job else None) or DEFAULT_ENGINE)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     run = read_run(list(sys.argv[1:] if argv is None else argv))
     b = run.bench
@@ -317,7 +328,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     ready = read_server_ready(save_dir) or ServerReady()
     job = read_recorded_job(save_dir)  # None: a hand run without a job folder
-    engine = get_engine(job.engine if job else DEFAULT_ENGINE)  # resolved once for the whole benchmark
+    engine = serving_engine(run, job)
     version = engine_version(run.base_url, engine) or ready.engine_version
     source = AcceptanceSource(b.acceptance_source or ready.acceptance_source
                               or (job.acceptance_source if job else None)
@@ -341,7 +352,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     flush()
     ctx = PointContext(run=run, engine_version=version, server_ready=ready, job=job, acceptance_source=source.value,
                        stream_extra=engine.stream_options(source) if run.speculative else {},
-                       metric_names=engine.metrics, engine=engine)
+                       engine=engine)
     _run_groups(ctx, datasets, todo, save_dir, progress, summary, flush)
     # the max load under the recipe's SLO: extra points (docs/slo.md)
     summary["slo"] = slo_probe.search(ctx, datasets, outcomes, save_dir, progress, run_group, flush)

@@ -10,10 +10,9 @@ from typing import Optional
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.bench_run import BenchRun
-from launcher.bench.metrics import DEFAULT_METRICS
 from launcher.contracts.job import BenchSpec, JobSpec
 from launcher.contracts.server_ready import ServerReady
-from launcher.engines import default_engine, Engine, MetricNames
+from launcher.engines import Engine
 from launcher.results.goodput import Slo, slo_from_dict
 from launcher.runtime.datasets import DatasetSpec, Question
 
@@ -24,10 +23,9 @@ class PointContext:
     engine_version: Optional[str]
     server_ready: ServerReady
     job: Optional[JobSpec]  # the job folder's job.json (launcher.contracts.job.read_recorded_job), None without one
+    engine: Engine  # the engine that served, resolved once by the benchmark's main (no default): its counters too
     acceptance_source: str = "per_request_stats"  # launcher.engines.AcceptanceSource
     stream_extra: dict = field(default_factory=dict)  # request fields the acceptance source needs
-    metric_names: MetricNames = DEFAULT_METRICS  # the engine's Prometheus counters
-    engine: Engine = field(default_factory=default_engine)  # the engine that served
 
     @property
     def bench(self) -> BenchSpec:

@@ -27,10 +27,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Optional
 
-from launcher.bench.metrics import counter_deltas, DEFAULT_METRICS, parse_prometheus_text, prometheus_al
+from launcher.bench.metrics import counter_deltas, parse_prometheus_text, prometheus_al
 from launcher.bench.preflight import chat, engine_version
 from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
-from launcher.engines import DEFAULT_ENGINE, Engine, get_engine, known_defects
+from launcher.engines import ENGINES, Engine, MetricNames, get_engine, known_defects
 from launcher.runtime.telemetry import gpu_names
 from launcher.results.job_result import known_answer_line as one_line  # noqa: F401 (the job log's words)
 from launcher.results.summary import change_summary, point_rows, row_dicts
@@ -250,12 +250,10 @@ def server_counters(url: str) -> Optional[dict[str, float]]:
         return None
 
 
-def server_cross_check(before: Optional[dict], after: Optional[dict], names=None) -> dict:
+def server_cross_check(before: Optional[dict], after: Optional[dict], names: MetricNames) -> dict:
     """What the server's own counters say over one temperature's requests: its AL
     (1 + accepted / drafts) beside the per-request one, so a verdict counted from
     stream chunks can be told from a chunking artefact."""
-
-    names = names or DEFAULT_METRICS
     if before is None or after is None:
         return {"server_al": None}
     try:
@@ -297,7 +295,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="how the probe server drafts (greedy: the known answer holds only at T=0)")
     p.add_argument("--acceptance_source", choices=("per_request_stats", "stream_chunks"),
                    default="per_request_stats", help="where the server's acceptance is read")
-    p.add_argument("--engine", default=DEFAULT_ENGINE, help="the server's engine (launcher.engines)")
+    p.add_argument("--engine", required=True, choices=sorted(ENGINES), help="the server's engine (launcher.engines)")
     a = p.parse_args(argv)
     save_dir = Path(a.save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Collection, Optional
 
-from launcher.engines import KvTransferMetrics, default_engine
+from launcher.engines import KvTransferMetrics
 
 
 def series_for(metrics: dict, name: str, endpoints: Optional[Collection[str]]) -> list[dict]:
@@ -26,13 +26,13 @@ def stat_sum(series: list[dict], stat: str) -> float:
     return sum(float((s.get("stats") or {}).get(stat) or 0.0) for s in series)
 
 
-def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = None,
-                       names: Optional[KvTransferMetrics] = None) -> Optional[dict]:
+def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = None, *,
+                       names: Optional[KvTransferMetrics]) -> Optional[dict]:
     """The decode servers' KV-transfer counts over a window (None when the export holds no
     `prompt_tokens_by_source`: not a disaggregated server, or not scraped). ``endpoints``:
     only series scraped from these /metrics URLs (the decode servers); ``names``: the engine's
-    counter names (default: the default engine's)."""
-    n = names or default_engine().kv_transfer_metrics
+    counter names (the serving engine's; None: it has none)."""
+    n = names
     if n is None:
         return None
     by_source = series_for(metrics, n.prompt_tokens_by_source, endpoints)

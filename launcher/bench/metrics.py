@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Optional, Sequence
 
-from launcher.engines import MetricNames, default_engine
+from launcher.engines import MetricNames
 from launcher.results import EXTENSION_KEY, Turn, acceptance_doc, chunks_from_server, timing_doc
 from launcher.results import per_position
 from launcher.results.layout import dataset_kind
@@ -41,8 +41,6 @@ from launcher.results.records import (  # noqa: F401 (the record model, re-expor
 from launcher.bench.stream_chunks import stats_from_chunks
 
 
-DEFAULT_METRICS: MetricNames = default_engine().metrics  # the counters' names belong to the engine seam
-
 # ------------------------------------------------------------- acceptance
 
 def emitted_tokens(r: TurnRecord) -> int | None:
@@ -51,10 +49,11 @@ def emitted_tokens(r: TurnRecord) -> int | None:
     return r.output_tokens
 
 
-def turn_chunks(r: TurnRecord, max_tokens: int | None, speculative: bool) -> list[int]:
+def turn_chunks(r: TurnRecord, max_tokens: int | None, speculative: bool, acceptance_hint: str) -> list[int]:
     """specdec_bench's chunks of one successful turn. The turn ends with EOS
     when it stopped before ``max_tokens`` (stop_token_ids = [eos], as
-    specdec_bench sends); a baseline emits one token a chunk."""
+    specdec_bench sends); a baseline emits one token a chunk. ``acceptance_hint``: how the
+    serving engine reports per-request acceptance (``Engine.acceptance_hint()``), for the error."""
     n = emitted_tokens(r)
     if n is None:
         raise RecordError(f"{r.label}: no usage_completion_tokens or output_sequence_length; "
@@ -67,7 +66,7 @@ def turn_chunks(r: TurnRecord, max_tokens: int | None, speculative: bool) -> lis
             return chunks_from_server(n, eos, [])  # no verify step ran
         raise RecordError(
             f"{r.label}: no spec_decode_acceptance on a speculative run ({n} tokens); "
-            f"{default_engine().acceptance_hint()} and stream with usage, or mark the point speculative=False")
+            f"{acceptance_hint} and stream with usage, or mark the point speculative=False")
     return chunks_from_server(n, eos, r.spec.per_step_accepted,
                               None if r.spec.per_step_accepted is not None else r.spec.histogram)
 
@@ -103,7 +102,7 @@ def _turn_times(r: TurnRecord) -> tuple:
 
 
 def turns_from_records(ok: Sequence[TurnRecord], order: Mapping[str, int], max_tokens: int | None,
-                       speculative: bool = True) -> list[Turn]:
+                       speculative: bool, acceptance_hint: str) -> list[Turn]:
     """Successful records as :class:`launcher.results.Turn` (request index from ``order``)."""
     out = []
     for r in ok:
@@ -111,17 +110,20 @@ def turns_from_records(ok: Sequence[TurnRecord], order: Mapping[str, int], max_t
             raise RecordError(f"{r.label}: conversation {r.conversation_id!r} is not a question of the dataset; "
                               "was the export made from another dataset file, or did AIPerf hand this phase lines "
                               "laid out for another (runtime.datasets.aiperf_phase_lines)?")
-        out.append(Turn(order[r.conversation_id], r.turn_index, tuple(turn_chunks(r, max_tokens, speculative)),
+        out.append(Turn(order[r.conversation_id], r.turn_index,
+                        tuple(turn_chunks(r, max_tokens, speculative, acceptance_hint)),
                         _turn_times(r)))
     return out
 
 
 def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, categories: Sequence[str],
-                    *, max_tokens: int | None, speculative: bool = True,
+                    *, max_tokens: int | None, acceptance_hint: str, speculative: bool = True,
                     prometheus_window: Mapping | None = None,
                     acceptance_source: str = "per_request_stats") -> dict:
     """``acceptance_rate.json``'s object: specdec_bench's keys for ``dataset``
     (requests in the order of ``question_ids``), our figures in the extension.
+    ``acceptance_hint``: the serving engine's (``Engine.acceptance_hint()``), named when a
+    speculative record lacks its acceptance.
 
     ``prometheus_window`` is what the server's /metrics counted over the point
     (``num_drafts``, ``num_accepted_tokens``). Prometheus_AL comes from it only when
@@ -131,7 +133,7 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
     ``prometheus_window`` to show by how much it was off."""
     ok, failed = profiling_records(records)
     order = {str(q): i for i, q in enumerate(question_ids)}
-    turns = turns_from_records(ok, order, max_tokens, speculative)
+    turns = turns_from_records(ok, order, max_tokens, speculative, acceptance_hint)
     if not turns:
         raise RecordError("no successful profiling request: nothing to compute acceptance from")
     steps = sum(r.spec.steps for r in ok if r.spec is not None)
@@ -206,11 +208,12 @@ def al_gap(ok: Sequence[TurnRecord], turns: Sequence[Turn], average_al: float) -
 
 # ----------------------------------------------------------------- timing
 
-def timing(records: Sequence, num_gpus: int = 1, *, question_ids: Sequence | None = None,
+def timing(records: Sequence, num_gpus: int = 1, *, acceptance_hint: str, question_ids: Sequence | None = None,
            max_tokens: int | None = None, speculative: bool = True) -> dict:
     """``timing.json``'s object (specdec_bench's Timing, seconds) from AIPerf
     records: times are the request start, then the arrival of each streamed
-    chunk; tokens per turn are the emitted tokens without a final EOS."""
+    chunk; tokens per turn are the emitted tokens without a final EOS.
+    ``acceptance_hint``: as for :func:`acceptance_rate`."""
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or num_gpus < 1:
         raise ValueError(f"num_gpus must be a positive integer, got {num_gpus!r}")
     ok, failed = profiling_records(records)
@@ -219,7 +222,7 @@ def timing(records: Sequence, num_gpus: int = 1, *, question_ids: Sequence | Non
     for r in ok:
         if r.start_ns is None or r.ttft_ms is None:
             raise RecordError(f"{r.label}: metadata.request_start_ns or time_to_first_token missing")
-    turns = turns_from_records(ok, order, max_tokens, speculative)
+    turns = turns_from_records(ok, order, max_tokens, speculative, acceptance_hint)
     if not turns:
         raise RecordError("no successful profiling request: nothing to time")
     ext = {"num_gpus": num_gpus, "num_requests": len({t.request_index for t in turns}),
@@ -273,7 +276,7 @@ def parse_prometheus_text(text: str) -> dict[str, float]:
 
 
 def counter_deltas(before: Mapping[str, float], after: Mapping[str, float],
-                   names: MetricNames = DEFAULT_METRICS) -> Optional[tuple[float, float]]:
+                   names: MetricNames) -> Optional[tuple[float, float]]:
     """(delta drafts, delta accepted tokens) between two parsed scrapes, with the engine's
     counter names; None when the counters are absent (no speculative config)."""
     drafts = names.drafts + "_total"
@@ -285,7 +288,7 @@ def counter_deltas(before: Mapping[str, float], after: Mapping[str, float],
 
 
 def prometheus_al(before: Mapping[str, float], after: Mapping[str, float],
-                  names: MetricNames = DEFAULT_METRICS) -> float | None:
+                  names: MetricNames) -> float | None:
     """1 + delta(accepted tokens) / delta(drafts) between two parsed scrapes.
 
     None when the counters are absent (no speculative config) or no draft

@@ -79,7 +79,7 @@ def schedule_check(ctx: PointContext, spec_cfg: Optional[dict], ok_records: list
     reqs = [{"id": f"{r.conversation_id}/{r.turn_index}", "start_ns": r.start_ns, "end_ns": r.last_response_ns,
              "max_accepted": max(r.spec.histogram) if r.spec is not None and r.spec.histogram else None}
             for r in ok_records]
-    window = ar.prometheus_window(aip, ctx.metric_names, endpoints=ctx.server_ready.metrics_urls) or {}
+    window = ar.prometheus_window(aip, ctx.engine.metrics, endpoints=ctx.server_ready.metrics_urls) or {}
     per_pos = window.get("accepted_per_position")
     per_pos = per_pos if isinstance(per_pos, list) else None
     return {"schedule": schedule, **schedules.check_point(schedule, reqs, per_pos)}
@@ -109,11 +109,13 @@ def measure(ctx: PointContext, spec: DatasetSpec, questions: list[Question], exp
     if ctx.stream_counted:
         k = num_speculative_tokens(spec_cfg) or 0
         records = attach_stream_stats(records, read_raw_chunks(aip / "profile_export_raw.jsonl"), k)
-    prom = ar.prometheus_window(aip, ctx.metric_names, endpoints=ctx.server_ready.metrics_urls) if prometheus else None
+    prom = (ar.prometheus_window(aip, ctx.engine.metrics, endpoints=ctx.server_ready.metrics_urls)
+            if prometheus else None)
+    hint = ctx.engine.acceptance_hint()
     acc = acceptance_rate(records, spec.name, qids, [q.category for q in questions],
-                          max_tokens=b.output_length, speculative=ctx.speculative, prometheus_window=prom,
-                          acceptance_source=ctx.acceptance_source)
-    tim = timing(records, num_gpus=b.num_gpus, question_ids=qids, max_tokens=b.output_length,
+                          max_tokens=b.output_length, acceptance_hint=hint, speculative=ctx.speculative,
+                          prometheus_window=prom, acceptance_source=ctx.acceptance_source)
+    tim = timing(records, num_gpus=b.num_gpus, acceptance_hint=hint, question_ids=qids, max_tokens=b.output_length,
                  speculative=ctx.speculative)
     return acc, tim, profiling_records(records)[0]
 

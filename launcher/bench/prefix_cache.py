@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from launcher.engines import KvTransferMetrics, default_engine
+from launcher.engines import KvTransferMetrics
 
 
 def metrics_url(server_url: str) -> str:
@@ -37,12 +37,13 @@ def _total(metrics: dict, name: Optional[str], endpoint: str) -> Optional[int]:
     return int(round(sum(float((s.get("stats") or {}).get("total") or 0.0) for s in found)))
 
 
-def prefix_cache_window(metrics: dict, topology: Optional[dict], router_policy: Optional[str] = None,
-                        names: Optional[KvTransferMetrics] = None) -> Optional[dict]:
+def prefix_cache_window(metrics: dict, topology: Optional[dict], router_policy: Optional[str] = None, *,
+                        names: Optional[KvTransferMetrics]) -> Optional[dict]:
     """Per server (prefill0, prefill1, decode0, ...): prefix-cache queries and hits (tokens)
     over the window, and the prefill servers' totals. None when no server's counters were
-    scraped (an aggregated server, or an engine without these counters)."""
-    n = names or default_engine().kv_transfer_metrics
+    scraped (an aggregated server, or an engine without these counters). ``names``: the serving
+    engine's counter names (None: it has none)."""
+    n = names
     if n is None or not n.prefix_cache_hits or not topology:
         return None
     per_server = []

@@ -1,4 +1,4 @@
-"""Where a point ran, in the terms a golden reference records (launcher.golden.verdict.PLATFORM_KEYS):
+"""Where a point ran, in the terms a golden reference records (launcher.golden.verdict.Platform):
 engine, version, build (cpu / cuda), the CPU attention kernel the engine picks (by the ISA
 it runs on: amx / avx512 / avx2) or the GPU's name, and the served dtype. Written into each
 point's configuration.json (``specdec_launcher.recorded_on``) so a golden verdict can say
@@ -18,6 +18,7 @@ from launcher.runtime.cpuinfo import cpu_flags as read_cpu_flags
 from launcher.runtime.cpuinfo import parse_cpu_flags as cpu_flags  # noqa: F401 (the text form, re-exported)
 from launcher.engines import Engine
 from launcher.engines.flags import flag_values
+from launcher.golden import Platform
 
 NO_GPU = "cpu"  # configuration.json's gpu field without a visible NVIDIA GPU (launcher.runtime.telemetry)
 _DTYPE_NAMES = {"half": "float16", "float16": "float16", "fp16": "float16", "bfloat16": "bfloat16",
@@ -63,8 +64,8 @@ def recorded_on(*, engine: Engine, version: Optional[str], gpu: Optional[str], s
     if cpu:
         kernel = eng.cpu_attention_kernel(flags, dtype, int(block) if block and block.isdigit() else None,
                                           head_size(config))
-    return {"engine": eng.name, "version": version or None, "build": "cpu" if cpu else "cuda",
-            "cpu_kernel": kernel, "gpu": None if cpu else gpu, "dtype": dtype}
+    return Platform(engine=eng.name, version=version or None, build="cpu" if cpu else "cuda",
+                    cpu_kernel=kernel, gpu=None if cpu else gpu, dtype=dtype).as_dict()
 
 
 def this_point(*, engine: Engine, version: Optional[str], gpu: Optional[str], server_argv: Sequence[str],

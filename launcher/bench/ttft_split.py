@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from launcher.engines import KvTransferMetrics, default_engine
+from launcher.engines import KvTransferMetrics
 from launcher.bench.kv_transfer import series_for, stat_sum
 from launcher.bench.prefix_cache import metrics_url
 
@@ -36,11 +36,12 @@ def _side(topology: dict, prefix: str) -> list[str]:
             if str(s.get("role", "")).startswith(prefix) and s.get("url")]
 
 
-def ttft_split(metrics: dict, topology: Optional[dict], client_ttft_ms: Optional[float] = None,
-               names: Optional[KvTransferMetrics] = None) -> Optional[dict]:
+def ttft_split(metrics: dict, topology: Optional[dict], client_ttft_ms: Optional[float] = None, *,
+               names: Optional[KvTransferMetrics]) -> Optional[dict]:
     """The point's TTFT split in ms (None when the engine names no such histograms, the
-    point is not disaggregated, or no server's histograms counted a request)."""
-    n = names or default_engine().kv_transfer_metrics
+    point is not disaggregated, or no server's histograms counted a request). ``names``: the
+    serving engine's counter names (None: it has none)."""
+    n = names
     if n is None or not topology or not n.first_token_time:
         return None
     prefill, decode = _side(topology, "prefill"), _side(topology, "decode")

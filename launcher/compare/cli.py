@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from launcher.compare.diff import RUN_FLOOR, Thresholds, compare_runs
+from launcher.compare.diff import compare_runs
 from launcher.compare.table import print_verdict, render
-from launcher.contracts.compare_thresholds import CompareThresholds
+from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS as DEFAULT, CompareThresholds
 from launcher.results.job_dir import ResultsError, load_results
 
 
@@ -41,16 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("b", help="candidate results, compared against A")
     ap.add_argument("--al-threshold", type=_fraction, default=None,
                     help="relative Average_AL change that counts (default: B's recipe, "
-                         "bench.gates.compare_al_threshold, else 0.02)")
+                         f"bench.gates.compare_al_threshold, else {DEFAULT.al:g})")
     ap.add_argument("--tps-threshold", type=_fraction, default=None,
                     help="relative Output TPS change that counts (default: B's recipe, "
-                         "bench.gates.compare_tps_threshold, else 0.05)")
+                         f"bench.gates.compare_tps_threshold, else {DEFAULT.tps:g})")
     ap.add_argument("--single-run-tps-threshold", type=_fraction, default=None,
                     help="with one repeat on a side (no noise estimate), the relative Output TPS change that "
-                         "counts (default: B's recipe, bench.gates.compare_single_run_tps_threshold, else 0.35)")
+                         f"counts (default: B's recipe, bench.gates.compare_single_run_tps_threshold, else "
+                         f"{DEFAULT.single_run_tps:g})")
     ap.add_argument("--run-floor", type=_fraction, default=None,
                     help="between-run relative sd of a point's mean Output TPS added to the interval "
-                         f"(default: B's recipe, bench.gates.compare_run_floor, else {RUN_FLOOR}; docs/repeats.md)")
+                         f"(default: B's recipe, bench.gates.compare_run_floor, else {DEFAULT.run_floor:g}; "
+                         "docs/repeats.md)")
     ap.add_argument("--allow-missing", action="store_true",
                     help="points present (complete) on one side only do not fail the comparison")
     args = ap.parse_args(argv)
@@ -59,15 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ResultsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    recipe, default = recipe_thresholds(jobs_b), Thresholds()
-
-    def pick(flag: float | None, key: str) -> float:  # the flag, else B's recipe, else compare's default
-        return next(v for v in (flag, getattr(recipe, key), getattr(default, key)) if v is not None)
-
-    th = Thresholds(al=pick(args.al_threshold, "al"), tps=pick(args.tps_threshold, "tps"),
-                    min_speedup=dict(recipe.min_speedup),
-                    single_run_tps=pick(args.single_run_tps_threshold, "single_run_tps"),
-                    run_floor=pick(args.run_floor, "run_floor"))
+    flags = CompareThresholds(al=args.al_threshold, tps=args.tps_threshold,
+                              single_run_tps=args.single_run_tps_threshold, run_floor=args.run_floor)
+    th = CompareThresholds.first_set(flags, recipe_thresholds(jobs_b), DEFAULT)  # the flag, B's recipe, the default
     diffs = compare_runs(jobs_a, jobs_b, th)
     render(diffs, args.a, args.b, th)
     return print_verdict(diffs, args.allow_missing)

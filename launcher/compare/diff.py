@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from launcher.compare.match import label, match_points, serving_difference
+from launcher.contracts.compare_thresholds import CompareThresholds
 from launcher.results.job_dir import Job, Point
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import Difference, difference, summarize, Summary
@@ -24,11 +25,6 @@ from launcher.speedup.collect import read_speedup
 from launcher.speedup.stats import Paired, paired_interval
 
 REGRESSION, IMPROVEMENT, NOISE, MISSING, SUSPECT = "regression", "improvement", "ok", "missing", "suspect"
-# The relative sd of a run's mean Output TPS between two runs that no number of repeats
-# inside one run removes (a run-level random effect), added to the interval of a change.
-# Measured with tests/benchmarks/bench_repeats_noise.py on the 2-core CPU stack: 0.16
-# (docs/repeats.md); set bench.gates.compare_run_floor to your machines' own figure.
-RUN_FLOOR = 0.16
 
 
 @dataclass
@@ -89,15 +85,6 @@ class PointDiff:
         return f"B's server: {self.serving}" if self.serving else None
 
 
-@dataclass
-class Thresholds:
-    al: float = 0.02
-    tps: float = 0.05
-    min_speedup: dict = field(default_factory=dict)  # dataset -> least throughput speedup of B
-    single_run_tps: float = 0.35  # with one repeat on a side: throughput flagged only beyond this
-    run_floor: float = RUN_FLOOR  # between-run relative sd of a run's mean (docs/repeats.md)
-
-
 def _rel(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or a == 0:
         return None
@@ -110,7 +97,7 @@ def _flag(rel: float | None, threshold: float) -> str | None:
     return IMPROVEMENT if rel > 0 else REGRESSION
 
 
-def judge_point(job: str, a: Point, b: Point, th: Thresholds) -> PointDiff:
+def judge_point(job: str, a: Point, b: Point, th: CompareThresholds) -> PointDiff:
     d = PointDiff(job=job, dir=a.dir, a=a, b=b)
     ra, rb = a.request_al, b.request_al
     common = sorted(set(ra) & set(rb))
@@ -161,7 +148,7 @@ def tps_summary(p: Point, per_gpu: bool = False) -> Summary | None:
     return s
 
 
-def judge_figure(a: Summary | None, b: Summary | None, th: Thresholds):
+def judge_figure(a: Summary | None, b: Summary | None, th: CompareThresholds):
     """(relative change, flag, difference, judged against the noise) of a throughput-like
     figure: with >= 2 repeats a side, flagged beyond the threshold AND the interval;
     otherwise beyond the single-run threshold only."""
@@ -174,7 +161,7 @@ def judge_figure(a: Summary | None, b: Summary | None, th: Thresholds):
     return diff.rel, _flag(diff.rel, th.single_run_tps), diff, False
 
 
-def _judge_speedup(d: PointDiff, a: Point, b: Point, th: Thresholds) -> None:
+def _judge_speedup(d: PointDiff, a: Point, b: Point, th: CompareThresholds) -> None:
     """Speedup over each run's matched baseline (speedup.json): the delta is
     flagged beyond the TPS threshold; B below bench.gates.min_speedup fails."""
 
@@ -220,7 +207,7 @@ def _sides(a: Point | None, b: Point | None) -> str:
     return f"A and B {sa}" if sa == sb else f"A {sa}, B {sb}"
 
 
-def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: Thresholds) -> list[PointDiff]:
+def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: CompareThresholds) -> list[PointDiff]:
     """Every matched pair judged; points on one side only (or not complete on both) missing."""
 
     pairs, only_a, only_b = match_points(jobs_a, jobs_b)

@@ -7,7 +7,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from launcher.compare.diff import IMPROVEMENT, MISSING, REGRESSION, SUSPECT, PointDiff, Thresholds
+from launcher.compare.diff import IMPROVEMENT, MISSING, REGRESSION, SUSPECT, PointDiff
+from launcher.contracts.compare_thresholds import CompareThresholds
 
 _STYLE = {REGRESSION: "bold red", IMPROVEMENT: "green", MISSING: "yellow", SUSPECT: "magenta", "ok": "dim"}
 
@@ -44,7 +45,8 @@ def _dtps(d: PointDiff) -> str:
     return s
 
 
-def render(diffs: list[PointDiff], a_name: str, b_name: str, th: Thresholds, file: TextIO | None = None) -> None:
+def render(diffs: list[PointDiff], a_name: str, b_name: str, th: CompareThresholds,
+           file: TextIO | None = None) -> None:
     out = file or sys.stdout
     console = Console(file=out, width=None if out.isatty() else 170, highlight=False)
     table = Table(title=f"A = {a_name}\nB = {b_name}\n(thresholds: AL {th.al:.1%}, TPS {th.tps:.1%} and beyond "

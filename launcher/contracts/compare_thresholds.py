@@ -1,12 +1,14 @@
 """What a recipe tells `python -m launcher.compare` to judge by: job.json's ``compare_thresholds``.
 
-One definition of the keys: the planner writes the same keys for every job of a plan (its jobs and
-the matched baseline), and compare reads them back through :meth:`CompareThresholds.recorded`.
+One definition of the keys and of their defaults (``COMPARE_DEFAULTS``: the recipe's bench.gates
+defaults, compare's when a run recorded none, the texts of compare's --help): the planner writes the
+same keys for every job of a plan (its jobs and the matched baseline), and compare reads them back
+through :meth:`CompareThresholds.recorded` and judges by :meth:`CompareThresholds.first_set`.
 Standard library only.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Iterable, Optional
 
 
@@ -40,3 +42,18 @@ class CompareThresholds:
                 else:
                     found[key] = float(value)
         return cls(**found)
+
+    @classmethod
+    def first_set(cls, *layers: "CompareThresholds") -> "CompareThresholds":
+        """Each key from the first layer that sets it (a number not None, a non-empty min_speedup):
+        e.g. compare's flags, then the candidate's recipe, then COMPARE_DEFAULTS."""
+        return cls(**{f.name: next((getattr(t, f.name) for t in layers if getattr(t, f.name)
+                                    not in (None, {})), getattr(layers[-1], f.name)) for f in fields(cls)})
+
+
+# The defaults: bench.gates' (launcher.login.config.schema) and compare's where a run recorded none.
+# run_floor: the relative sd of a run's mean Output TPS between two runs that no number of repeats
+# inside one run removes (a run-level random effect), added to the interval of a change. Measured
+# with tests/benchmarks/bench_repeats_noise.py on the 2-core CPU stack: 0.16 (docs/repeats.md); set
+# bench.gates.compare_run_floor to your machines' own figure.
+COMPARE_DEFAULTS = CompareThresholds(al=0.02, tps=0.05, single_run_tps=0.35, noisy_rel_mad=0.1, run_floor=0.16)

@@ -25,8 +25,7 @@ from launcher.contracts.cpu_cores import cpu_core_sets, disagg_core_sets  # noqa
 from launcher.contracts.launch import SERVER_LAUNCHES, LaunchSpec
 from launcher.contracts.run_identity import RunIdentity, build as build_identity
 from launcher.runtime.files import write_text_atomic
-from launcher.engines import (DEFAULT_ENGINE, AcceptanceSource, Engine, default_engine,
-                              num_speculative_tokens, speculation_flags)
+from launcher.engines import AcceptanceSource, Engine, num_speculative_tokens, speculation_flags
 
 BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1
@@ -164,8 +163,10 @@ class TopologySpec:
     kv_buffer_device: str = "cpu"
     kv_lease_duration_s: int = 600
     decode_prefix_caching: bool = False
-    router: str = default_engine().default_router_command
-    router_command: str = default_engine().default_router_command
+    # The engine's router and its command, as the plan resolved them (topology.router): no default,
+    # so a spec never falls back to another engine's router
+    router: str = field(kw_only=True)
+    router_command: str = field(kw_only=True)
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
     router_host: str = "127.0.0.1"  # where the router listens (API and metrics): beside the benchmark
@@ -223,8 +224,8 @@ class JobSpec:
     known_answer: Optional[KnownAnswerSpec] = None
     baseline: Optional[BaselineSpec] = None
     api_key_env: Optional[str] = None  # the name of the env var holding the server's key
-    report: bool = True  # the job builds JOB_DIR/report/index.html when it ends (launcher.login.node_job)
-    engine: str = DEFAULT_ENGINE  # launcher.engines
+    report: bool = True  # the job builds JOB_DIR/report/index.html when it ends (launcher.node.job_entry)
+    engine: str = field(kw_only=True)  # launcher.engines: the engine that serves, always named (no default)
     engine_version: Optional[str] = None  # None: probed on the node before the server starts
     # Where per-request acceptance comes from (launcher.engines.AcceptanceSource), resolved
     # for engine_version; acceptance_requested is the recipe's wish ("auto" may be
@@ -260,7 +261,10 @@ class JobSpec:
         if cfg:
             f += self._speculative_flags(eng, cfg) + list(self.acceptance_flags)
         if disagg_role is not None:
-            t = self.topology or TopologySpec()
+            t = self.topology
+            if t is None:
+                raise SpecError(f"disagg_role={disagg_role!r}: the spec has no topology "
+                                "(fix: plan it with topology=disagg)")
             if disagg_role == "decode" and t.decode_draft_model and cfg:  # the injected fault
                 f = list(self.server_flags) + self._speculative_flags(eng, {**cfg, "model": t.decode_draft_model}) \
                     + list(self.acceptance_flags)
@@ -350,7 +354,10 @@ class JobSpec:
                 par = _check_keys(ParitySpec, t["parity"], "topology.parity")
                 par["bench"] = _bench(par.get("bench"), "topology.parity.bench")
                 t["parity"] = ParitySpec(**par)
-            d["topology"] = TopologySpec(**t)
+            try:
+                d["topology"] = TopologySpec(**t)
+            except TypeError as e:
+                raise SpecError(f"topology: {e} (fix: the spec misses a required key)") from None
         if d.get("run_identity") is not None:
             try:
                 d["run_identity"] = RunIdentity.from_dict(d["run_identity"])
@@ -391,7 +398,7 @@ class SpecError(ValueError):
 _MOVED_KEYS = ("num_speculative_tokens", "runtime_params")
 # What a recorded spec may lack (a hand-written or partial job.json): "" reads as "not recorded".
 _NOT_RECORDED = {"recipe": "", "server_id": "", "job_dir": "", "model": "", "served_name": "",
-                 "server_command": "", "server_flags": [], "method": ""}
+                 "server_command": "", "server_flags": [], "method": "", "engine": ""}
 _SECTIONS = ("launch", "bench", "known_answer", "baseline", "topology", "run_identity")
 
 

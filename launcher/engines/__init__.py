@@ -17,7 +17,10 @@ from launcher.engines.sglang import SGLang
 from launcher.engines.vllm import VLLM
 
 ENGINES: dict[str, Engine] = {"vllm": VLLM(), "sglang": SGLang()}
-DEFAULT_ENGINE = "vllm"  # the schema's and the job spec's default (run.sh serves it)
+# The engine a recipe serves when it names none (server.engine's default), and the one the tools
+# run by hand serve without --engine (run.sh, the benchmark's flag form, the known-answer probe).
+# Nothing else falls back to it: every other caller is handed its engine (tests/test_owners_engine_flags.py).
+DEFAULT_ENGINE = "vllm"
 
 
 def get_engine(name: str) -> Engine:
@@ -29,10 +32,6 @@ def get_engine(name: str) -> Engine:
         raise EngineError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})") from None
 
 
-def default_engine() -> Engine:
-    return ENGINES[DEFAULT_ENGINE]
-
-
 def key_envs() -> tuple[str, ...]:
     """The environment variables engines read a key from (a user may export it there)."""
     return tuple(e.key_env for e in ENGINES.values() if e.key_env)
@@ -40,6 +39,6 @@ def key_envs() -> tuple[str, ...]:
 
 __all__ = ["AcceptanceSource", "Capabilities", "Engine", "EngineError", "KvTransferMetrics", "MetricNames",
            "RecipeFacts", "ServerKey", "ServingOptions", "UserServerArgs", "ENGINES", "DEFAULT_ENGINE",
-           "default_engine", "get_engine", "key_envs", "num_speculative_tokens", "parse_version",
+           "get_engine", "key_envs", "num_speculative_tokens", "parse_version",
            "version_from_image", "Acceptance", "ApiKey", "Disaggregation", "ForcedAcceptance", "HostEnvironment",
            "Readiness", "RecipeChecks", "ServerCommand", "Speculation", "SpeculationFlags", "speculation_flags"]

@@ -21,9 +21,9 @@ from __future__ import annotations
 from launcher.golden.table import TABLE, known_ids, load_table, lookup
 from launcher.golden.text import summary_line, verdict_line
 from launcher.golden.verdict import (FAIL, JUDGEABLE_SHARE, LIKELY_CAUSES, NOT_COMPARABLE, PASS, PLATFORM_KEYS,
-                                     STRICT_KEYS, TOO_SMALL, check, overall, platform_differences,
+                                     STRICT_KEYS, Platform, TOO_SMALL, check, overall, platform_differences,
                                      workload_differences)
 
 __all__ = ["TABLE", "known_ids", "load_table", "lookup", "summary_line", "verdict_line", "FAIL", "JUDGEABLE_SHARE",
-           "LIKELY_CAUSES", "NOT_COMPARABLE", "PASS", "PLATFORM_KEYS", "STRICT_KEYS", "TOO_SMALL", "check",
+           "LIKELY_CAUSES", "NOT_COMPARABLE", "PASS", "PLATFORM_KEYS", "Platform", "STRICT_KEYS", "TOO_SMALL", "check",
            "overall", "platform_differences", "workload_differences"]

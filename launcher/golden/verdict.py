@@ -4,6 +4,7 @@ two counts, launcher.golden.noise, the wider), the workload and the platform com
 likely causes of a failure. Pure, standard library."""
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
 from typing import Mapping, Optional, Sequence
 
 from launcher.golden.noise import Z, accepted_variance, noise_tolerance, rate_variance
@@ -44,10 +45,25 @@ JUDGEABLE_SHARE = 0.5
 
 PASS, FAIL, TOO_SMALL, NOT_COMPARABLE = "pass", "fail", "too_small_to_judge", "not_comparable"
 
-# Where a reference or a run was recorded (the entry's ``recorded_on``, a point's
-# configuration.json ``specdec_launcher.recorded_on``): numerics, and so T=0 trajectories,
-# follow these.
-PLATFORM_KEYS = ("engine", "version", "build", "cpu_kernel", "gpu", "dtype")
+
+
+@dataclass(frozen=True)
+class Platform:
+    """Where a reference or a run was recorded (the entry's ``recorded_on``, a point's
+    configuration.json ``specdec_launcher.recorded_on``): numerics, and so T=0 trajectories,
+    follow these. The one definition of its keys (PLATFORM_KEYS); None: not known."""
+    engine: Optional[str]
+    version: Optional[str]
+    build: Optional[str]  # cpu | cuda
+    cpu_kernel: Optional[str]  # the CPU attention kernel the engine picks (amx / avx512 / avx2)
+    gpu: Optional[str]  # the GPU's name
+    dtype: Optional[str]  # the served dtype
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+PLATFORM_KEYS = tuple(f.name for f in fields(Platform))
 
 
 def _judge(measured: float, expected: float, baseline: float, rtol: float, rule: str, variance: Optional[float],

@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from launcher.compare.diff import NOISE, Thresholds, judge_point
+from launcher.compare.diff import NOISE, judge_point
+from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS, CompareThresholds
 from launcher.contracts.run_identity import RunIdentity
 from launcher.results.identity import configuration_label, configuration_labels, identity, tag
 from launcher.results.job_dir import Job, Point, ResultsError, load_job
@@ -126,8 +127,8 @@ class History:
     left_out: list[tuple[str, str]]   # (where, why) of runs not in any series
 
 
-def build_history(runs: list[tuple[str, Path]], th: Optional[Thresholds] = None) -> History:
-    th = th or Thresholds()
+def build_history(runs: list[tuple[str, Path]], th: Optional[CompareThresholds] = None) -> History:
+    th = th or COMPARE_DEFAULTS
     by_key: dict[tuple, Series] = {}
     left_out: list[tuple[str, str]] = []
     for where, folder in runs:

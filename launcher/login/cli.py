@@ -12,9 +12,8 @@ from omegaconf import OmegaConf
 from launcher.contracts.job_paths import JobPaths
 from launcher.login.config.compose import compose_recipe
 from launcher.login.config.check_sweep import ignored_requests_per_concurrency
-from launcher.login.config.validate import validate
 from launcher.login.errors import UserError
-from launcher.login.plan import make_plan
+from launcher.login.prepare import Invalid, prepare
 from launcher.login.sbatch import describe_commands, render_sbatch, render_standalone
 from launcher.login import submit as submitting
 from launcher.login.submit import submitit_folder, write_job_files
@@ -167,12 +166,12 @@ def main(argv: list[str] | None = None) -> int:
             except BrokenPipeError:  # `--cfg | head`
                 sys.stderr.close()
             return 0
-        errors = validate(cfg)
-        if errors:
-            for e in errors:
+        try:
+            plan = prepare(cfg)
+        except Invalid as invalid:
+            for e in invalid.errors:
                 _err(e.line())
             return 2
-        plan = make_plan(cfg)
         for note in plan.notes:
             print(f"note: {note}")
     except UserError as e:

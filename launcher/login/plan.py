@@ -20,7 +20,7 @@ from launcher.contracts import placement
 from launcher.contracts.job import (BaselineSpec, BenchSpec, DatasetInput, Gates, JobSpec, KnownAnswerSpec, LaunchSpec,
                                     LosslessSpec, ParitySpec, PointSpec, RuntimeParams, TopologySpec)
 from launcher.contracts.compare_thresholds import CompareThresholds
-from launcher.engines import Engine, get_engine
+from launcher.engines import Engine
 from launcher.engines.forced_acceptance import resolve_length
 from launcher.login.config.schema import GatesConfig, LauncherConfig
 from launcher.login.config.check_sweep import requests_per_concurrency
@@ -47,7 +47,7 @@ class Plan:
     # What the plan leaves out of the recipe, and why (one line each: a skipped golden check).
     notes: list[str] = field(default_factory=list)
     # The engine the recipe names, resolved once (the dry run and the standalone scripts render with it).
-    engine: Optional[Engine] = None
+    engine: Engine = field(kw_only=True)
 
     @property
     def num_points(self) -> int:
@@ -191,11 +191,11 @@ def _server_id(cfg: LauncherConfig, flags: ServerFlags, topology: Optional[Topol
     return f"{readable}-{_digest(identity)}"
 
 
-def make_plan(cfg: LauncherConfig) -> Plan:
+def make_plan(cfg: LauncherConfig, eng: Engine) -> Plan:
     """The recipe's job specs: one per server configuration (k, forced length, the k schedule), each
-    with its flags built once, and the matched baseline. The engine is resolved here, once."""
+    with its flags built once, here (a flag the engine refuses is a ConfigError), and the matched
+    baseline. ``eng``: the engine the login side resolved once (launcher.login.prepare)."""
     variants = server_configs(cfg)
-    eng = get_engine(cfg.server.engine)
     configs = [(c, server_flags(c, eng, k)) for k, c in variants]
     results_dir = Path(cfg.output_dir).resolve() / cfg.name
     points = [ClientPoint(ds, float(t), int(c)) for ds in cfg.sweep.datasets

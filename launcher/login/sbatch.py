@@ -20,11 +20,12 @@ from pathlib import Path
 from submitit.slurm.slurm import _make_sbatch_string
 
 from launcher.login.config.schema import ClusterConfig
-from launcher.login.node_job import node_command
+from launcher.node.job_entry import node_command
 from launcher.runtime.files import REPO_ROOT
 from launcher.contracts import placement
 from launcher.contracts.job import TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec, shell_join
 from launcher.contracts.job_paths import JobPaths
+from launcher.contracts.server_steps import disagg_env, router_argv, server_step
 from launcher.engines import Engine
 
 
@@ -87,23 +88,22 @@ def describe_commands(job: JobSpec, eng: Engine) -> list[str]:
         for n, (role, i) in enumerate(t.roles()):
             node = t.node_of(n)
             addr = f"<node{node} address>" if srun else "<host>"
-            env = eng.disagg_env(0, side_channel_host=addr if srun else None, progress_poll_us=t.kv_progress_poll_us)
+            env = disagg_env(job, eng, 0, side_channel_host=addr if srun else None)
             env = {k: (f"<free port {role}{i}>" if v == "0" else v) for k, v in env.items()}
-            prefix = L.disagg_server_step().server_step_prefix(f"<node{node}>") if srun else []
-            argv = prefix + job.server_argv(job.bind_host, f"<{role}{i} port>", disagg_role=role, engine=eng)
+            argv = server_step(job, eng, job.bind_host, f"<{role}{i} port>", node=f"<node{node}>" if srun else None,
+                               disagg_role=role)
             lines.append(f"#   {role} {i}: {' '.join(f'{k}={shell_join([v])}' for k, v in env.items())} "
                          f"{shell_join(argv)}")
             urls[role].append(f"http://{addr}:<{role}{i} port>")
-        router = eng.router_argv(t.router_command, t.router_host, "<router port>", urls["prefill"], urls["decode"],
-                                 t.router_policy, tuple(t.router_extra_args), metrics_port="<router metrics port>")
+        router = router_argv(job, eng, "<router port>", urls["prefill"], urls["decode"], "<router metrics port>")
         lines.append(f"#   router: {shell_join(router)}")
     elif L.nodes > 1:
         for rank in range(L.nodes):
-            argv = L.server_step_prefix(f"<node{rank}>") + job.server_argv(
-                job.bind_host, port, rank, "<node0>", "<rpc port>", engine=eng)  # type: ignore[arg-type]
+            argv = server_step(job, eng, job.bind_host, port, node=f"<node{rank}>", rank=rank, head="<node0>",
+                               rpc_port="<rpc port>")
             lines.append(f"#   server node {rank}: {shell_join(argv)}")
     else:
-        argv = L.server_step_prefix() + job.server_argv(job.bind_host, port, engine=eng)
+        argv = server_step(job, eng, job.bind_host, port)
         lines.append(f"#   server: {shell_join(argv)}")
     if job.bench is not None:  # launcher.bench reads the spec
         bench = [job.python or sys.executable, "-m", job.bench_module, "--spec", str(JobPaths(job.job_dir).spec),

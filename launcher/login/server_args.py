@@ -53,7 +53,7 @@ def speculative_config(cfg: LauncherConfig, eng: ForcedAcceptance, k: Optional[i
 def memory_conflicts(s: ServerConfig, memory_flags: set[str]) -> list[ConfigError]:
     """The recipe's KV-cache settings that contradict each other: two of the engine's memory flags
     (``memory_flags``) in server.extra_args, one there while a memory field is set, or both memory
-    fields. The one check: validation reports every one, build_server_flags refuses the first."""
+    fields. The one check: validation reports every one; server_flags (the plan) refuses the first."""
     out = []
     mem_extra = flag_names(list(s.extra_args)) & memory_flags
     if len(mem_extra) >= 2:

@@ -20,7 +20,7 @@ from rich.table import Table
 from launcher.contracts.job_paths import JobPaths
 from launcher.engines import Engine
 from launcher.login.config.schema import LauncherConfig
-from launcher.login.node_job import run_job
+from launcher.node.job_entry import run_job
 from launcher.login.plan import JobPlan, Plan
 from launcher.login.sbatch import render_standalone, sbatch_setup, slurm_parameters
 from launcher.results.job_end import finalize_job_dir

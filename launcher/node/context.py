@@ -133,7 +133,7 @@ class JobContext:
             h.close()
 
     def fail(self, reason: str) -> None:
-        """Record the one-line failure reason (launcher/login/node_job.py reads its first line)."""
+        """Record the one-line failure reason (launcher/node/job_entry.py reads its first line)."""
         line = write_error(self.job_dir, reason)
         self.log(f"ERROR: {line}", logging.ERROR)
 

@@ -18,6 +18,7 @@ from typing import Optional
 
 from launcher.bench.metrics import parse_prometheus_text
 from launcher.contracts.job import TopologySpec, disagg_core_sets
+from launcher.contracts.server_steps import disagg_env, router_argv, server_step
 from launcher.node.lifecycle import ServerProcess, ServerStartError
 from launcher.node import slurm_steps, spinners
 from launcher.node.net import client_host, subprocess_line
@@ -139,14 +140,11 @@ def serve(servers: ServerGroup, speculative_config: object = "spec", phase: str 
     if any(s.node for s in placed):
         ctx.log("placement (" + t.placement + "): " + ", ".join(
             f"{s.role}{s.index} on {s.node} ({s.address})" for s in placed) + "; the router on this node")
-    step = sp.launch.disagg_server_step()
     for s in placed:
         role, i = s.role, s.index
-        argv = (step.server_step_prefix(s.node) if s.node else []) + sp.server_argv(
-            host, s.port, disagg_role=role, speculative_config=speculative_config, engine=eng)
-        env, key = servers.server_launch(eng.disagg_env(s.side_channel_port, s.cores,
-                                                    side_channel_host=s.address if s.node else None,
-                                                    progress_poll_us=t.kv_progress_poll_us))
+        argv = server_step(sp, eng, host, s.port, node=s.node, disagg_role=role, speculative_config=speculative_config)
+        env, key = servers.server_launch(disagg_env(sp, eng, s.side_channel_port, s.cores,
+                                                    side_channel_host=s.address if s.node else None))
         tag = ProcessTag()  # finds the server's processes on this machine (idle_spinners)
         env = tag.apply(env)
         m = ServerProcess(argv + key.argv, probe_host=s.address, port=s.port, served_name=sp.served_name,
@@ -202,8 +200,7 @@ def _router(servers: ServerGroup, rport: tuple[int, int], urls: dict, policy: st
     host = t.router_host
     probe = client_host(host)
     rport, metrics_port = rport
-    argv = eng.router_argv(t.router_command, host, rport, urls["prefill"], urls["decode"], policy,
-                           tuple(t.router_extra_args), metrics_port=metrics_port)
+    argv = router_argv(sp, eng, rport, urls["prefill"], urls["decode"], metrics_port, policy)
     ctx.log(f"starting the {label} ({t.router}) on {host}:{rport}: {subprocess_line(argv)}")
     renv = servers.server_env()
     if ctx.api_key:  # the servers' key, from the router's environment (never its command line)

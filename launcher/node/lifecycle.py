@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from launcher.contracts.server_ready import ServerReady
-from launcher.engines import Engine, ServerKey, default_engine
+from launcher.engines import Engine, ServerKey
 from launcher.node.server_fault import fault_message
 from launcher.node.net import http_get  # noqa: F401 (re-exported)
 from launcher.node.server_watch import ServerWatch
@@ -92,15 +92,16 @@ class ServerProcess(ServerWatch):
     ``argv`` is the complete server command line (JobSpec.server_argv's output);
     ``probe_host``/``port`` are where this node reaches it; ``served_name`` is
     what the engine's models endpoint must list before it counts as ready;
-    ``key``'s files (Engine.server_key's) are removed once it is ready, or stopped.
+    ``key``'s files (Engine.server_key's) are removed once it is ready, or stopped;
+    ``engine``: the engine that serves (its endpoints and counters), always the caller's.
     """
 
     def __init__(self, argv: list[str], *, probe_host: str, port: int, served_name: str,
                  log_path: str | os.PathLike[str], env: Optional[dict] = None,
                  log: Callable[[str], None] = lambda m: None, api_key: Optional[str] = None,
-                 engine: Optional[Engine] = None, key: Optional[ServerKey] = None):
+                 engine: Engine, key: Optional[ServerKey] = None):
         self.argv = list(argv)
-        self.engine = engine or default_engine()
+        self.engine = engine
         self.key = key or ServerKey()
         self.probe_host = probe_host
         self.port = int(port)

@@ -15,11 +15,14 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from launcher.bench.cli import spec_from_argv
 from launcher.contracts.job import BENCH_MODULE, JobSpec, KnownAnswerSpec, LaunchSpec
-from launcher.engines import default_engine
+from launcher.engines import DEFAULT_ENGINE, get_engine
 from launcher.engines.flags import split_at_separator
 from launcher.node.lifecycle import DEFAULT_STOP_GRACE_S
 
-DEFAULT_SERVER_CMD = default_engine().default_command
+# run.sh serves vLLM (docs/sglang.md: the hand-written argv path stays vLLM's): its default
+# command and the server arguments it reads are that engine's.
+RUN_SH_ENGINE = get_engine(DEFAULT_ENGINE)  # run.sh's process resolves its engine once, here
+DEFAULT_SERVER_CMD = RUN_SH_ENGINE.default_command
 DEFAULT_BENCH_MODULE = BENCH_MODULE
 DEFAULT_READY_TIMEOUT_S = 1800.0
 DEFAULT_UNANSWERED_TIMEOUT_S = 300.0
@@ -139,7 +142,7 @@ class NodeConfig:
                     bench, points = spec_from_argv(bench_args)
             except SystemExit:
                 bench = None
-        eng = default_engine()  # run.sh serves the default engine
+        eng = RUN_SH_ENGINE
         u = eng.read_user_args(server_args, self.model)
         if u.speculative_config_invalid:
             raise UsageError("the speculative config among the server arguments is not a JSON object")

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from launcher.contracts.server_steps import server_step
 from launcher.engines import ServerKey
 from launcher.node import server_fault, slurm_steps
 from launcher.node.context import JobContext
@@ -146,13 +147,14 @@ class ServerGroup:
             head = self.head_address(nodes[0]) if nodes[0] else probe  # process launch: the ranks meet on this host
             self.workers = []
             for rank in range(1, L.nodes):
-                wargv = L.server_step_prefix(nodes[rank]) + self.rank_record(rank, nodes[rank]) + sp.server_argv(
-                    host, port, rank, head, rpc_port, speculative_config, engine=self.ctx.engine)
+                wargv = server_step(sp, self.ctx.engine, host, port, node=nodes[rank], rank=rank, head=head,
+                                    rpc_port=rpc_port, speculative_config=speculative_config,
+                                    wrapper=self.rank_record(rank, nodes[rank]))
                 ctx.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(ctx.paths.node_server_log(rank), "ab") as f:
                     self.workers.append(spawn(wargv, stdout=f, env=self.server_env()))
-            argv = L.server_step_prefix(nodes[0]) + self.rank_record(0, nodes[0]) + sp.server_argv(
-                host, port, 0, head, rpc_port, speculative_config, engine=self.ctx.engine)
+            argv = server_step(sp, self.ctx.engine, host, port, node=nodes[0], head=head, rpc_port=rpc_port,
+                               speculative_config=speculative_config, wrapper=self.rank_record(0, nodes[0]))
             ctx.log(f"starting {phase} on {host}:{port}"
                     f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
             env, key = self.server_launch()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from launcher.engines import get_engine
+from launcher.contracts.server_ready import read_server_ready
 from launcher.report.golden_section import golden_block
 from launcher.report.lossless_section import lossless_block
 from launcher.report.markup import esc as _e, figures, num as _num, pct as _pct
@@ -127,6 +127,16 @@ def _telemetry(t: dict | None) -> str:
     return "; ".join(parts) or "no GPUs listed"
 
 
+def recorded_server_argv(job: Job) -> list:
+    """The server argv the job ran, as it recorded it: a point's configuration.json, else the job's
+    server_ready.json ([] when neither holds one: the report never rebuilds it)."""
+    argv = (job.configuration.get("serving") or {}).get("server_argv")
+    if argv:
+        return list(argv)
+    ready = read_server_ready(job.path)
+    return list(ready.argv) if ready else []
+
+
 def provenance_block(job: Job) -> str:
     items = []
     for label, value in provenance(job):
@@ -135,10 +145,7 @@ def provenance_block(job: Job) -> str:
         items.append(f"<dt>{_e(label)}</dt><dd>{val}</dd>")
     cfg = job.configuration
     extra = []
-    spec = job.spec  # without a recorded argv: the one job.json describes (port as planned)
-    argv = (cfg.get("serving") or {}).get("server_argv") or (
-        spec.server_argv(spec.bind_host, spec.port or "<port>", engine=get_engine(spec.engine))
-        if spec and spec.server_command else None)
+    argv = recorded_server_argv(job)
     if argv:
         extra.append(f"<details><summary>server argv</summary><pre>{_e(' '.join(map(str, argv)))}</pre></details>")
     rp = (cfg.get("run_args") or {}).get("runtime_params")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from launcher.contracts.job import point_dir_name
 from launcher.report.markup import esc as _e, figures, num as _num
 from launcher.results.identity import tag
 from launcher.report.speedup_plots import predicted_vs_measured, speedup_vs_concurrency
@@ -63,7 +64,7 @@ def prediction_table(analysis: dict) -> str:
     for r in sorted(analysis["points"], key=lambda r: (r["dataset"], r["temperature"], r["concurrency"], r["k"] or 0)):
         pr, sp = r["prediction"], r["speedup"]
         cost = pr.get("draft_cost") or {}
-        cells = [f'{_e(r["dataset"])}/t{r["temperature"]:g}_c{r["concurrency"]}{_server(r)}', str(r["k"]),
+        cells = [_e(point_dir_name(r["dataset"], r["temperature"], r["concurrency"])) + _server(r), str(r["k"]),
                  _num(r["acceptance"]["expected_tokens_per_step"], 3), _num(r["step_time"]["ratio"], 3),
                  _num(cost.get("c"), 3), _num(cost.get("v"), 3), _num(pr.get("predicted_speedup"), 2),
                  _num(pr.get("measured_step_speedup"), 2), _ci(sp.get("decode")), _num(sp.get("throughput"), 2),

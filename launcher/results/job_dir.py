@@ -23,13 +23,14 @@ from typing import Any, Optional
 
 from launcher.results import (ACCEPTANCE_FILE, EXTENSION_KEY, TIMING_FILE, PointResult, ValidityRule, point_problems,
                               read_point)
-from launcher.contracts.job import JobSpec, read_recorded_job
+from launcher.contracts.job import JobSpec, point_dir_name, read_recorded_job
 from launcher.contracts.job_paths import LOGS_DIR, JobPaths
 from launcher.results.layout import is_run_dir
 from launcher.results.point import stat
 from launcher.results.store import is_complete
 from launcher.results.summary import PointRow, has_summary, point_rows, read_summary, summary_path as summary_file
 from launcher.results.validity import thin_sample
+from launcher.runtime.datasets import speed_dataset
 
 POINT_DIR = re.compile(r"^t(?P<t>[0-9.eE+-]+)_c(?P<c>\d+)$")
 # Folders never holding jobs (our own output, AIPerf's artifacts, logs).
@@ -198,12 +199,8 @@ class Job:
         return {}
 
 
-def _fmt_t(t: float) -> str:
-    return f"{t:g}"
-
-
 def _point_from_row(job_dir: Path, row: PointRow) -> Point:
-    rel = row.dir or f"{row.dataset}/t{_fmt_t(float(row.temperature or 0))}_c{row.concurrency}"
+    rel = row.dir or point_dir_name(str(row.dataset), float(row.temperature or 0), int(row.concurrency or 0))
     pdir = job_dir / rel
     return Point(
         dataset=str(row.dataset or rel.split("/")[0]),
@@ -220,7 +217,7 @@ def _specdec_dataset(cfg: dict) -> str:
     if cfg.get("specbench"):
         return "specbench"
     if cfg.get("dataset") == "speed":
-        return f"speed_{Path(str(cfg.get('dataset_path') or 'speed')).stem}"
+        return speed_dataset(Path(str(cfg.get('dataset_path') or 'speed')).stem)
     return str(cfg.get("dataset") or "random")
 
 

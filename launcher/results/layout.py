@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from launcher.runtime.datasets import speed_split
+
 ACCEPTANCE_FILE = "acceptance_rate.json"
 TIMING_FILE = "timing.json"
 CONFIGURATION_FILE = "configuration.json"
@@ -24,7 +26,7 @@ def dataset_kind(dataset: str) -> str:
     """``mtbench`` -> MTBench; ``specbench`` and ``speed_*`` -> SpecBench; else AcceptanceRate."""
     if dataset == "mtbench":
         return MTBENCH
-    if dataset == "specbench" or dataset == "speed" or dataset.startswith("speed_"):
+    if dataset == "specbench" or dataset == "speed" or speed_split(dataset) is not None:
         return SPECBENCH
     return GENERIC
 

@@ -290,14 +290,39 @@ def read_speed(path: Path | str, num_requests: int | None = None) -> list[Questi
 
 # ---------------------------------------------------------------- registry
 
+SPEED_PREFIX = "speed_"
+
+
+def speed_dataset(split: str) -> str:
+    """The dataset name of a SPEED-Bench split (``throughput_4k`` -> ``speed_throughput_4k``)."""
+    return f"{SPEED_PREFIX}{split}"
+
+
 DATASETS: dict[str, DatasetSpec] = {
     "mtbench": DatasetSpec("mtbench", read_mtbench, "mtbench_responses.jsonl", question_key),
     "specbench": DatasetSpec("specbench", read_specbench, "specbench_responses.jsonl", question_key),
 }
 for _split in SPEED_SPLITS:
-    _name = f"speed_{_split}"
+    _name = speed_dataset(_split)
     DATASETS[_name] = DatasetSpec(_name, read_speed, f"{_name}_responses.jsonl", question_key)
 del _split, _name
+
+
+def known_dataset(name: str) -> bool:
+    """Whether ``name`` is a registered dataset: mtbench, specbench or a listed SPEED-Bench split
+    (validation's rule; :func:`get_dataset` also serves an unlisted ``speed_<split>``)."""
+    return name in DATASETS
+
+
+def speed_split(name: str) -> str | None:
+    """The SPEED-Bench split a dataset name stands for (``speed_throughput_4k`` -> ``throughput_4k``),
+    None for a dataset that is not SPEED-Bench's."""
+    return name[len(SPEED_PREFIX):] if name.startswith(SPEED_PREFIX) else None
+
+
+def dataset_choices() -> str:
+    """The registered datasets in words, for an error's fix."""
+    return f"use mtbench, specbench or {SPEED_PREFIX}<split> (splits: {', '.join(SPEED_SPLITS)})"
 
 
 def get_dataset(name: str) -> DatasetSpec:

@@ -9,7 +9,12 @@ from launcher.bench.metrics import (
     RecordError, acceptance_rate, parse_prometheus_text, parse_records, prometheus_al,
     read_profile_export, timing,
 )
+from launcher.engines import get_engine
 from launcher.results import EXTENSION_KEY
+
+# The records here are a vLLM server's: its words for how a server reports per-request acceptance
+HINT = get_engine("vllm").acceptance_hint()
+NAMES = get_engine("vllm").metrics
 
 
 def rec(cid, turn, hist=None, *, k=3, steps=None, accepted=None, drafted=None, osl=10,
@@ -70,6 +75,7 @@ MAX = 100  # max_tokens of the fake points: a turn shorter than this ended with 
 
 def acc(records, ids=("a", "b"), cats=("writing", "math"), dataset="specbench", **kw):
     kw.setdefault("max_tokens", MAX)
+    kw.setdefault("acceptance_hint", HINT)
     return acceptance_rate(records, dataset, list(ids), list(cats), **kw)
 
 
@@ -77,7 +83,7 @@ def test_acceptance_rate_hand_computed():
     # Turns end at max_tokens (no EOS) with exactly the tokens the steps made.
     recs = [rec("a", 0, {1: 1, 2: 1}, ctok=6, max_tokens=6), rec("b", 0, {3: 2}, ctok=9),
             rec("a", 1, {0: 2, 3: 1}, ctok=7), rec("b", 1, {}, osl=1, ctok=1)]
-    out = acceptance_rate(recs, "specbench", ["a", "b"], ["writing", "math"], max_tokens=None)
+    out = acceptance_rate(recs, "specbench", ["a", "b"], ["writing", "math"], max_tokens=None, acceptance_hint=HINT)
     assert out["Request_AL"] == {"a": pytest.approx(13 / 7), "b": pytest.approx(10 / 4)}
     assert out["Average_AL"] == pytest.approx((13 / 7 + 2.5) / 2)  # 61/28
     assert out["Category_AL"] == {"writing": pytest.approx(13 / 7), "math": pytest.approx(2.5)}
@@ -128,7 +134,7 @@ def test_eos_and_drafts_past_the_end_are_not_counted():
 
 def test_mtbench_keys_are_run_order_indexes():
     recs = [rec("81", 0, {1: 1}, ctok=3, max_tokens=3), rec("81", 1, {}, ctok=1, max_tokens=1)]
-    out = acceptance_rate(recs, "mtbench", ["81"], ["writing"], max_tokens=None)
+    out = acceptance_rate(recs, "mtbench", ["81"], ["writing"], max_tokens=None, acceptance_hint=HINT)
     assert list(out["Request_AL"]) == [0] and out["Category_AL"] == {"writing": 4 / 3}  # chunks 1, 2 | 1
     assert json.loads(json.dumps(out))["Request_AL"] == {"0": 4 / 3}
 
@@ -151,7 +157,7 @@ def test_warmup_failed_and_cancelled_are_left_out():
     a1, a2 = acc(noisy), acc(base)
     assert a2[EXTENSION_KEY].pop("failed_requests") == 0 and a1[EXTENSION_KEY].pop("failed_requests") == 3
     assert a1 == a2
-    t = timing(noisy, question_ids=["a", "b"], max_tokens=MAX)
+    t = timing(noisy, question_ids=["a", "b"], max_tokens=MAX, acceptance_hint=HINT)
     assert t[EXTENSION_KEY]["failed_requests"] == 3 and t[EXTENSION_KEY]["num_turns"] == 4
 
 
@@ -184,7 +190,7 @@ def test_repeated_turn_is_an_error():
                                           r"recorded at <records>:3"):
         acc(records)
     with pytest.raises(RecordError, match="profiling_index"):
-        timing(records)
+        timing(records, acceptance_hint=HINT)
 
 
 def test_unknown_conversation_is_an_error():
@@ -251,7 +257,8 @@ def timing_records():
 
 
 def test_timing_hand_computed():
-    t = timing(timing_records(), num_gpus=4, question_ids=["a", "b"], max_tokens=161, speculative=False)
+    t = timing(timing_records(), num_gpus=4, question_ids=["a", "b"], max_tokens=161, speculative=False,
+               acceptance_hint=HINT)
     ext = t[EXTENSION_KEY]
     assert ext["total_output_tokens"] == 39 + 161 + 1
     assert ext["duration_s"] == pytest.approx(1.2)
@@ -275,19 +282,19 @@ def test_timing_hand_computed():
 def test_timing_units_converted():
     r = rec("a", 0, spec=False, start_ns=0, latency_ms=0.5, ttft_ms=0.1, osl=5, ctok=5, gaps=[400.0])
     r["metrics"]["time_to_first_token"] = {"value": 100_000_000, "unit": "ns"}
-    t = timing([r], question_ids=["a"], max_tokens=5, speculative=False)
+    t = timing([r], question_ids=["a"], max_tokens=5, speculative=False, acceptance_hint=HINT)
     assert t["TTFT Time"]["mean"] == "0.1000"
     assert t["E2E Request Time"]["mean"] == "0.5000"
     r["metrics"]["time_to_first_token"]["unit"] = "tokens"
     with pytest.raises(RecordError, match="not a time unit"):
-        timing([r])
+        timing([r], acceptance_hint=HINT)
 
 
 def test_timing_needs_a_success_and_good_args():
     with pytest.raises(RecordError, match="no successful profiling request"):
-        timing([rec("a", 0, spec=False, error={"type": "x"})])
+        timing([rec("a", 0, spec=False, error={"type": "x"})], acceptance_hint=HINT)
     with pytest.raises(ValueError, match="num_gpus"):
-        timing([], num_gpus=0)
+        timing([], num_gpus=0, acceptance_hint=HINT)
 
 
 # ------------------------------------------------------------------ Prometheus
@@ -317,12 +324,12 @@ def test_parse_prometheus_text_sums_label_sets():
 def test_prometheus_al():
     before = {"vllm:spec_decode_num_accepted_tokens_total": 10.0, "vllm:spec_decode_num_drafts_total": 20.0}
     after = {"vllm:spec_decode_num_accepted_tokens_total": 40.0, "vllm:spec_decode_num_drafts_total": 60.0}
-    assert prometheus_al(before, after) == 1.75
-    assert prometheus_al({}, after) == 1 + 40 / 60
-    assert prometheus_al(before, before) is None           # no drafts in the window
-    assert prometheus_al({}, {"process_open_fds": 3}) is None  # no speculative config
+    assert prometheus_al(before, after, NAMES) == 1.75
+    assert prometheus_al({}, after, NAMES) == 1 + 40 / 60
+    assert prometheus_al(before, before, NAMES) is None           # no drafts in the window
+    assert prometheus_al({}, {"process_open_fds": 3}, NAMES) is None  # no speculative config
     with pytest.raises(ValueError, match="went down"):
-        prometheus_al(after, before)
+        prometheus_al(after, before, NAMES)
 
 
 def test_aiperf_past_its_timeout_is_stopped(tmp_path):

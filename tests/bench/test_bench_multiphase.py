@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from launcher.bench import aiperf_runner as ar
+from launcher.engines import get_engine
 from tests.support import stack
 
 
@@ -76,7 +77,7 @@ def test_collect_phase_builds_a_single_point_folder_or_says_why_not(tmp_path):
     assert {"profile_export.jsonl", "profile_export_aiperf.json"} <= {p.name for p in (tmp_path / "p1").iterdir()}
     assert len((tmp_path / "p1" / "profile_export.jsonl").read_text().splitlines()) == 1
     # the phase's own Prometheus window, read as a single-point export is
-    assert ar.prometheus_al_from_export(tmp_path / "p1") == pytest.approx(2.5)
+    assert ar.prometheus_al_from_export(tmp_path / "p1", get_engine("vllm").metrics) == pytest.approx(2.5)
     # AIPerf writes phases/ only at the end of the run: a killed run leaves the point missing
     why = ar.collect_phase(g, "c2", tmp_path / "p2")
     assert why is not None and "c2" in why and not (tmp_path / "p2").exists()

@@ -17,7 +17,10 @@ import pytest
 
 from launcher.runtime.datasets import read_mtbench
 from launcher.bench.metrics import acceptance_rate, parse_prometheus_text, prometheus_al, read_profile_export, timing
+from launcher.engines import get_engine
 from launcher.results import EXTENSION_KEY
+
+VLLM = get_engine("vllm")  # the recorded server is vLLM's
 
 DATA = Path(__file__).parent / "data"
 RECORDED = DATA / "recorded"
@@ -42,11 +45,12 @@ def recorded():
 
 
 def _acc(rec):
-    return acceptance_rate(rec["records"], "mtbench", rec["ids"], rec["cats"], max_tokens=MAX_TOKENS)
+    return acceptance_rate(rec["records"], "mtbench", rec["ids"], rec["cats"], max_tokens=MAX_TOKENS,
+                           acceptance_hint=VLLM.acceptance_hint())
 
 
 def _tim(rec):
-    return timing(rec["records"], 1, question_ids=rec["ids"], max_tokens=MAX_TOKENS)
+    return timing(rec["records"], 1, question_ids=rec["ids"], max_tokens=MAX_TOKENS, acceptance_hint=VLLM.acceptance_hint())
 
 
 # ------------------------------------------------------------ (a) independent
@@ -113,7 +117,7 @@ def test_server_al_matches_aiperf_aggregates_and_prometheus(recorded):
     assert ext["num_draft_tokens"] == agg["total_draft_tokens"]["avg"]
     before = parse_prometheus_text((RECORDED / "metrics_before.txt").read_text())
     after = parse_prometheus_text((RECORDED / "metrics_after.txt").read_text())
-    assert prometheus_al(before, after) == pytest.approx(ext["Server_AL"], rel=1e-12)
+    assert prometheus_al(before, after, VLLM.metrics) == pytest.approx(ext["Server_AL"], rel=1e-12)
     m = json.loads((RECORDED / "server_metrics_export.json").read_text())["metrics"]
 
     def increase(name):
@@ -140,9 +144,10 @@ def test_edge_run_failed_requests_and_window():
     records = read_profile_export(RECORDED / "edge" / "profile_export.jsonl")
     agg = json.loads((RECORDED / "edge" / "profile_export_aiperf.json").read_text())
     ids = list(dict.fromkeys(r.conversation_id for r in records))
-    t = timing(records, question_ids=ids, max_tokens=None)
+    t = timing(records, question_ids=ids, max_tokens=None, acceptance_hint=VLLM.acceptance_hint())
     assert t[EXTENSION_KEY]["failed_requests"] == agg["error_request_count"]["avg"] == 2
     assert t[EXTENSION_KEY]["num_turns"] == agg["request_count"]["avg"] == 2
-    out = acceptance_rate(records, "specbench", ids, ["x"] * len(ids), max_tokens=None)
+    out = acceptance_rate(records, "specbench", ids, ["x"] * len(ids), max_tokens=None,
+                          acceptance_hint=VLLM.acceptance_hint())
     assert out[EXTENSION_KEY]["Server_AL"] == pytest.approx(
         agg["spec_decode_token_weighted_acceptance_length"]["avg"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from launcher.bench import known_answer as ka
+from launcher.engines import get_engine
 from launcher.report.html import known_answer_block, _known_word
 
 
@@ -92,7 +93,7 @@ def test_unreachable_server_is_recorded_as_skipped_with_the_reason(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     rc = ka.main(["--url", f"http://127.0.0.1:{port}", "--model", "m", "--k", "3", "--temperature", "0",
-                  "--save_dir", str(tmp_path)])
+                  "--save_dir", str(tmp_path), "--engine", "vllm"])
     res = json.loads((tmp_path / "known_answer.json").read_text())
     assert rc == 2 and res["status"] == "skipped" and res["passed"] is None
     assert res["reason"].startswith("the probe's requests failed")
@@ -134,13 +135,13 @@ def test_server_cross_check_counts_the_window_between_two_scrapes():
                                    "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\"} 25\n")
     after = parse_prometheus_text("vllm:spec_decode_num_drafts_total{engine=\"0\"} 60\n"
                                   "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\"} 169\n")
-    got = ka.server_cross_check(before, after)
+    got = ka.server_cross_check(before, after, get_engine("vllm").metrics)
     assert got == {"server_al": round(1 + 144 / 50, 4), "server_drafts": 50, "server_accepted": 144}
 
 
 @pytest.mark.parametrize("before,after", [(None, {}), ({}, None), ({}, {})])
 def test_server_cross_check_without_counters_says_none(before, after):
-    assert ka.server_cross_check(before, after)["server_al"] is None
+    assert ka.server_cross_check(before, after, get_engine("vllm").metrics)["server_al"] is None
 
 
 def test_one_line_shows_the_servers_al_beside_the_probes():

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from launcher.bench.aiperf_runner import aiperf_argv, GroupRun
 from launcher.bench.kv_transfer import kv_transfer_window, topology_note
+from launcher.engines import get_engine
+
+KV_NAMES = get_engine("vllm").kv_transfer_metrics  # the disaggregated servers here are vLLM's
 
 DECODE = "http://127.0.0.1:8200/metrics"
 
@@ -27,25 +30,25 @@ def _export(external=1730.0, compute=0.0, hits=0.0, transfers=4, seconds=0.8, nb
 
 
 def test_every_prompt_token_transferred():
-    w = kv_transfer_window(_export(), endpoints=[DECODE])
+    w = kv_transfer_window(_export(), endpoints=[DECODE], names=KV_NAMES)
     assert w["external_kv_transfer_tokens"] == 1730 and w["prompt_tokens"] == 1730
     assert (w["transfers"], w["bytes"], w["mean_transfer_ms"]) == (4, 2097152, 200.0)
     assert w["every_prompt_transferred"] is True
 
 
 def test_a_prompt_computed_or_cached_on_decode_is_not_a_transfer():
-    assert kv_transfer_window(_export(compute=17.0))["every_prompt_transferred"] is False
+    assert kv_transfer_window(_export(compute=17.0), names=KV_NAMES)["every_prompt_transferred"] is False
     # the measurement: a repeated prompt served from decode's own prefix cache
-    assert kv_transfer_window(_export(external=194.0, hits=1536.0))["every_prompt_transferred"] is False
-    assert kv_transfer_window(_export(failed=1.0))["every_prompt_transferred"] is False
+    assert kv_transfer_window(_export(external=194.0, hits=1536.0), names=KV_NAMES)["every_prompt_transferred"] is False
+    assert kv_transfer_window(_export(failed=1.0), names=KV_NAMES)["every_prompt_transferred"] is False
 
 
 def test_other_endpoints_and_a_plain_server_count_nothing():
     m = _export()
     m["vllm:prompt_tokens_by_source"]["series"].append(
         {"endpoint_url": "http://127.0.0.1:9000/metrics", "labels": {"source": "local_compute"}, "stats": {"total": 99}})
-    assert kv_transfer_window(m, endpoints=[DECODE])["local_compute_tokens"] == 0
-    assert kv_transfer_window({}) is None
+    assert kv_transfer_window(m, endpoints=[DECODE], names=KV_NAMES)["local_compute_tokens"] == 0
+    assert kv_transfer_window({}, names=KV_NAMES) is None
 
 
 def test_topology_note_states_the_prefix_cache_control():

@@ -37,3 +37,18 @@ def test_a_gpu_run_names_its_gpu_not_a_two_core_machine(capsys, monkeypatch):
 def test_a_cpu_run_says_how_many_cores(capsys, monkeypatch):
     line = _tps_line(capsys, "cpu", monkeypatch, 2)
     assert "2 CPU cores, no GPU" in line, line
+
+
+def test_the_questions_are_an_argument_not_a_path_of_one_machine(capsys):
+    """issue 52: --fastchat defaulted to the mirror folder of the machine the script was written on."""
+    ap = _bench().parser()
+    try:
+        ap.parse_args(["/modelopt"])
+    except SystemExit as e:
+        assert e.code == 2
+    else:
+        raise AssertionError("the parity benchmark ran without its MT-Bench questions")
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "one of the arguments --mtbench --fastchat is required" in err, err
+    a = ap.parse_args(["/modelopt", "--mtbench", "/data/question.jsonl"])
+    assert (a.mtbench, a.fastchat) == ("/data/question.jsonl", None)

@@ -6,6 +6,10 @@ import json
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.prefix_cache import one_line, prefix_cache_window, scrape_urls
+from launcher.engines import get_engine
+
+VLLM = get_engine("vllm")  # the servers of these exports are vLLM's
+KV_NAMES = VLLM.kv_transfer_metrics
 
 P0, P1, D0 = "http://127.0.0.1:8100", "http://127.0.0.1:8101", "http://127.0.0.1:8200"
 TOPOLOGY = {"servers": [{"role": "prefill0", "url": P0}, {"role": "prefill1", "url": P1},
@@ -24,7 +28,7 @@ def _export(queries, hits):
 
 def test_hits_per_server_and_the_prefill_totals():
     w = prefix_cache_window(_export({P0: 300.0, P1: 260.0, D0: 0.0}, {P0: 128.0, P1: 64.0, D0: 0.0}),
-                            TOPOLOGY, router_policy="cache_aware")
+                            TOPOLOGY, router_policy="cache_aware", names=KV_NAMES)
     assert [(s["server"], s["queries"], s["hits"]) for s in w["servers"]] == [
         ("prefill0", 300, 128), ("prefill1", 260, 64), ("decode0", 0, 0)]
     assert (w["prefill_queries"], w["prefill_hits"], w["prefill_hit_rate"]) == (560, 192, round(192 / 560, 4))
@@ -33,11 +37,11 @@ def test_hits_per_server_and_the_prefill_totals():
 
 
 def test_no_counters_no_window():
-    assert prefix_cache_window({}, TOPOLOGY) is None
-    assert prefix_cache_window(_export({P0: 1.0}, {P0: 1.0}), None) is None
+    assert prefix_cache_window({}, TOPOLOGY, names=KV_NAMES) is None
+    assert prefix_cache_window(_export({P0: 1.0}, {P0: 1.0}), None, names=KV_NAMES) is None
     assert one_line(None) == "-"
     # a server whose counters were not scraped is left out, not counted as zero hits
-    w = prefix_cache_window(_export({P0: 100.0}, {P0: 32.0}), TOPOLOGY)
+    w = prefix_cache_window(_export({P0: 100.0}, {P0: 32.0}), TOPOLOGY, names=KV_NAMES)
     assert [s["server"] for s in w["servers"]] == ["prefill0"]
 
 
@@ -51,7 +55,7 @@ def test_acceptance_counters_are_the_decode_servers_only(tmp_path):
     m = {**_series("vllm:spec_decode_num_drafts", {D0: 40.0, P0: 7.0}),
          **_series("vllm:spec_decode_num_accepted_tokens", {D0: 60.0, P0: 3.0})}
     (tmp_path / "server_metrics_export.json").write_text(json.dumps({"metrics": m}))
-    w = ar.prometheus_window(tmp_path, endpoints=[D0 + "/metrics"])
+    w = ar.prometheus_window(tmp_path, VLLM.metrics, endpoints=[D0 + "/metrics"])
     assert (w["num_drafts"], w["num_accepted_tokens"]) == (40.0, 60.0)
-    w = ar.prometheus_window(tmp_path)  # aggregated: one server, every series
+    w = ar.prometheus_window(tmp_path, VLLM.metrics)  # aggregated: one server, every series
     assert (w["num_drafts"], w["num_accepted_tokens"]) == (47.0, 63.0)

@@ -8,6 +8,7 @@ from launcher.bench.bench_run import BenchRun
 from launcher.bench.context import PointContext, PointGroup
 from launcher.contracts.job import SERVER_START_ENV, BenchSpec
 from launcher.contracts.server_ready import ServerReady
+from launcher.engines import get_engine
 from launcher.results.repeats import record
 
 
@@ -60,7 +61,7 @@ def test_a_later_start_that_fails_puts_the_earlier_folders_back(tmp_path, monkey
     monkeypatch.setenv(SERVER_START_ENV, "2")
     bench = BenchSpec(model="tiny", tokenizer="/tok", save_dir=str(tmp_path), repeats=1, server_starts=2)
     ctx = PointContext(run=BenchRun(bench, "http://127.0.0.1:1"), engine_version=None, server_ready=ServerReady(),
-                       job=None)
+                       job=None, engine=get_engine("vllm"))
     o = SimpleNamespace(dir="mtbench/t0_c1", status=None, reason=None, values={})
     done = []
     progress = SimpleNamespace(point_done=lambda *a: done.append(a))

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 from launcher.bench.ttft_split import client_mean_ttft_ms, one_line, ttft_split
+from launcher.engines import get_engine
 from launcher.results.records import profiling_records, read_profile_export
 
+KV_NAMES = get_engine("vllm").kv_transfer_metrics  # the recorded servers are vLLM's
 REC = Path(__file__).parent / "data" / "recorded" / "disagg_2p1d"
 
 
@@ -27,7 +29,7 @@ def test_the_split_adds_up_to_the_clients_ttft():
     metrics, topology, ok = _recorded()
     client = client_mean_ttft_ms(ok)
     assert len(ok) == 4 and client == sum(r.ttft_ms for r in ok) / 4
-    s = ttft_split(metrics, topology, client_ttft_ms=client)
+    s = ttft_split(metrics, topology, client_ttft_ms=client, names=KV_NAMES)
     urls = {x["role"]: x["url"] for x in topology["servers"]}
     # every figure is one side's histogram mean: prefill0 served all 4 requests, prefill1 none
     assert (s["prefill_requests"], s["decode_requests"], s["transfers"]) == (4, 4, 4)
@@ -49,9 +51,9 @@ def test_the_split_adds_up_to_the_clients_ttft():
 
 def test_no_split_without_topology_histograms_or_requests():
     metrics, topology, ok = _recorded()
-    assert ttft_split(metrics, None) is None
-    assert ttft_split({}, topology) is None  # nothing scraped
-    s = ttft_split(metrics, topology)  # no client records: the servers' parts only
+    assert ttft_split(metrics, None, names=KV_NAMES) is None
+    assert ttft_split({}, topology, names=KV_NAMES) is None  # nothing scraped
+    s = ttft_split(metrics, topology, names=KV_NAMES)  # no client records: the servers' parts only
     assert s["client_ttft_ms"] is None and s["router_and_http_ms"] is None and s["decode_server_ttft_ms"] > 0
     assert client_mean_ttft_ms([]) is None
     assert one_line(None).startswith("no TTFT split")

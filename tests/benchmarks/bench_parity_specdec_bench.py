@@ -5,10 +5,12 @@ print the paired Average_AL difference per question and overall, and the
 Output TPS of both (read from each tool's own files through launcher.results).
 
     .venv/bin/python tests/benchmarks/bench_parity_specdec_bench.py MODELOPT_DIR \\
+        (--mtbench question.jsonl | --fastchat FASTCHAT_REPO)
         [--questions 80] [--concurrency 8] [--output-length 32] [--eager] [--out DIR]
 
 Questions: MT-Bench from lm-sys/FastChat (fastchat/llm_judge/data/mt_bench/
-question.jsonl), read from the git mirror (--fastchat) or a file (--mtbench).
+question.jsonl), read from a file (--mtbench) or a FastChat git checkout or mirror
+(--fastchat): one of them is required.
 Like for like, our server is started the way specdec_bench builds its vLLM
 engine where it matters: compiled (no --enforce-eager unless --eager),
 async scheduling, max_num_seqs = concurrency x k, prefix caching off, and
@@ -134,6 +136,7 @@ def run_ours(questions: Path, out: Path, args) -> float:
 
 def start_gpu_server(flags: list[str], log_path: Path, args):
     """The same server on the carried CUDA build (compiled: CUDA graphs)."""
+    from launcher.engines import get_engine
     from launcher.node.lifecycle import ServerProcess
     from tests.support.stack import free_port
 
@@ -141,17 +144,19 @@ def start_gpu_server(flags: list[str], log_path: Path, args):
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(args.target), *flags,
             "--gpu-memory-utilization", "0.3", "--host", "127.0.0.1", "--port", str(port)]
     srv = ServerProcess(argv, probe_host="127.0.0.1", port=port, served_name=args.served_name, log_path=log_path,
-                        env=engine_env())
+                        env=engine_env(), engine=get_engine("vllm"))
     srv.start()
     srv.wait_ready(timeout_s=600)
     return srv
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modelopt", type=Path)
-    ap.add_argument("--fastchat", default="/work/.mirror/lm-sys+FastChat/repo")
-    ap.add_argument("--mtbench", default=None)
+    questions = ap.add_mutually_exclusive_group(required=True)  # no default path: each machine keeps its own
+    questions.add_argument("--mtbench", metavar="FILE", help="MT-Bench's question.jsonl")
+    questions.add_argument("--fastchat", metavar="REPO", help="a git checkout or mirror of lm-sys/FastChat "
+                           "(its fastchat/llm_judge/data/mt_bench/question.jsonl at HEAD)")
     ap.add_argument("--questions", type=int, default=80)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8])
     ap.add_argument("--target", type=Path, default=TARGET)
@@ -167,6 +172,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("/tmp/parity_specdec_bench"))
     ap.add_argument("--gpu", action="store_true", help="run both tools on the carried CUDA build (H200)")
     ap.add_argument("--skip-runs", action="store_true", help="only compare the folders already in --out")
+    return ap
+
+
+def main() -> int:
+    ap = parser()
     args = ap.parse_args()
     if not (args.modelopt / "examples" / "specdec_bench" / "run.py").is_file():
         print(f"{args.modelopt}: not a Model-Optimizer checkout (no examples/specdec_bench/run.py)", file=sys.stderr)

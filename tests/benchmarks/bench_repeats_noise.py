@@ -21,6 +21,7 @@ imply (the relative sd of a run's mean that the repeats' own spread does not exp
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import shutil
@@ -62,10 +63,11 @@ def run_once(save: Path, flags: list[str], repeats: int, a) -> float:
 
 
 def judge(a_dir: Path, b_dir: Path, run_floor: float):
-    from launcher.compare.diff import IMPROVEMENT, REGRESSION, Thresholds, compare_runs
+    from launcher.compare.diff import IMPROVEMENT, REGRESSION, compare_runs
+    from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
     from launcher.results.job_dir import load_results
 
-    th = Thresholds(run_floor=run_floor)
+    th = dataclasses.replace(COMPARE_DEFAULTS, run_floor=run_floor)
     diffs = compare_runs(load_results(a_dir), load_results(b_dir), th)
     flagged = [d for d in diffs if d.verdict in (REGRESSION, IMPROVEMENT)]
     return diffs, flagged
@@ -149,12 +151,13 @@ def alternatives(pairs: list[tuple[Path, Path]], threshold: float) -> dict:
 def floor_estimate(pairs: list[tuple[Path, Path]]) -> tuple[float | None, list[float]]:
     """The between-run relative sd of a point's mean TPS implied by identical pairs:
     E[(m_b - m_a)^2] = 2 s_run^2 + s_a^2/n_a + s_b^2/n_b, all relative to m_a."""
-    from launcher.compare.diff import compare_runs, Thresholds
+    from launcher.compare.diff import compare_runs
+    from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
     from launcher.results.job_dir import load_results
 
     excess, rels = [], []
     for a_dir, b_dir in pairs:
-        for d in compare_runs(load_results(a_dir), load_results(b_dir), Thresholds()):
+        for d in compare_runs(load_results(a_dir), load_results(b_dir), COMPARE_DEFAULTS):
             if d.tps_a is None or d.tps_b is None or not d.tps_a.mean:
                 continue
             rel = (d.tps_b.mean - d.tps_a.mean) / d.tps_a.mean
@@ -184,9 +187,9 @@ def main() -> int:
     ap.add_argument("--run-floor", type=float, default=None,
                     help="compare's between-run floor (default: compare's own default)")
     a = ap.parse_args()
-    from launcher.compare.diff import Thresholds
+    from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
 
-    floor = Thresholds().run_floor if a.run_floor is None else a.run_floor
+    floor = COMPARE_DEFAULTS.run_floor if a.run_floor is None else a.run_floor
     out = a.reuse or a.out
     noisy3 = stack.spec_flags(stack.DRAFT_NOISY, 3)
     plan = [] if a.no_false_positives else \
@@ -202,8 +205,8 @@ def main() -> int:
             wb = run_once(out / name / "B", fb, n, a)
             print(f"measured {name}: {wa:.0f} s + {wb:.0f} s", flush=True)
         print(f"measuring took {time.time() - t0:.0f} s")
-    print(f"\nrun floor {floor:g}; thresholds: AL {Thresholds().al:.0%}, TPS {Thresholds().tps:.0%}, "
-          f"single-run TPS {Thresholds().single_run_tps:.0%}")
+    print(f"\nrun floor {floor:g}; thresholds: AL {COMPARE_DEFAULTS.al:.0%}, TPS {COMPARE_DEFAULTS.tps:.0%}, "
+          f"single-run TPS {COMPARE_DEFAULTS.single_run_tps:.0%}")
     fp: dict[int, list[int]] = {}
     detected = total = 0
     for name, _, _, n in plan:
@@ -230,9 +233,9 @@ def main() -> int:
         if n > 1:
             flags = figure_flags([(out / nm / "A", out / nm / "B") for nm, _, _, nn in plan
                                   if nn == n and nm.startswith("fp") and (out / nm / "B").is_dir()],
-                                 floor, Thresholds().tps)
+                                 floor, COMPARE_DEFAULTS.tps)
             alt = alternatives([(out / nm / "A", out / nm / "B") for nm, _, _, nn in plan
-                                if nn == n and nm.startswith("fp") and (out / nm / "B").is_dir()], Thresholds().tps)
+                                if nn == n and nm.startswith("fp") and (out / nm / "B").is_dir()], COMPARE_DEFAULTS.tps)
             print(f"    other definitions on the same pairs: {alt}")
             print("    each figure under the TPS rule (flagged/compared): " + ", ".join(
                 f"{k} C={c} {v[0]}/{v[1]}" for (k, c), v in sorted(flags.items())))

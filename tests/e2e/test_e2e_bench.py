@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from launcher.bench.aiperf_runner import prometheus_al_from_export as prom_al
+from launcher.engines import get_engine
 from launcher.results import read_point
 from tests.support import stack
 
@@ -113,7 +114,7 @@ def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path)
         ext_a, ext_b = (read_point(d / pt).acc_ext for d in (a, b))
         win_b = ext_b["prometheus_window"]
         assert win_b["is_the_points_own"] and win_b["num_drafts"] == ext_b["num_spec_steps"], (pt, win_b)
-        assert ext_b["Prometheus_AL"] == pytest.approx(prom_al(b / pt / "aiperf"), abs=1e-12)
+        assert ext_b["Prometheus_AL"] == pytest.approx(prom_al(b / pt / "aiperf", get_engine("vllm").metrics), abs=1e-12)
         assert ext_b["Prometheus_AL"] == pytest.approx(ext_b["Server_AL"], abs=1e-12)  # same steps, same counts
         win_a = ext_a["prometheus_window"]
         assert win_a is not None and win_a["is_the_points_own"] == (win_a["num_drafts"] == ext_a["num_spec_steps"])

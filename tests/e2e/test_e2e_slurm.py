@@ -16,6 +16,7 @@ from launcher.results import read_point
 
 from tests.e2e.procs import processes_matching
 from tests.support import stack
+from tests.support.login import with_engine
 
 pytestmark = pytest.mark.takes_both_cores  # two Slurm jobs at once
 
@@ -30,7 +31,7 @@ def _submit_standalone(tmp: Path) -> dict:
 
     out = tmp / "results"
     cfg = compose_recipe(["cluster=slurm", f"output_dir={out}", f"cluster.node_python={stack.VLLM_PYTHON}", *SMALL])
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     (job,) = plan.jobs
     write_job_files(cfg, job, plan.engine)
     script = out / "smoke" / job.server_id / "job.sbatch"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from launcher.bench.metrics import acceptance_rate, read_profile_export
+from launcher.engines import get_engine
 from launcher.runtime.datasets import get_dataset
 from launcher.results import read_point
 from launcher.results.layout import EXTENSION_KEY
@@ -50,7 +51,7 @@ def test_chunk_counted_request_al_equals_the_engines_per_request_stats(spec_serv
         questions = get_dataset("mtbench").reader(MTBENCH, 6)
     from_stats = acceptance_rate(read_profile_export(point / "aiperf" / "profile_export.jsonl"), "mtbench",
                                  [q.question_id for q in questions], [q.category for q in questions],
-                                 max_tokens=32)
+                                 max_tokens=32, acceptance_hint=get_engine("vllm").acceptance_hint())
     chunked = res.acceptance["Request_AL"]
     assert len(chunked) == 6
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -8,6 +8,7 @@ import pytest
 from launcher.engines import EngineError, get_engine
 from launcher.node import engine_check
 from launcher.contracts.job import JobSpec, LaunchSpec
+from tests.support.login import with_engine
 
 SPEC_CFG = {"method": "draft_model", "model": "/d", "num_speculative_tokens": 3}
 FLAGS = ["--served-model-name", "t"]
@@ -18,7 +19,7 @@ VLLM = get_engine("vllm")  # the spec's engine, as the node job's context holds 
 def spec(**kw) -> JobSpec:
     base = dict(recipe="r", server_id="s", job_dir="/tmp/j", model="/m", served_name="t",
                 server_command="/v/bin/python -m vllm.entrypoints.openai.api_server", server_flags=FLAGS,
-                speculative_config=SPEC_CFG, acceptance_flags=ACCEPTANCE)
+                speculative_config=SPEC_CFG, acceptance_flags=ACCEPTANCE, engine="vllm")
     return JobSpec(**{**base, **kw})
 
 
@@ -67,7 +68,7 @@ def test_forced_acceptance_refused_at_login_for_a_stated_old_engine_version():
     from launcher.login.config.validate import validate
 
     cfg = compose(["recipe=gpu_smoke", "draft.forced_acceptance.length=2.5", "server.engine_version=0.20.1"])
-    lines = [e.line() for e in validate(cfg)]
+    lines = [e.line() for e in validate(*with_engine(cfg))]
     assert any("draft.forced_acceptance" in ln and "0.20.1" in ln for ln in lines), lines
     cfg = compose(["recipe=gpu_smoke", "draft.forced_acceptance.length=2.5", "server.engine_version=0.26.0"])
-    assert not [e for e in validate(cfg) if "forced_acceptance" in e.line()]
+    assert not [e for e in validate(*with_engine(cfg)) if "forced_acceptance" in e.line()]

@@ -42,7 +42,7 @@ def test_explicit_stats_on_a_version_without_them_is_one_line():
 def test_stats_flag_only_for_per_request_source():
     def argv(source, command="vllm serve", cfg=({"method": "ngram"},)):
         return JobSpec(recipe="r", server_id="s", job_dir="/j", model="m", served_name="m", server_command=command,
-                       server_flags=[], speculative_config=cfg[0],
+                       server_flags=[], speculative_config=cfg[0], engine="vllm",
                        acceptance_flags=VLLM.acceptance_flags(AcceptanceSource(source))).server_argv("h", 1, engine=VLLM)
 
     a = argv("per_request_stats")

@@ -194,11 +194,18 @@ def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
       "sweep.temperatures=[0,0.7]"), "bench.known_answer"),
 ])
 def test_recipe_errors_name_the_field_and_the_fix(overrides, field):
-    from launcher.login.config.engine_check import check_engine, known_engine
+    """Refused in the login side's one pass: by validation, or (what only the engine's flags can
+    say: a KV-cache cap, an ngram draft) by the plan, which builds them once."""
+    from launcher.login.prepare import Invalid, prepare
     cfg = compose(*overrides)
-    errs = check_engine(cfg, known_engine(cfg.server.engine))
+    try:
+        prepare(cfg)
+    except Invalid as invalid:
+        errs = [e for e in invalid.errors if str(e).startswith(field)]
+    except ConfigError as e:
+        errs = [e]
+    else:
+        errs = []
     assert errs, overrides
     line = str(errs[0])
     assert line.startswith(field) and "fix:" in line and "\n" not in line
-    with pytest.raises(ConfigError):
-        raise errs[0]

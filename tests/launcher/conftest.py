@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.login import with_engine
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Variables the recipes or the composer read; a developer's shell must not change what the tests see.
@@ -98,5 +99,5 @@ def qwen3_dflash_cfg(tmp_path_factory):
         for k in ("CONTAINER_IMAGE", "SLURM_ACCOUNT", "SPECDEC_DATA"):
             mp.delenv(k, raising=False)
         cfg = compose_recipe(["recipe=qwen3_dflash", f"output_dir={tmp_path_factory.mktemp('out')}"])
-    assert validate(cfg) == []
+    assert validate(*with_engine(cfg)) == []
     return cfg

@@ -17,6 +17,7 @@ from launcher.login.plan import make_plan
 from launcher.login.sbatch import describe_commands
 from launcher.node.disagg import place_servers
 from launcher.node.node_facts import NodeFacts, node_address, parse_facts, probe_argv
+from tests.support.login import with_engine
 
 
 @pytest.mark.parametrize("p, d, nodes, mode, pn, expected", [
@@ -54,7 +55,7 @@ def test_placements_that_do_not_fit(args, field, words):
     (("cluster=gb300", "cluster.nodes=2", "parallel=tp1", "topology.prefill=5"), "topology: node 0 runs 5 server(s)"),
 ])
 def test_validation_refuses_what_does_not_fit(compose, overrides, line):
-    errs = [e.line() for e in validate(compose("topology=disagg", *overrides))]
+    errs = [e.line() for e in validate(*with_engine(compose("topology=disagg", *overrides)))]
     assert any(e.startswith(line) for e in errs), errs
     assert all("\n" not in e for e in errs)
 
@@ -66,13 +67,13 @@ def test_validation_refuses_what_does_not_fit(compose, overrides, line):
     ("cluster=gb300", "cluster.nodes=2", "parallel=tp1", "topology.prefill=4", "topology.decode=4"),
 ])
 def test_several_nodes_are_accepted(compose, overrides):
-    errs = [e.line() for e in validate(compose("topology=disagg", *overrides))]
+    errs = [e.line() for e in validate(*with_engine(compose("topology=disagg", *overrides)))]
     assert not [e for e in errs if e.split(":")[0].startswith(("topology", "cluster", "parallel"))], errs
 
 
 def test_plan_and_dry_run_put_each_server_on_its_node(compose):
-    (job,) = make_plan(compose("topology=disagg", "cluster=slurm", "cluster.nodes=3", "topology.decode=2",
-                               "cluster.container_image=/images/vllm.sqsh")).jobs
+    (job,) = make_plan(*with_engine(compose("topology=disagg", "cluster=slurm", "cluster.nodes=3", "topology.decode=2",
+                               "cluster.container_image=/images/vllm.sqsh"))).jobs
     t = job.topology
     assert (t.placement, t.server_nodes) == ("split", [0, 1, 2])
     assert JobSpec.from_dict(json.loads(json.dumps(job.to_dict()))).topology.server_nodes == [0, 1, 2]
@@ -86,12 +87,15 @@ def test_plan_and_dry_run_put_each_server_on_its_node(compose):
     assert any(ln.startswith("#   placement: prefill0 on node 0, decode0 on node 1, decode1 on node 2") for ln in lines)
 
 
+ROUTER = {"router": "vllm-router", "router_command": "vllm-router"}  # placement does not read them
+
+
 def _facts(host, addr, boot, cpus, ports):
     return NodeFacts(hostname=host, address=addr, boot_id=boot, cpus=cpus, ports=ports)
 
 
 def test_servers_take_their_nodes_address_ports_and_cores():
-    t = TopologySpec(prefill=1, decode=2, server_nodes=[0, 1, 1], placement="split")
+    t = TopologySpec(prefill=1, decode=2, server_nodes=[0, 1, 1], placement="split", **ROUTER)
     nodes = ["n0", "n1"]
     facts = {"n0": _facts("n0", "10.0.0.10", "a", [0, 1, 2, 3], [5000, 5001, 5002, 5003]),
              "n1": _facts("n1", "10.0.0.11", "b", [0, 1, 2, 3], [6000, 6001, 6002, 6003])}
@@ -109,7 +113,7 @@ def test_servers_take_their_nodes_address_ports_and_cores():
 
 def test_servers_as_processes_stay_on_this_host():
     ports = iter(range(7000, 7010))
-    placed = place_servers(TopologySpec(), 1, True, local_host="127.0.0.1", local_cores=[0, 1],
+    placed = place_servers(TopologySpec(**ROUTER), 1, True, local_host="127.0.0.1", local_cores=[0, 1],
                            pick_port=lambda: next(ports))
     assert [(s.node, s.address, s.port, s.side_channel_port, s.cores) for s in placed] == [
         (None, "127.0.0.1", 7000, 7001, [[0]]), (None, "127.0.0.1", 7002, 7003, [[1]])]
@@ -126,8 +130,8 @@ def test_node_facts_probe_and_parse():
 
 
 def test_injected_fault_gives_only_the_decode_servers_another_draft(compose):
-    (job,) = make_plan(compose("topology=disagg", "draft=tiny_identical",
-                               "topology.decode_draft_model=/models/other-draft")).jobs
+    (job,) = make_plan(*with_engine(compose("topology=disagg", "draft=tiny_identical",
+                               "topology.decode_draft_model=/models/other-draft"))).jobs
 
     def draft(argv):
         return json.loads(argv[argv.index("--speculative-config") + 1])["model"]
@@ -135,7 +139,7 @@ def test_injected_fault_gives_only_the_decode_servers_another_draft(compose):
     decode, prefill = (job.server_argv("h", 1, disagg_role=r, engine=get_engine(job.engine)) for r in ("decode", "prefill"))
     assert draft(decode) == "/models/other-draft" and argv_count(decode, "--speculative-config") == 1
     assert draft(prefill) == draft(job.server_argv("h", 1, engine=get_engine(job.engine))) != "/models/other-draft"  # prefill and the aggregated reference
-    errs = [e.line() for e in validate(compose("topology=disagg", "draft=ngram", "topology.decode_draft_model=/m"))]
+    errs = [e.line() for e in validate(*with_engine(compose("topology=disagg", "draft=ngram", "topology.decode_draft_model=/m")))]
     assert any(e.startswith("topology.decode_draft_model: is set but draft.method=ngram") for e in errs), errs
 
 

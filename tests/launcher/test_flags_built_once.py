@@ -15,31 +15,54 @@ from launcher.login.config import engine_check
 from launcher.login.config.validate import validate
 from launcher.login.errors import ConfigError
 from launcher.login.plan import make_plan
+from launcher.login import prepare as prepare_module
+from launcher.login.prepare import Invalid, prepare
 from launcher.login.server_args import build_server_flags, server_flags
+from tests.support.login import with_engine
 
 
-def test_the_plan_resolves_the_engine_once_and_hands_it_on(compose, monkeypatch):
+def test_the_login_side_resolves_the_engine_once_for_validation_and_the_plan(compose, monkeypatch):
     calls = []
-    monkeypatch.setattr(plan_module, "get_engine", lambda name: calls.append(name) or engines.get_engine(name))
-    plan = make_plan(compose("recipe=smoke", "sweep.num_speculative_tokens=[1,3]", "sweep.baseline=true"))
-    assert calls == ["vllm"] and plan.engine is engines.get_engine("vllm")
+    monkeypatch.setattr(engine_check, "get_engine", lambda name: calls.append(name) or engines.get_engine(name))
+    seen = []
+    monkeypatch.setattr(prepare_module, "validate", lambda cfg, eng: seen.append(eng) or validate(cfg, eng))
+    plan = prepare(compose("recipe=smoke", "sweep.num_speculative_tokens=[1,3]", "sweep.baseline=true"))
+    assert calls == ["vllm"] and seen == [engines.get_engine("vllm")] and plan.engine is seen[0]
     assert len(plan.jobs) == 2 and plan.baseline is not None
+
+
+def test_each_server_configurations_flags_are_built_once(compose, monkeypatch):
+    """Validation builds no flags; the plan builds each server configuration's once (issue 52: both
+    built them, and validation filtered out the error the second build repeated)."""
+    built = []
+    monkeypatch.setattr(plan_module, "server_flags", lambda c, eng, k=None: built.append(k) or server_flags(c, eng, k))
+    plan = prepare(compose("recipe=smoke", "sweep.num_speculative_tokens=[1,3]", "sweep.baseline=true"))
+    assert sorted(built) == [1, 3] and len(plan.jobs) == 2
+
+
+def test_validation_reports_a_memory_conflict_once(compose):
+    cfg = compose("recipe=smoke", "server.kv_cache_memory_bytes=20G")
+    cfg.server.extra_args = ["--gpu-memory-utilization", "0.5"]
+    with pytest.raises(Invalid) as raised:
+        prepare(cfg)
+    assert [e.field for e in raised.value.errors] == ["server.extra_args"]
 
 
 def test_validation_resolves_the_engine_once(compose, monkeypatch):
     calls = []
     monkeypatch.setattr(engine_check, "get_engine", lambda name: calls.append(name) or engines.get_engine(name))
-    assert validate(compose("recipe=smoke", "draft.forced_acceptance.length=2")) != []  # refused on the CPU
+    with pytest.raises(Invalid):  # refused on the CPU
+        prepare(compose("recipe=smoke", "draft.forced_acceptance.length=2"))
     assert calls == ["vllm"]
 
 
 def test_an_unknown_engine_is_one_line_not_a_traceback(compose):
-    lines = [e.line() for e in validate(compose("recipe=smoke", "server.engine=nope", "server.extra_args=[--api-key,k]"))]
+    lines = [e.line() for e in validate(*with_engine(compose("recipe=smoke", "server.engine=nope", "server.extra_args=[--api-key,k]")))]
     assert "server.engine: is 'nope' (fix: use one of: sglang, vllm)" in lines
 
 
 def test_each_job_carries_its_flags_and_the_node_runs_them_as_carried(compose):
-    plan = make_plan(compose("recipe=smoke", "sweep.num_speculative_tokens=[1,3]"))
+    plan = make_plan(*with_engine(compose("recipe=smoke", "sweep.num_speculative_tokens=[1,3]")))
     eng = plan.engine
     for job in plan.jobs:
         assert job.speculative_flags == eng.speculative_flags(job.speculative_config)
@@ -55,7 +78,7 @@ def test_each_job_carries_its_flags_and_the_node_runs_them_as_carried(compose):
 
 
 def test_a_spec_without_carried_flags_and_another_config_get_the_engines(compose):
-    (job,) = make_plan(compose("recipe=smoke")).jobs
+    (job,) = make_plan(*with_engine(compose("recipe=smoke"))).jobs
     eng = get_engine(job.engine)
     unplanned = dataclasses.replace(job, speculative_flags=None)  # run.sh's spec, a job.json of an earlier version
     assert unplanned.server_argv("h", 1, engine=eng) == job.server_argv("h", 1, engine=eng)
@@ -65,8 +88,8 @@ def test_a_spec_without_carried_flags_and_another_config_get_the_engines(compose
 
 
 def test_the_baseline_records_the_same_compare_thresholds_as_its_jobs(compose):
-    plan = make_plan(compose("recipe=smoke", "sweep.baseline=true", "bench.gates.compare_single_run_tps_threshold=0.5",
-                             "bench.gates.compare_run_floor=0.07"))
+    plan = make_plan(*with_engine(compose("recipe=smoke", "sweep.baseline=true", "bench.gates.compare_single_run_tps_threshold=0.5",
+                             "bench.gates.compare_run_floor=0.07")))
     ths = [j.compare_thresholds for j in plan.jobs + [plan.baseline]]
     assert all(th == ths[0] for th in ths)
     assert set(ths[0]) == {f.name for f in dataclasses.fields(CompareThresholds)}
@@ -86,7 +109,7 @@ def test_validation_and_the_flags_refuse_a_memory_conflict_in_the_same_words(com
     cfg.server.extra_args = list(extra)
     with pytest.raises(ConfigError) as raised:
         build_server_flags(cfg, get_engine("vllm"))
-    assert raised.value.line() in [e.line() for e in validate(cfg)]
+    assert raised.value.line() in [e.line() for e in validate(*with_engine(cfg))]
 
 
 def test_server_flags_split_the_identity_flags_into_what_the_spec_carries(compose):

@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from launcher.login.config.validate import validate
+from launcher.runtime.datasets import DATASETS, SPEED_SPLITS, speed_split
+from tests.support.login import with_engine
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -185,11 +187,32 @@ def test_validate_names_the_field_and_fix(cid, changes, field, good_cfg):
     cfg = copy.deepcopy(good_cfg)
     for k, v in changes.items():
         _set(cfg, k, v)
-    errors = validate(cfg)
+    errors = validate(*with_engine(cfg))
     assert [e.field for e in errors] == [field], [e.line() for e in errors]
     line = errors[0].line()
     assert line.startswith(f"{field}: ") and "\n" not in line
     assert errors[0].fix and line.endswith(f"(fix: {errors[0].fix})"), line
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_every_dataset_the_node_serves_validates(name, good_cfg):
+    """Validation takes its list from the datasets' owner (launcher/runtime/datasets.py): each
+    registered dataset, speed_throughput_4k among them, is accepted as the only one of a sweep."""
+    cfg = copy.deepcopy(good_cfg)
+    cfg.sweep.datasets = [name]
+    split = speed_split(name)
+    cfg.sweep.dataset_paths[name] = f"/not/on/this/machine/{split or name}.{'parquet' if split else 'jsonl'}"
+    cfg.bench.gates.min_acceptance_length = {}
+    cfg.bench.gates.min_speedup = {}
+    assert validate(*with_engine(cfg)) == []
+
+
+def test_an_unknown_split_is_refused_with_the_owners_list(good_cfg):
+    cfg = copy.deepcopy(good_cfg)
+    cfg.sweep.datasets = ["speed_throughput_3k"]
+    errors = validate(*with_engine(cfg))
+    assert [e.field for e in errors] == ["sweep.datasets"]
+    assert all(s in errors[0].fix for s in SPEED_SPLITS), errors[0].fix
 
 
 @pytest.mark.parametrize("args,says", [

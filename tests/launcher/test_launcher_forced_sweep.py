@@ -11,6 +11,7 @@ from launcher.bench import aiperf_runner as ar
 from launcher.login.config.validate import validate
 from launcher.login.plan import make_plan
 from launcher.contracts.job import JobSpec
+from tests.support.login import with_engine
 
 
 @pytest.fixture
@@ -34,8 +35,8 @@ def _forced(job) -> tuple:
 
 def test_gpu_8b_plans_one_server_per_k_and_forced_length(gpu8b):
     cfg = gpu8b()
-    assert validate(cfg) == []
-    plan = make_plan(cfg)
+    assert validate(*with_engine(cfg)) == []
+    plan = make_plan(*with_engine(cfg))
     assert [_forced(j) for j in plan.jobs] == [(3, 1.5), (3, 2.5), (3, 3.5), (3, 4.0),
                                                (5, 1.5), (5, 2.5), (5, 3.5), (5, 6.0)]  # k+1: 4 and 6
     assert all(j.speculative_config["rejection_sample_method"] == "synthetic" for j in plan.jobs)
@@ -54,11 +55,11 @@ def test_gpu_8b_plans_one_server_per_k_and_forced_length(gpu8b):
 
 def test_a_subset_lands_in_the_full_sweeps_folders(gpu8b):
     """Separate invocations (one device call each) write where launcher.speedup pairs them."""
-    full = make_plan(gpu8b())
-    one = make_plan(gpu8b("sweep.num_speculative_tokens=[5]", "sweep.forced_acceptance_lengths=[k+1]",
-                          "sweep.baseline=false"))
+    full = make_plan(*with_engine(gpu8b()))
+    one = make_plan(*with_engine(gpu8b("sweep.num_speculative_tokens=[5]", "sweep.forced_acceptance_lengths=[k+1]",
+                          "sweep.baseline=false")))
     assert [j.job_dir for j in one.jobs] == [full.jobs[7].job_dir] and one.baseline is None
-    first = make_plan(gpu8b("sweep.num_speculative_tokens=[3]", "sweep.forced_acceptance_lengths=[2.5]"))
+    first = make_plan(*with_engine(gpu8b("sweep.num_speculative_tokens=[3]", "sweep.forced_acceptance_lengths=[2.5]")))
     assert first.jobs[0].job_dir == full.jobs[1].job_dir and first.baseline.job_dir == full.baseline.job_dir
 
 
@@ -73,13 +74,13 @@ def test_a_subset_lands_in_the_full_sweeps_folders(gpu8b):
     (["bench.aiperf_mode=point"], "sweep.num_requests_per_concurrency", "needs bench.aiperf_mode=phases"),
 ])
 def test_bad_settings_are_one_line_errors(gpu8b, overrides, field, words):
-    errs = validate(gpu8b(*overrides))
+    errs = validate(*with_engine(gpu8b(*overrides)))
     assert [e.field for e in errs] == [field], [e.line() for e in errs]
     assert words in errs[0].line() and "fix:" in errs[0].line() and "\n" not in errs[0].line()
 
 
 def test_without_a_draft_the_axis_is_refused(gpu8b):
-    errs = validate(gpu8b("draft=none", "sweep.baseline=false"))
+    errs = validate(*with_engine(gpu8b("draft=none", "sweep.baseline=false")))
     assert [e.field for e in errs] == ["sweep.forced_acceptance_lengths"] and "draft.method=none" in errs[0].line()
 
 
@@ -103,7 +104,7 @@ def test_per_concurrency_counts_survive_the_job_spec(gpu8b, tmp_path):
     from launcher.bench.bench_run import from_job
     from launcher.bench.cli import per_concurrency
 
-    job = make_plan(gpu8b()).jobs[0]
+    job = make_plan(*with_engine(gpu8b())).jobs[0]
     back = JobSpec.from_dict(json.loads(json.dumps(job.to_dict())))  # job.json keeps the keys as strings
     assert back.bench.requests_per_concurrency == {1: 16, 4: 32, 16: 64}
     run = from_job(back, "speculative", "http://127.0.0.1:1")
@@ -119,7 +120,7 @@ def test_local_gpu_jobs_run_one_at_a_time(gpu8b, monkeypatch):
 
     from launcher.login import cli, submit as submit_mod
 
-    plan = make_plan(gpu8b("sweep.num_speculative_tokens=[3]", "sweep.forced_acceptance_lengths=[1.5,2.5]"))
+    plan = make_plan(*with_engine(gpu8b("sweep.num_speculative_tokens=[3]", "sweep.forced_acceptance_lengths=[1.5,2.5]")))
     cfg = gpu8b()
     assert cli.one_at_a_time(cfg, plan, wait=True) and not cli.one_at_a_time(cfg, plan, wait=False)
     calls, running = [], []
@@ -150,4 +151,4 @@ def test_local_gpu_jobs_run_one_at_a_time(gpu8b, monkeypatch):
     assert cli.run_one_at_a_time(cfg, plan) == 0
     assert calls == [(plan.jobs[0].server_id, True), (plan.jobs[1].server_id, False)]
     cpu = gpu8b("cluster.gpus_per_node=0", "sweep.forced_acceptance_lengths=[]")
-    assert not cli.one_at_a_time(cpu, make_plan(cpu), wait=True)
+    assert not cli.one_at_a_time(cpu, make_plan(*with_engine(cpu)), wait=True)

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from launcher.login.config.validate import validate
 from launcher.runtime.inputs import visible_here
+from tests.support.login import with_engine
 
 
 def lines(cfg) -> list[str]:
-    return [e.line() for e in validate(cfg)]
+    return [e.line() for e in validate(*with_engine(cfg))]
 
 
 def test_missing_dataset_local_is_an_error(compose, tmp_path):

@@ -10,6 +10,7 @@ from launcher.login.plan import make_plan
 from launcher.login.sbatch import render_sbatch, render_standalone, slurm_parameters
 from launcher.engines import get_engine
 from launcher.contracts.job import JobSpec
+from tests.support.login import with_engine
 
 multinode_flags = get_engine("vllm").multinode_flags
 
@@ -39,8 +40,8 @@ def test_dp_across_nodes_gives_each_node_its_local_replicas():
 def test_two_node_gb300_render_field_by_field(compose, tmp_path):
     cfg = compose("recipe=qwen3_dflash", "cluster=gb300", "cluster.nodes=2", "parallel.tp=8",
                   f"output_dir={tmp_path}")
-    assert validate(cfg) == []
-    (job,) = make_plan(cfg).jobs
+    assert validate(*with_engine(cfg)) == []
+    (job,) = make_plan(*with_engine(cfg)).jobs
     assert job.server_id.endswith(job.server_id.rsplit("-", 1)[1]) and "-tp8-n2-" in job.server_id
     L = job.launch
     assert (L.server, L.nodes, L.gpus_per_node, L.tp, L.pp, L.dp) == ("srun", 2, 4, 8, 1, 1)
@@ -92,12 +93,12 @@ def test_two_node_gb300_render_field_by_field(compose, tmp_path):
 
 def test_validation_checks_the_gpu_arithmetic(compose):
     def errs(*o):
-        return {e.field: e.problem for e in validate(compose("recipe=qwen3_dflash", "cluster=gb300", *o))}
+        return {e.field: e.problem for e in validate(*with_engine(compose("recipe=qwen3_dflash", "cluster=gb300", *o)))}
     assert "cluster.nodes" in errs("cluster.nodes=2", "parallel.tp=4")  # 4 GPUs on 8: half the nodes idle
     assert "8" in errs("cluster.nodes=2", "parallel.tp=4")["cluster.nodes"]
     assert errs("cluster.nodes=2", "parallel.tp=4", "parallel.pp=2") == {}
     assert errs("cluster.nodes=2", "parallel.tp=4", "parallel.dp=2") == {}
     assert "parallel.tp" in errs("parallel.tp=8")  # one node of 4
-    assert "cluster.nodes=2" in validate(compose("recipe=qwen3_dflash", "cluster=gb300", "parallel.tp=8"))[0].line()
+    assert "cluster.nodes=2" in validate(*with_engine(compose("recipe=qwen3_dflash", "cluster=gb300", "parallel.tp=8")))[0].line()
     assert "cluster.nodes" in errs("cluster.nodes=0")
     assert "cluster.container_scope" in errs("cluster.container_scope=everywhere")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from launcher.engines import get_engine
 import pytest
+from tests.support.login import with_engine
 
 
 @pytest.mark.parametrize("over, field", [
@@ -16,7 +17,7 @@ import pytest
 def test_a_cpu_cluster_runs_one_rank_per_node(compose, tmp_path, over, field):
     from launcher.login.config.validate import validate
 
-    errs = validate(compose("cluster=slurm", f"output_dir={tmp_path}", *over))
+    errs = validate(*with_engine(compose("cluster=slurm", f"output_dir={tmp_path}", *over)))
     if field is None:
         assert errs == [], errs
     else:
@@ -26,8 +27,8 @@ def test_a_cpu_cluster_runs_one_rank_per_node(compose, tmp_path, over, field):
 def test_dp_across_cpu_nodes_gives_each_node_one_replica(compose, tmp_path):
     from launcher.login.plan import make_plan
 
-    (job,) = make_plan(compose("cluster=slurm", "cluster.nodes=2", "parallel=tp1", "parallel.dp=2",
-                               f"output_dir={tmp_path}")).jobs
+    (job,) = make_plan(*with_engine(compose("cluster=slurm", "cluster.nodes=2", "parallel=tp1", "parallel.dp=2",
+                               f"output_dir={tmp_path}"))).jobs
     w = job.server_argv("0.0.0.0", 8000, 1, "10.231.77.11", 7000, engine=get_engine(job.engine))
     assert w[w.index("--data-parallel-size-local") + 1] == "1" and w[w.index("--data-parallel-start-rank") + 1] == "1"
     assert w[w.index("--data-parallel-address") + 1] == "10.231.77.11" and "--headless" in w

@@ -18,6 +18,7 @@ from launcher.login.plan import ClientPoint, make_plan
 from launcher.contracts.job import point_dir_name
 from launcher.contracts.job import JobSpec
 from launcher.login.sbatch import render_sbatch
+from tests.support.login import with_engine
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_point_dir_name():
 
 
 def test_same_recipe_same_dirs(cfg, base_cfg):
-    a, b = make_plan(cfg), make_plan(copy.deepcopy(base_cfg))
+    a, b = make_plan(*with_engine(cfg)), make_plan(*with_engine(copy.deepcopy(base_cfg)))
     assert a.results_dir == b.results_dir == str(Path(cfg.output_dir).resolve() / "qwen3_dflash")
     assert _ids(a) == _ids(b)
     assert [j.job_dir for j in a.jobs] == [j.job_dir for j in b.jobs]
@@ -56,14 +57,14 @@ def test_ids_are_stable_across_processes(cfg, launcher_cli):
     """A fresh interpreter (another hash seed) plans the same server_id: resume depends on it."""
     r = launcher_cli("recipe=qwen3_dflash", "dry_run=true", f"output_dir={cfg.output_dir}")
     assert r.returncode == 0, r.stderr
-    job = make_plan(cfg).jobs[0]
+    job = make_plan(*with_engine(cfg)).jobs[0]
     assert f"\njob {job.server_id}  ->  {job.job_dir}\n" in r.stdout
 
 
 def test_output_dir_moves_dirs_not_ids(cfg, tmp_path):
-    a = make_plan(cfg)
+    a = make_plan(*with_engine(cfg))
     cfg.output_dir = str(tmp_path / "elsewhere")
-    b = make_plan(cfg)
+    b = make_plan(*with_engine(cfg))
     assert _ids(a) == _ids(b)
     assert b.jobs[0].job_dir == str((tmp_path / "elsewhere" / "qwen3_dflash" / b.jobs[0].server_id).resolve())
 
@@ -86,7 +87,7 @@ SERVER_SIDE = [
 @pytest.mark.parametrize("name,change", SERVER_SIDE, ids=[s[0] for s in SERVER_SIDE])
 def test_server_side_change_gives_new_server_id(name, change, cfg, base_cfg):
     change(cfg)
-    before, after = make_plan(base_cfg), make_plan(cfg)
+    before, after = make_plan(*with_engine(base_cfg)), make_plan(*with_engine(cfg))
     assert _ids(before) != _ids(after), f"{name} changes the server but not its id"
     assert before.jobs[0].job_dir != after.jobs[0].job_dir
 
@@ -105,7 +106,7 @@ CLIENT_SIDE = [
 @pytest.mark.parametrize("name,change", CLIENT_SIDE, ids=[s[0] for s in CLIENT_SIDE])
 def test_client_side_change_keeps_server_id(name, change, cfg, base_cfg):
     change(cfg)
-    before, after = make_plan(base_cfg), make_plan(cfg)
+    before, after = make_plan(*with_engine(base_cfg)), make_plan(*with_engine(cfg))
     assert _ids(before) == _ids(after), f"{name} is client-side: the same server (and folder) must be reused"
     assert before.jobs[0].job_dir == after.jobs[0].job_dir
     assert before.jobs[0].bench != after.jobs[0].bench or before.jobs[0].points != after.jobs[0].points
@@ -113,7 +114,7 @@ def test_client_side_change_keeps_server_id(name, change, cfg, base_cfg):
 
 def test_concurrency_change_changes_points(cfg, base_cfg):
     cfg.sweep.concurrencies = [1, 2]
-    before, after = make_plan(base_cfg), make_plan(cfg)
+    before, after = make_plan(*with_engine(base_cfg)), make_plan(*with_engine(cfg))
     assert _ids(before) == _ids(after)
     assert {p.id for p in after.jobs[0].points} == {"mtbench/t0_c1", "mtbench/t0_c2", "mtbench/t1_c1", "mtbench/t1_c2"}
     assert {p.id for p in before.jobs[0].points} != {p.id for p in after.jobs[0].points}
@@ -121,7 +122,7 @@ def test_concurrency_change_changes_points(cfg, base_cfg):
 
 def test_spec_token_sweep_gives_one_job_per_value(cfg):
     cfg.sweep.num_speculative_tokens = [1, 3]
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     assert len(plan.jobs) == 2
     assert [j.num_speculative_tokens for j in plan.jobs] == [1, 3]
     assert [j.speculative_config["num_speculative_tokens"] for j in plan.jobs] == [1, 3]
@@ -139,13 +140,13 @@ def test_spec_token_sweep_gives_one_job_per_value(cfg):
 def test_spec_token_sweep_value_equal_to_default_is_the_same_server(cfg, base_cfg):
     """k=15 via the sweep is the same server as draft.num_speculative_tokens=15: same folder, so results resume."""
     cfg.sweep.num_speculative_tokens = [15]
-    assert _ids(make_plan(cfg)) == _ids(make_plan(base_cfg))
+    assert _ids(make_plan(*with_engine(cfg))) == _ids(make_plan(*with_engine(base_cfg)))
 
 
 def test_no_speculation_ignores_the_spec_token_sweep(cfg):
     cfg.draft.method, cfg.draft.model = "none", None
     cfg.sweep.num_speculative_tokens = [1, 3]
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     assert len(plan.jobs) == 1
     job = plan.jobs[0]
     assert job.speculative_config is None and job.num_speculative_tokens is None
@@ -159,7 +160,7 @@ def test_points_are_the_product(cfg):
     cfg.sweep.dataset_paths["specbench"] = "/data/specbench.jsonl"
     cfg.sweep.temperatures = [0.0, 0.7]
     cfg.sweep.concurrencies = [1, 8, 32]
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     ids = [p.id for p in plan.jobs[0].points]
     expected = [f"{d}/t{t:g}_c{c}" for d, t, c in itertools.product(["mtbench", "specbench"], [0.0, 0.7], [1, 8, 32])]
     assert ids == expected
@@ -175,16 +176,16 @@ def test_points_are_the_product(cfg):
 
 def test_duplicate_sweep_values_do_not_make_duplicate_points(cfg):
     cfg.sweep.concurrencies = [8, 8]
-    errors = validate(cfg)
+    errors = validate(*with_engine(cfg))
     if any(e.field == "sweep.concurrencies" for e in errors):
         return  # rejected: fine
-    ids = [p.id for p in make_plan(cfg).jobs[0].points]
+    ids = [p.id for p in make_plan(*with_engine(cfg)).jobs[0].points]
     assert len(ids) == len(set(ids)), ids
 
 
 def test_job_plan_travels_as_plain_data(cfg):
     cfg.sweep.num_speculative_tokens = [1, 3]
-    for job in make_plan(cfg).jobs:
+    for job in make_plan(*with_engine(cfg)).jobs:
         d = job.to_dict()
         assert json.loads(json.dumps(d)) == d
         assert pickle.loads(pickle.dumps(d)) == d
@@ -194,7 +195,7 @@ def test_job_plan_travels_as_plain_data(cfg):
 
 def test_two_jobs_render_an_array(cfg, tmp_path):
     cfg.sweep.num_speculative_tokens = [1, 3]
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     arrays = [ln for ln in lines if ln.startswith("#SBATCH --array=")]
     # submitit caps the parallelism at the number of tasks
@@ -209,7 +210,7 @@ def test_two_jobs_render_an_array(cfg, tmp_path):
 
 
 def test_one_job_renders_no_array(cfg, tmp_path):
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     lines = render_sbatch(cfg.cluster, plan.jobs, tmp_path, "specdec-x", plan.engine).splitlines()
     assert not any(ln.startswith("#SBATCH --array") for ln in lines)
 
@@ -229,7 +230,7 @@ def test_cli_dry_run_with_spec_token_sweep(cfg, recipe_env, tmp_path, capsys):
 
 def test_draft_extra_cannot_override_method_or_k(cfg):
     cfg.draft.extra = {"num_speculative_tokens": 5}
-    assert any(e.field == "draft.extra.num_speculative_tokens" for e in validate(cfg))
+    assert any(e.field == "draft.extra.num_speculative_tokens" for e in validate(*with_engine(cfg)))
 
 
 def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
@@ -237,7 +238,7 @@ def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
     cfg.sweep.num_speculative_tokens = [1, 3]
     cfg.bench.gates.min_acceptance_length = {"mtbench": 2.0}
     cfg.bench.gates.min_speedup = {"mtbench": 1.1}
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     base, host, other = plan.baseline, plan.jobs[0], plan.jobs[1]
     assert len(plan.jobs) == 2 and base.role == "baseline" and base.method == "none"
     assert base.server_id.startswith("qwen3-8b-none-tp1-") and Path(base.job_dir).parent == Path(plan.results_dir)
@@ -260,7 +261,7 @@ def test_baseline_is_the_first_jobs_server_without_speculation(cfg):
 
 
 def test_no_baseline_by_default(cfg):
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     assert plan.baseline is None and all(j.baseline is None for j in plan.jobs)
 
 

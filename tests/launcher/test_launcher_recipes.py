@@ -13,6 +13,7 @@ from launcher.login.config.compose import available, recipes_dir
 from launcher.login.config.validate import validate
 from launcher.login.plan import make_plan
 from launcher.login.sbatch import describe_commands, render_sbatch
+from tests.support.login import with_engine
 
 # Every recipes/recipe/*.yaml (or $SPECDEC_RECIPES_DIR/recipe/*.yaml): a new recipe is tested without listing it.
 RECIPES = available("recipe")
@@ -30,10 +31,10 @@ def test_recipe_glob_finds_the_shipped_recipes():
 def test_recipe_composes_validates_plans_and_renders(recipe, compose, tmp_path):
     cfg = compose(f"recipe={recipe}")
     assert cfg.name == recipe, f"{recipes_dir()}/recipe/{recipe}.yaml sets name={cfg.name!r}: results would go to the wrong folder"
-    errors = validate(cfg)
+    errors = validate(*with_engine(cfg))
     assert errors == [], "\n".join(e.line() for e in errors)
 
-    plan = make_plan(cfg)
+    plan = make_plan(*with_engine(cfg))
     assert plan.jobs
     assert Path(plan.results_dir) == tmp_path.resolve() / recipe
     sw = cfg.sweep

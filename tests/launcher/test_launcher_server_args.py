@@ -230,7 +230,7 @@ def spec_argv(speculative_config=None, acceptance=None):
     eng = get_engine("vllm")
     acc = eng.acceptance_flags(AcceptanceSource.PER_REQUEST_STATS) if acceptance is None else acceptance
     return JobSpec(recipe="r", server_id="s", job_dir="/j", model="m", served_name="m", server_command="vllm serve",
-                   server_flags=["--tensor-parallel-size", "1"], speculative_config=speculative_config,
+                   server_flags=["--tensor-parallel-size", "1"], speculative_config=speculative_config, engine="vllm",
                    acceptance_flags=acc).server_argv("h", 1, engine=get_engine("vllm"))
 
 

@@ -14,6 +14,7 @@ import pytest
 from launcher.login.config.compose import compose_recipe
 from launcher.login.config.validate import validate
 from launcher.login.errors import UserError
+from tests.support.login import with_engine
 
 OVERRIDE = re.compile(r"(?<![\w.$-])((?:[a-z_]+)(?:\.[a-z_0-9]+)*=(?:'[^']*'|\[[^\]]*\]|\{[^}]*\}|[^\s,;()]+))")
 
@@ -58,7 +59,7 @@ def suggested(fix: str) -> list[str]:
 
 def errors(args: list[str]):
     try:
-        return [e for e in validate(compose_recipe(args))]
+        return [e for e in validate(*with_engine(compose_recipe(args)))]
     except UserError as e:
         return [e]
 
@@ -87,6 +88,6 @@ def test_narrowing_a_recipes_concurrencies_is_not_an_error(recipe_env, tmp_path,
         assert rc == 0, err
         assert "sweep.num_requests_per_concurrency: ignored for C=16 (not in sweep.concurrencies [1, 4])" in out
     from launcher.login.plan import make_plan
-    plan = make_plan(compose_recipe([f"output_dir={tmp_path}", "recipe=gpu_8b", "sweep.concurrencies=[1,4]"]))
+    plan = make_plan(*with_engine(compose_recipe([f"output_dir={tmp_path}", "recipe=gpu_8b", "sweep.concurrencies=[1,4]"])))
     assert {j.bench.requests_per_concurrency.get(16) for j in plan.jobs} == {None}  # the job spec holds C=1 and 4 only
     assert {tuple(sorted(j.bench.requests_per_concurrency)) for j in plan.jobs} == {(1, 4)}

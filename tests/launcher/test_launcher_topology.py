@@ -12,6 +12,7 @@ from launcher.engines import EngineError, get_engine
 from launcher.login.plan import make_plan
 from launcher.login.sbatch import describe_commands
 from launcher.contracts.job import JobSpec
+from tests.support.login import with_engine
 
 
 def _flag(argv, flag):
@@ -48,8 +49,8 @@ def test_router_argv_is_vllm_routers_pd_mode():
 def test_plan_puts_the_topology_in_the_job_spec_and_its_own_folder(compose, tmp_path):
     agg = compose(f"output_dir={tmp_path}")
     dis = compose("topology=disagg", "bench.disagg_parity=true", "topology.decode=2", f"output_dir={tmp_path}")
-    assert validate(dis) == []
-    (a,), (d,) = make_plan(agg).jobs, make_plan(dis).jobs
+    assert validate(*with_engine(dis)) == []
+    (a,), (d,) = make_plan(*with_engine(agg)).jobs, make_plan(*with_engine(dis)).jobs
     assert a.topology is None and d.topology is not None
     t = d.topology
     assert (t.prefill, t.decode, t.kv_buffer_device, t.kv_lease_duration_s, t.decode_prefix_caching) == \
@@ -69,15 +70,15 @@ def test_plan_puts_the_topology_in_the_job_spec_and_its_own_folder(compose, tmp_
 def test_gpu_cluster_puts_the_kv_buffer_on_the_gpu(compose, tmp_path):
     cfg = compose("recipe=qwen3_eagle3", "cluster=h100", "topology=disagg", f"output_dir={tmp_path}",
                   "cluster.container_scope=job")
-    (job,) = make_plan(cfg).jobs
+    (job,) = make_plan(*with_engine(cfg)).jobs
     assert job.topology.kv_buffer_device == "cuda"
     assert job.topology.kv_progress_poll_us == 0  # NIXL as shipped where the servers have cores to spare
 
 
 def test_nixls_progress_thread_gets_a_poll_timeout_on_the_cpu_build(compose, tmp_path):
-    (job,) = make_plan(compose("topology=disagg", f"output_dir={tmp_path}")).jobs
+    (job,) = make_plan(*with_engine(compose("topology=disagg", f"output_dir={tmp_path}"))).jobs
     assert job.topology.kv_progress_poll_us == 1000
-    (asked,) = make_plan(compose("topology=disagg", "topology.kv_progress_poll_us=0", f"output_dir={tmp_path}")).jobs
+    (asked,) = make_plan(*with_engine(compose("topology=disagg", "topology.kv_progress_poll_us=0", f"output_dir={tmp_path}"))).jobs
     assert asked.topology.kv_progress_poll_us == 0
     eng = get_engine("vllm")
     assert eng.disagg_env(5601, progress_poll_us=1000)["SPECDEC_NIXL_PROGRESS_DELAY_US"] == "1000"
@@ -109,13 +110,13 @@ def test_nixls_progress_thread_gets_a_poll_timeout_on_the_cpu_build(compose, tmp
       "topology.kv_progress_poll_us=1000"), "topology.kv_progress_poll_us: is 1000 on GPUs (fix: use null or 0"),
 ])
 def test_validation_names_the_field_and_the_fix(compose, tmp_path, overrides, line):
-    errs = [e.line() for e in validate(compose(*overrides, f"output_dir={tmp_path}"))]
+    errs = [e.line() for e in validate(*with_engine(compose(*overrides, f"output_dir={tmp_path}")))]
     assert any(e.startswith(line) for e in errs), errs
     assert all("\n" not in e for e in errs)
 
 
 def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
-    (job,) = make_plan(compose("topology=disagg", f"output_dir={tmp_path}")).jobs
+    (job,) = make_plan(*with_engine(compose("topology=disagg", f"output_dir={tmp_path}"))).jobs
     lines = describe_commands(job, get_engine(job.engine))
     text = "\n".join(lines)
     assert "#   prefill 0: VLLM_NIXL_SIDE_CHANNEL_PORT=" in text and "#   decode 0: " in text
@@ -126,7 +127,7 @@ def test_dry_run_shows_each_server_and_the_router(compose, tmp_path):
 def test_the_router_and_its_metrics_port_listen_on_loopback_even_on_a_cluster(compose, tmp_path):
     """The cluster binds the servers off loopback (they check the key); the router checks none,
     so it and its Prometheus port listen beside the benchmark, on the head node's loopback."""
-    (job,) = make_plan(compose("topology=disagg", "cluster=slurm", f"output_dir={tmp_path}")).jobs
+    (job,) = make_plan(*with_engine(compose("topology=disagg", "cluster=slurm", f"output_dir={tmp_path}"))).jobs
     assert job.bind_host == "0.0.0.0" and job.topology.router_host == "127.0.0.1"
     router = next(ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith("#   router: ")).split()
     assert router[router.index("--host") + 1] == "127.0.0.1"
@@ -150,21 +151,21 @@ def test_router_policies_stay_available(compose, tmp_path):
     for policy in ("round_robin", "power_of_two", "cache_aware"):
         cfg = compose("topology=disagg", "topology.prefill=2", f"topology.router_policy={policy}",
                       f"output_dir={tmp_path}")
-        assert validate(cfg) == []
-        (job,) = make_plan(cfg).jobs
+        assert validate(*with_engine(cfg)) == []
+        (job,) = make_plan(*with_engine(cfg)).jobs
         router = next(ln for ln in describe_commands(job, get_engine(job.engine)) if ln.startswith("#   router: "))
         assert f"--policy {policy}" in router and router.count("--prefill ") == 2
 
 
 def test_baseline_with_disagg_is_the_same_topology_without_speculation(compose, tmp_path):
     cfg = compose("topology=disagg", "sweep.baseline=true", f"output_dir={tmp_path}")
-    assert validate(cfg) == []
-    plan = make_plan(cfg)
+    assert validate(*with_engine(cfg)) == []
+    plan = make_plan(*with_engine(cfg))
     (job,) = plan.jobs
     assert "-pd1x1-" in plan.baseline.server_id and plan.baseline.server_id.startswith("tiny-none-tp1-pd1x1-")
     assert plan.baseline.speculative_config is None and job.baseline.run_here
     # the aggregated baseline keeps its own folder
-    agg = make_plan(compose("sweep.baseline=true", f"output_dir={tmp_path}")).baseline
+    agg = make_plan(*with_engine(compose("sweep.baseline=true", f"output_dir={tmp_path}"))).baseline
     assert agg.server_id != plan.baseline.server_id and "-pd" not in agg.server_id
     # the disaggregated servers' argv without the speculative flags, the KV-transfer flags kept
     argv = job.server_argv("127.0.0.1", 1, disagg_role="decode", speculative_config=None, engine=get_engine(job.engine))

@@ -245,13 +245,13 @@ def test_default_job_dir_is_under_cwd(tmp_path):
 
 
 def test_launcher_job_contract(tmp_path):
-    """launcher/login/node_job.py's run_job runs the node side on the job spec and reads
+    """launcher/node/job_entry.py's run_job runs the node side on the job spec and reads
     logs/error.txt's first line on failure."""
-    from launcher.login.node_job import run_job as launcher_run_job
+    from launcher.node.job_entry import run_job as launcher_run_job
     from launcher.contracts.job import JobSpec
 
     def spec(job_dir, flags):
-        return JobSpec(recipe="t", server_id="fake-job", job_dir=str(job_dir), model=str(FAKE_MODEL),
+        return JobSpec(recipe="t", server_id="fake-job", job_dir=str(job_dir), model=str(FAKE_MODEL), engine="vllm",
                        served_name="fk", server_command=f"{PYTHON} {Path(__file__).with_name('fake_server.py')}",
                        bind_host="0.0.0.0", ready_timeout_s=60, port=None, server_flags=flags,
                        bench_module="mini_client", env={"PYTHONPATH": str(Path(__file__).parent)},

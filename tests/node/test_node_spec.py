@@ -16,7 +16,7 @@ from tests.support.stack import VLLM_PYTHON
 
 def _spec(tmp_path, python) -> JobSpec:
     job_dir = tmp_path / "job"
-    return JobSpec(recipe="t", server_id="job", job_dir=str(job_dir), model=str(FAKE_MODEL), served_name="fk",
+    return JobSpec(recipe="t", server_id="job", job_dir=str(job_dir), model=str(FAKE_MODEL), served_name="fk", engine="vllm",
                    server_command=f"{python} {FAKE_SERVER}", server_flags=["--served-model-name", "fk"],
                    ready_timeout_s=60, stop_grace_s=5, env={"PYTHONPATH": str(HERE)}, bench_module="mini_client",
                    bench_args=["--model", "fk", "--save_dir", str(job_dir / "out"), "--num_requests", "0"],

@@ -132,7 +132,7 @@ class SubmititEnded(Exception):
 def test_run_job_lets_the_node_end_the_job_before_submitit_handles_sigusr2(tmp_path, monkeypatch):
     """submitit's SIGUSR2 handler (installed before run_job runs) ended the job at once; now
     the node gets the signal, ends, and submitit's handler runs after it."""
-    from launcher.login import node_job as launcher_job
+    from launcher.node import job_entry as launcher_job
 
     got, state = tmp_path / "got", tmp_path / "state"
     monkeypatch.setattr(launcher_job, "node_command",

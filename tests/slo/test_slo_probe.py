@@ -8,6 +8,7 @@ from launcher.bench.outcome import PointOutcome
 from launcher.bench.slo_probe import search
 from launcher.contracts.job import BenchSpec
 from launcher.contracts.server_ready import ServerReady
+from launcher.engines import get_engine
 
 
 class Progress:
@@ -17,7 +18,7 @@ class Progress:
 def context(slo, tmp_path) -> PointContext:
     bench = BenchSpec(model="tiny", tokenizer="/tok", save_dir=str(tmp_path), slo=slo)
     return PointContext(run=BenchRun(bench, "http://127.0.0.1:1"), engine_version=None, server_ready=ServerReady(),
-                        job=None)
+                        job=None, engine=get_engine("vllm"))
 
 
 def run(truth, concurrencies, slo_extra=None, tmp_path=None):

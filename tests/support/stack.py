@@ -71,7 +71,8 @@ def start_server(flags: list[str], log_path: Path):
     port = free_port()
     argv = [*SERVER_CMD.split(), "--model", str(TARGET), *flags, "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, **CPU_ENV}
-    srv = ServerProcess(argv, probe_host="127.0.0.1", port=port, served_name="tiny", log_path=log_path, env=env)
+    srv = ServerProcess(argv, probe_host="127.0.0.1", port=port, served_name="tiny", log_path=log_path, env=env,
+                        engine=get_engine("vllm"))
     srv.start()
     srv.wait_ready(timeout_s=300)
     return srv

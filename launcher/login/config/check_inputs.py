@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launcher.login.config.check_sweep import known_dataset
 from launcher.login.config.schema import LauncherConfig, METHODS_WITHOUT_DRAFT_CKPT
 from launcher.login.errors import ConfigError
+from launcher.runtime.datasets import known_dataset
 from launcher.runtime.inputs import visible_input_problems, writable_here
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from launcher.engines import ApiKey, Engine, default_engine
+from launcher.engines import ApiKey, Engine
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.errors import ConfigError, Problems
 from launcher.login.server_args import memory_conflicts
@@ -94,7 +94,8 @@ def server_problems(cfg: LauncherConfig, eng: Optional[Engine]) -> list[ConfigEr
     if srv.spec_decode_metrics not in ("none", "summary", "detailed"):
         out.add("server.spec_decode_metrics", f"is '{srv.spec_decode_metrics}'", "use summary or detailed")
     if not srv.command.strip():
-        out.add("server.command", "is empty", f"set it, e.g. server.command='{(eng or default_engine()).default_command}'")
+        out.add("server.command", "is empty", f"set it, e.g. server.command='{eng.default_command}'" if eng is not None
+                else "set it to the engine's server command")
     return out
 
 

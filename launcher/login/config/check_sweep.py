@@ -7,14 +7,7 @@ from pathlib import Path
 
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.errors import ConfigError, Problems
-
-KNOWN_DATASETS = ("mtbench", "specbench")
-SPEED_SPLITS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k",
-                "throughput_16k", "throughput_32k")
-
-
-def known_dataset(name: str) -> bool:
-    return name in KNOWN_DATASETS or (name.startswith("speed_") and name[len("speed_"):] in SPEED_SPLITS)
+from launcher.runtime.datasets import dataset_choices, known_dataset, speed_split
 
 
 def requests_per_concurrency(cfg: LauncherConfig) -> dict[int, int]:
@@ -53,13 +46,12 @@ def sweep_problems(cfg: LauncherConfig) -> list[ConfigError]:
         out.add("sweep.datasets", "is empty", "give at least one, e.g. sweep.datasets=[mtbench]")
     for ds in sw.datasets:
         if not known_dataset(ds):
-            out.add("sweep.datasets", f"unknown dataset '{ds}'",
-                    f"use mtbench, specbench or speed_<split> (splits: {', '.join(SPEED_SPLITS)})")
+            out.add("sweep.datasets", f"unknown dataset '{ds}'", dataset_choices())
         elif ds not in sw.dataset_paths:
             out.add(f"sweep.dataset_paths.{ds}", "no file given for this dataset", f"set sweep.dataset_paths.{ds}=<path>")
-        elif ds.startswith("speed_") and Path(sw.dataset_paths[ds]).stem != ds[len("speed_"):]:
+        elif speed_split(ds) and Path(sw.dataset_paths[ds]).stem != speed_split(ds):
             out.add(f"sweep.dataset_paths.{ds}", f"file '{Path(sw.dataset_paths[ds]).name}' does not match the split",
-                    f"point it at the {ds[len('speed_'):]}.parquet split")
+                    f"point it at the {speed_split(ds)}.parquet split")
     for c, n in requests_per_concurrency(cfg).items():  # entries of concurrencies not swept are ignored (the plan says so)
         f = "sweep.num_requests_per_concurrency"
         if n < 1:

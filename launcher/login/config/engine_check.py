@@ -1,14 +1,14 @@
-"""Validation's engine check: the one place validation finds the recipe's engine (the name is
-tested against the registry before it is resolved), and what the engine, at the recipe's
-version, cannot take from the recipe."""
+"""Validation's engine check: the one place the login side finds the recipe's engine (the name is
+tested against the registry before it is resolved; launcher.login.prepare hands it to validation
+and the plan), and what the engine, at the recipe's version, cannot take from the recipe."""
 from __future__ import annotations
 
 from typing import Optional
 
-from launcher.engines import ENGINES, AcceptanceSource, Engine, EngineError, RecipeFacts, get_engine, parse_version
+from launcher.engines import ENGINES, AcceptanceSource, Engine, RecipeFacts, get_engine, parse_version
 from launcher.login.config.schema import LauncherConfig
 from launcher.login.errors import ConfigError
-from launcher.login.server_args import acceptance_source, build_server_flags
+from launcher.login.server_args import acceptance_source
 
 
 def known_engine(name: str) -> Optional[Engine]:
@@ -37,19 +37,12 @@ def check_engine(cfg: LauncherConfig, eng: Optional[Engine]) -> list[ConfigError
 
 
 def _engine_fit(cfg: LauncherConfig, eng: Engine) -> list[ConfigError]:
-    """What the engine cannot take from the recipe (its own checks, then its flags for it)."""
+    """What the engine cannot take from the recipe, by its own checks. Its flags are built once, by
+    the plan (launcher.login.server_args.server_flags), which refuses what they cannot take."""
 
     srv, b = cfg.server, cfg.bench
     facts = RecipeFacts(container_image=cfg.cluster.container_image, draft_method=cfg.draft.method,
                         known_answer=bool(b.known_answer), known_answer_allow_fail=bool(b.known_answer_allow_fail),
                         temperatures=tuple(cfg.sweep.temperatures), engine_version=srv.engine_version)
     problems = eng.recipe_problems(facts)
-    if problems:
-        return [ConfigError(*problems[0])]
-    try:
-        build_server_flags(cfg, eng)
-    except ConfigError as e:
-        return [e]
-    except EngineError as e:
-        return [ConfigError("server.engine", str(e))]
-    return []
+    return [ConfigError(*problems[0])] if problems else []

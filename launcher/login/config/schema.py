@@ -9,7 +9,8 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
-from launcher.engines import DEFAULT_ENGINE, ENGINES, default_engine
+from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
+from launcher.engines import DEFAULT_ENGINE, ENGINES
 
 SPEC_METHODS = ("eagle", "eagle3", "dflash", "mtp", "ngram", "draft_model", "suffix", "none")
 # Methods whose drafter lives inside the target checkpoint or is computed on the fly.
@@ -160,13 +161,18 @@ class SweepConfig:
     k_schedule: Optional[list[list[int]]] = None
 
 
+# The recipe's default engine (server.engine's default): its command and router are the defaults of
+# server.command and topology.router (recipes/engine/vllm.yaml keeps them; another engine's recipe sets its own).
+RECIPE_DEFAULT_ENGINE = ENGINES[DEFAULT_ENGINE]
+
+
 @dataclass
 class ServerConfig:
     engine: str = DEFAULT_ENGINE  # launcher/engines: the engine's flags, endpoints, metrics, versions
     # The engine's version (e.g. "0.26.0"): what the server may be asked for. Unset: taken from
     # the cluster's container image tag (vllm/vllm-openai:v0.32.0), else probed on the node.
     engine_version: Optional[str] = None
-    command: str = default_engine().default_command  # the CPU build: "<python> -m vllm.entrypoints.openai.api_server"
+    command: str = RECIPE_DEFAULT_ENGINE.default_command  # CPU build: "<python> -m vllm.entrypoints.openai.api_server"
     port: Optional[int] = None  # None: a free port on the node
     ready_timeout_s: int = 1800
     # a ready server that leaves its readiness probe (GET /health, every 2 s) unanswered this
@@ -201,8 +207,8 @@ class TopologyConfig:
     # Prefix caching on the decode servers: off, so every request's prompt is transferred
     # (a block kept on decode would serve a repeated prompt without a transfer)
     decode_prefix_caching: bool = False
-    router: str = default_engine().default_router_command  # the engine's router, its P/D mode
-    router_command: str = default_engine().default_router_command
+    router: str = RECIPE_DEFAULT_ENGINE.default_router_command  # the engine's router, its P/D mode
+    router_command: str = RECIPE_DEFAULT_ENGINE.default_router_command
     router_policy: str = "round_robin"
     router_extra_args: list[str] = field(default_factory=list)
     # Where the router listens (its API and its metrics port): the benchmark runs beside it on the
@@ -235,20 +241,20 @@ class GatesConfig:
     min_tokens_per_step: Optional[float] = None  # e.g. 1.2
     max_failed_fraction: float = 0.05
     # python -m launcher.compare flags a change only beyond these relative thresholds
-    compare_al_threshold: float = 0.02
-    compare_tps_threshold: float = 0.05
+    compare_al_threshold: float = COMPARE_DEFAULTS.al
+    compare_tps_threshold: float = COMPARE_DEFAULTS.tps
     # python -m launcher.compare fails when a point's throughput speedup over the
     # baseline (sweep.baseline=true) is below this, per dataset
     min_speedup: dict[str, float] = field(default_factory=dict)
     # A point whose Output TPS relative MAD over its repeats exceeds this is noisy
     # (excluded from the best k; marked in tables and plots)
-    noisy_rel_mad: float = 0.1
+    noisy_rel_mad: float = COMPARE_DEFAULTS.noisy_rel_mad
     # compare with one repeat on a side: throughput cannot be judged against the noise,
     # so a change is flagged only beyond this wide threshold
-    compare_single_run_tps_threshold: float = 0.35
+    compare_single_run_tps_threshold: float = COMPARE_DEFAULTS.single_run_tps
     # compare: the between-run relative sd of a point's mean Output TPS added to the interval
     # of a change (a run-level random effect the repeats inside one run cannot see);
-    # None: compare's measured default (docs/repeats.md)
+    # None: compare's measured default (COMPARE_DEFAULTS.run_floor, docs/repeats.md)
     compare_run_floor: Optional[float] = None
 
 

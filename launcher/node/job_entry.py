@@ -1,4 +1,6 @@
-"""The node-side job submitit runs on the allocation for one server configuration.
+"""The node-side job submitit runs on the allocation for one server configuration: the node's
+entry, the one node module the login side imports (it hands ``run_job`` to submitit and renders
+``node_command`` into the dry run; tests/test_dependencies.py allows that edge and no other).
 
 It runs the node side on the job spec the launcher wrote
 (`python -m launcher.node.serve_and_bench --spec JOB_DIR/job.json`, the same
