@@ -3,6 +3,7 @@ version has (facts in docs/engines.md, with where each was seen)."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -81,6 +82,15 @@ DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # there, and bench.acceptance_source=per_request_stats may ask for the stats explicitly.
 PER_REQUEST_KNOWN_ABSENT_UP_TO = (0, 28, 0)
 PER_REQUEST_VERIFIED_FROM = (0, 32, 0)
+# Asynchronous scheduling (the next step prepared while the GPU runs this one): vLLM says at start
+# "Asynchronous scheduling is enabled." or "... is disabled." (vllm/config/vllm.py). 0.26 leaves it
+# off for method draft_model and turns it on otherwise, the baseline included, unless the user sets
+# it (--async-scheduling / --no-async-scheduling): docs/gpu.md's profiles (step against
+# step_with_batch_queue) and docs/speedup.md "Why a speedup is what it is".
+ASYNC_SCHEDULING_LOG = re.compile(r"Asynchronous scheduling is (enabled|disabled)")
+ASYNC_SCHEDULING_FLAGS = ("--async-scheduling", "--no-async-scheduling")
+ASYNC_SCHEDULING_RULE_VERSIONS = ((0, 26, 0), (0, 27, 0))  # [from, below): where the rule was read
+ASYNC_SCHEDULING_OFF_FOR = ("draft_model",)
 # draft_sample_method ("probabilistic") and synthetic acceptance: both in 0.26.0 (H200) and 0.32.0.
 PROBABILISTIC_DRAFTING_FROM = (0, 26, 0)
 SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
@@ -144,6 +154,18 @@ class VLLM(Engine):
         return Capabilities(per_request_stats=v >= PER_REQUEST_VERIFIED_FROM,
                             probabilistic_drafting=v >= PROBABILISTIC_DRAFTING_FROM,
                             synthetic_acceptance=v >= SYNTHETIC_ACCEPTANCE_FROM)
+
+    def chosen_settings(self, log_text: str) -> dict[str, str]:
+        found = ASYNC_SCHEDULING_LOG.findall(log_text or "")
+        return {"async_scheduling": "on" if found[-1] == "enabled" else "off"} if found else {}
+
+    def inferred_chosen_settings(self, method: Optional[str], version: Optional[str],
+                                 argv: Sequence[str]) -> dict[str, str]:
+        v = parse_version(version)
+        lo, below = ASYNC_SCHEDULING_RULE_VERSIONS
+        if v is None or not lo <= v < below or any(has_flag(argv, f) for f in ASYNC_SCHEDULING_FLAGS):
+            return {}
+        return {"async_scheduling": "off" if method in ASYNC_SCHEDULING_OFF_FOR else "on"}
 
     def acceptance_source(self, requested: str, version: Optional[str]) -> AcceptanceSource:
         v = parse_version(version)
