@@ -3,7 +3,6 @@ version has (facts in docs/engines.md, with where each was seen)."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -11,6 +10,7 @@ from typing import Mapping, Optional, Sequence
 from launcher.engines.forced_acceptance import speculative_keys
 from launcher.engines.vllm_cpu import AMX_FLAG, AMX_PERMISSION_HOOKS, CPU_DEFAULT_BLOCK_SIZE  # noqa: F401 (re-exported)
 from launcher.engines.vllm_cpu import NIXL_PROGRESS_DELAY_ENV, attention_kernel, server_env
+import launcher.engines.vllm_scheduling as vllm_scheduling
 from launcher.engines.base import Engine
 from launcher.engines.types import (AcceptanceSource, Capabilities, EngineError, KvTransferMetrics, MetricNames,
                                     ServerKey, ServingOptions, UserServerArgs)
@@ -82,15 +82,6 @@ DISAGG_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # there, and bench.acceptance_source=per_request_stats may ask for the stats explicitly.
 PER_REQUEST_KNOWN_ABSENT_UP_TO = (0, 28, 0)
 PER_REQUEST_VERIFIED_FROM = (0, 32, 0)
-# Asynchronous scheduling (the next step prepared while the GPU runs this one): vLLM says at start
-# "Asynchronous scheduling is enabled." or "... is disabled." (vllm/config/vllm.py). 0.26 leaves it
-# off for method draft_model and turns it on otherwise, the baseline included, unless the user sets
-# it (--async-scheduling / --no-async-scheduling): docs/gpu.md's profiles (step against
-# step_with_batch_queue) and docs/speedup.md "Why a speedup is what it is".
-ASYNC_SCHEDULING_LOG = re.compile(r"Asynchronous scheduling is (enabled|disabled)")
-ASYNC_SCHEDULING_FLAGS = ("--async-scheduling", "--no-async-scheduling")
-ASYNC_SCHEDULING_RULE_VERSIONS = ((0, 26, 0), (0, 27, 0))  # [from, below): where the rule was read
-ASYNC_SCHEDULING_OFF_FOR = ("draft_model",)
 # draft_sample_method ("probabilistic") and synthetic acceptance: both in 0.26.0 (H200) and 0.32.0.
 PROBABILISTIC_DRAFTING_FROM = (0, 26, 0)
 SYNTHETIC_ACCEPTANCE_FROM = (0, 26, 0)
@@ -128,6 +119,8 @@ class VLLM(Engine):
     key_env = API_KEY_ENV
     cpu_sampling_refusal = "vLLM refuses it there (\"Synthetic acceptance not supported with CPU sampling\")"
     cpu_bind_env = CPU_BIND_ENV
+    chosen_settings = staticmethod(vllm_scheduling.chosen_settings)  # its log's "Asynchronous scheduling is ..."
+    inferred_chosen_settings = staticmethod(vllm_scheduling.inferred_chosen_settings)  # 0.26's rule
     http_keep_alive_env = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"  # vllm/envs.py: int seconds, default 5
     disaggregated_serving = True
     default_router_command = "vllm-router"  # vllm-project/router (PyPI vllm-router), its P/D mode
@@ -154,18 +147,6 @@ class VLLM(Engine):
         return Capabilities(per_request_stats=v >= PER_REQUEST_VERIFIED_FROM,
                             probabilistic_drafting=v >= PROBABILISTIC_DRAFTING_FROM,
                             synthetic_acceptance=v >= SYNTHETIC_ACCEPTANCE_FROM)
-
-    def chosen_settings(self, log_text: str) -> dict[str, str]:
-        found = ASYNC_SCHEDULING_LOG.findall(log_text or "")
-        return {"async_scheduling": "on" if found[-1] == "enabled" else "off"} if found else {}
-
-    def inferred_chosen_settings(self, method: Optional[str], version: Optional[str],
-                                 argv: Sequence[str]) -> dict[str, str]:
-        v = parse_version(version)
-        lo, below = ASYNC_SCHEDULING_RULE_VERSIONS
-        if v is None or not lo <= v < below or any(has_flag(argv, f) for f in ASYNC_SCHEDULING_FLAGS):
-            return {}
-        return {"async_scheduling": "off" if method in ASYNC_SCHEDULING_OFF_FOR else "on"}
 
     def acceptance_source(self, requested: str, version: Optional[str]) -> AcceptanceSource:
         v = parse_version(version)

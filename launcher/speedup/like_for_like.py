@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from typing import Optional, Sequence
 
 from launcher.contracts.server_ready import ServerReady, read_server_ready
-from launcher.engines import EngineError, get_engine
+from launcher.engines import EngineError, default_engine, get_engine
 from launcher.engines.flags import flag_names, flag_values
 from launcher.results.job_dir import Job
 
@@ -53,7 +53,7 @@ def chosen_diff(spec: dict[str, str], base: dict[str, str], inferred: bool) -> l
 
 def _engine(job: Job):
     try:
-        return get_engine((job.spec.engine if job.spec else None) or "vllm")
+        return get_engine(job.spec.engine) if job.spec and job.spec.engine else default_engine()
     except EngineError:
         return None
 
