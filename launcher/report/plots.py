@@ -138,10 +138,22 @@ def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None
         ax.set_xlabel("per-user decode tok/s (p50 over requests)")
         ax.set_ylabel("Output TPS / GPU")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    legend_beside(fig, axes[0])
     fig.suptitle("Throughput vs per-user speed across concurrency (labels: concurrency)", fontsize=11)
     _legend_marks(fig, E2E_NOTE if any_estimated else "")
     return _save(fig, path)
+
+
+def legend_beside(fig, axes) -> None:
+    """One legend for every panel, right of the figure's panels: never on the data (the saved
+    figure's tight box takes it in). Labels shown in several panels appear once."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8,
+                   frameon=False)
 
 
 def _legend_marks(fig, extra: str = "") -> None:

@@ -50,9 +50,10 @@ class Thresholds:
         return asdict(self)
 
 
-# Measured on the recorded H100 (docs/speedup.md): host-bound engines used 1.06-1.24 cores with the GPU
-# 65-88 % busy; GPU-bound ones 0.64-0.99 cores at 100 %; power-capped windows had a slowing
-# reason in 83-100 % of their samples, uncapped ones in 0-6 %; steal stayed under 0.4 %.
+# Against the recorded H100 repeats of 2026-12-06 (docs/speedup.md, tests/data/h100_vllm026_*): the
+# draft_model servers' engines used 1.06-1.24 cores with the GPU 65-89 % busy; DFlash's and the
+# baselines' 0.51-0.99 cores with the GPU 100 % busy; power-capped windows had a slowing reason in
+# 83-100 % of their samples, the others in 0-6 %; steal stayed at or under 0.31 %.
 THRESHOLDS = Thresholds()
 
 

@@ -274,11 +274,12 @@ def _add_predictions(rows: list[dict]) -> None:
 
 def load_analysis(root: Path, jobs: list[Job]) -> Optional[dict]:
     """The written speedup_summary.json of ``root`` when it covers every
-    speculative point that has a speedup.json, else a fresh analysis."""
+    speculative point that has a speedup.json and holds the "why" figures (launcher.speedup.why),
+    else a fresh analysis."""
     written = read_json(Path(root) / SUMMARY_FILE)
     on_disk = sum(1 for j in jobs if not is_baseline(j) for p in j.points if (p.path / SPEEDUP_FILE).is_file())
     if isinstance(written, dict) and written.get("schema_version") == SCHEMA_VERSION and \
-            len(written.get("points") or []) >= on_disk and written.get("points"):
+            len(written.get("points") or []) >= on_disk and written.get("points") and "step_costs" in written:
         return written
     return analyse(jobs)
 
