@@ -21,7 +21,7 @@ from launcher.results.repeats.stats import t_critical
 from launcher.speedup.at_al import predict
 from launcher.speedup.causes import THRESHOLDS
 from launcher.speedup.collect import SUMMARY_FILE, main as speedup_main
-from tests.speedup.recorded import (ASYNC_JOB, ASYNC_PAIR, DFLASH, DFLASH_BASE, DFLASH_JOB, DRAFT_BASE, DRAFT_JOB,
+from tests.speedup.recorded import (ASYNC_JOB, ASYNC_PAIR, DFLASH, DFLASH_BASE, DFLASH_JOB, DRAFT_JOB,
                                     repeats, results_copy, server_al)
 
 
