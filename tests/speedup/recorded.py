@@ -18,7 +18,6 @@ DFLASH_JOB = "qwen3-8b-shaped-dflash-k15-fal4-tp1-9ee4b6e7"
 DFLASH_BASE = "qwen3-8b-shaped-none-tp1-9035ec93"
 DRAFT_JOB = "llama8b-shaped-draft_model-k3-fal3.5-tp1-77730b95"
 ASYNC_JOB = "llama8b-shaped-draft_model-k3-fal3.5-tp1-7a7929ac"
-DRAFT_BASE = "llama8b-shaped-none-tp1-9724f184"
 
 
 def results_copy(src: Path, dst: Path) -> Path:
