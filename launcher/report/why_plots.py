@@ -37,7 +37,7 @@ def speedup_vs_al(analysis: dict, path: Path) -> Path | None:
     for ax, key in zip(axes, keys):
         conf, ds, t = key
         cs = sorted({r["concurrency"] for r in panels[key]})
-        top = max([point_al(r) for r in panels[key]] + [float((r["k"] or 0) + 1) for r in panels[key]])
+        top = max(2.5, 1.25 * max(point_al(r) for r in panels[key]))  # room past the measured ALs, not to k + 1
         for i, c in enumerate(cs):
             col = colours[i % len(colours)]
             mine = [r for r in panels[key] if r["concurrency"] == c]
@@ -53,7 +53,7 @@ def speedup_vs_al(analysis: dict, path: Path) -> Path | None:
                             label=f"C={c} measured (real drafter)")
             cost = costs.get((conf, ds, t, c))
             if cost:
-                xs = [1.0 + j * (top * 1.1 - 1.0) / 40 for j in range(41)]
+                xs = [1.0 + j * (top - 1.0) / 40 for j in range(41)]
                 preds = [predict(cost, x) for x in xs]
                 ax.plot(xs, [p["speedup"] for p in preds], color=col, lw=1.2, label=f"C={c} predicted AL / step cost")
                 if preds[0]["lo"] is not None:

@@ -18,9 +18,11 @@ from launcher.speedup.decompose import cost_text, sentence
 WHY_PAGE = "why.html"
 
 
-def _table(head: list[str], rows: list[list[str]], cls: str) -> str:
+def _table(head: list[str], rows: list[list[str]], cls: str, words: tuple = ()) -> str:
+    """An HTML table; the columns ``words`` (indices) hold words, aligned left."""
     return (f'<table class="{cls}"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead><tbody>'
-            + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</tbody></table>")
+            + "".join("<tr>" + "".join(f'<td{" class=l" if i in words else ""}>{c}</td>' for i, c in enumerate(r))
+                      + "</tr>" for r in rows) + "</tbody></table>")
 
 
 def points_table(analysis: dict) -> str:
@@ -35,7 +37,7 @@ def points_table(analysis: dict) -> str:
                      "<b>" + _e(" ".join(c["word"] for c in cs) or "–") + "</b>",
                      _e(sentence(d)) + "".join(f"<br>{_e(c['sentence'])}" for c in cs)])
     return _table(["configuration", "dataset", "T", "C", "speedup", "Server_AL", "step cost [95%]", "cause",
-                   "why"], rows, "why")
+                   "why"], rows, "why", words=(0, 1, 7, 8))
 
 
 def comparison_table(analysis: dict) -> str:

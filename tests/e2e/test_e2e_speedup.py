@@ -135,6 +135,9 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
     srcs = {s for s, _, _ in states}
     assert {"speedup_vs_concurrency.png", "speedup_predicted_vs_measured.png"} <= srcs
     assert all(done and width > 0 for _, done, width in states), states
+    assert 'href="why.html"' in html  # issue 53: the "why" page beside the index, its figure drawn
+    why = screenshot_page(tmp_path / "report" / "why.html", tmp_path / "why.png")
+    assert [s for s, _, _ in why] == ["why_speedup_vs_al.png"] and all(done and w > 0 for _, done, w in why), why
 
 
     # issue 53: a speculative server whose settings differ from its baseline's is named in the table
