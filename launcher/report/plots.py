@@ -166,13 +166,14 @@ def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None
     """Average_AL against temperature, one line per (job, dataset): the mean over
     concurrencies, with bars spanning their min..max. None with fewer than two temperatures."""
     lines: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    suspect: set[float] = set()
+    suspect: dict[float, str] = {}  # temperature -> its mark (! a suspicion, D a known defect)
     for lab, pts in series.items():
         for p in pts:
             if p.average_al is not None:
                 lines[(lab, p.dataset)][p.temperature].append(p.average_al)
-                if point_marks(p).suspect:
-                    suspect.add(p.temperature)
+                mk = point_marks(p)
+                if mk.suspect:
+                    suspect[p.temperature] = mk.suspect_mark
     if len({t for by_t in lines.values() for t in by_t}) < 2:
         return None  # one temperature is a single dot on a degenerate axis: nothing to show against temperature
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -184,7 +185,8 @@ def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None
         ax.errorbar(ts, ys, yerr=[lo, hi], marker=_MARKERS[gi % len(_MARKERS)], capsize=4, label=_join(lab, ds))
     for t in sorted(suspect):  # the known-answer probe failed here: the engine, not the draft
         ax.axvline(t, color="red", alpha=0.3, linestyle="--")
-        ax.annotate(f"{SUSPECT} suspect T", (t, ax.get_ylim()[1]), fontsize=8, color="red", ha="center", va="top")
+        ax.annotate(f"{suspect[t]} suspect T" if suspect[t] == SUSPECT else f"{suspect[t]} known defect",
+                    (t, ax.get_ylim()[1]), fontsize=8, color="red", ha="center", va="top")
     ax.set_xlabel("temperature")
     ax.set_ylabel("Average_AL (tokens per step)")
     ax.set_title("Acceptance length vs temperature\n(mean over concurrencies; bars: min–max)", fontsize=11)
