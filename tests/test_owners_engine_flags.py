@@ -25,6 +25,7 @@ RESOLVERS = {
     "launcher/node/context.py": "the node process: the job's context holds it",
     "launcher/node/step_record.py": "a multi-node rank's own process, before it execs the server",
     "launcher/node/run_sh.py": "run.sh's own process: it serves vLLM (RUN_SH_ENGINE), resolved once",
+    "launcher/speedup/like_for_like.py": "the speedup process: a recorded job's engine, for its serving settings",
     "launcher/bench/cli.py": "the benchmark process: its one resolution, held by its context",
     "launcher/bench/known_answer.py": "the known-answer probe's own process (its main)",
 }

@@ -19,7 +19,7 @@ PHASE_FILES = {None: SERVER_READY_FILE, "lossless": "lossless/reference_server_r
                "known_answer": "known_answer_server_ready.json"}
 # Keys written only when set (a plain server has no topology; a phase's server no engine keys).
 _OPTIONAL = ("engine", "acceptance_source", "speculative_config", "amx_permission_hook", "metrics_urls", "topology",
-             "ranks", "listeners")
+             "ranks", "listeners", "engine_chosen")
 
 
 # What a listener is (Listener.kind); docs/disagg.md "Who can reach what" says what protects each
@@ -70,6 +70,9 @@ class ServerReady:
     topology: Optional[dict] = None  # topology=disagg: every server and the router
     ranks: Optional[list] = None  # multi-node: each rank's node, address, interface and pid, as it saw them
     listeners: Optional[list[Listener]] = None  # every listening socket of the job's servers and router
+    # serving settings the engine chose itself, as its start-up log said them (Engine.chosen_settings:
+    # {"async_scheduling": "off"}); None when the log said none the engine's reader knows
+    engine_chosen: Optional[dict] = None
     extra: dict = field(default_factory=dict)  # keys this version does not know (a newer writer's)
 
     def to_dict(self) -> dict:

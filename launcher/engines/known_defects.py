@@ -21,6 +21,7 @@ from typing import Optional
 from launcher.engines.versions import parse_version
 
 CPU, CUDA = "cpu", "cuda"
+LINE_PREFIX = "known defect of "  # how every surface's words for a documented defect begin (KnownDefect.line)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class KnownDefect:
 
     def line(self) -> str:
         """The words every surface prints."""
-        return f"known defect of {self.label} at {self.condition_words}: {self.doc}"
+        return f"{LINE_PREFIX}{self.label} at {self.condition_words}: {self.doc}"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -104,3 +105,8 @@ def defect_line(entry: dict) -> Optional[str]:
     """A failed temperature's known-defect words, or None when no entry explained it."""
     kd = entry.get("known_defect")
     return kd.get("line") if isinstance(kd, dict) and kd.get("line") else None
+
+
+def names_known_defect(warning: Optional[str]) -> bool:
+    """A point's warning (summary.json's engine_warning) names a documented defect rather than a suspicion."""
+    return str(warning or "").startswith(LINE_PREFIX)

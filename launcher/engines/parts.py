@@ -164,6 +164,18 @@ class Readiness(abc.ABC):
             return None
         return str(v) if v else None
 
+    def chosen_settings(self, log_text: str) -> dict[str, str]:
+        """Serving settings the engine chose for itself, as its start-up log says them (setting ->
+        value, e.g. {"async_scheduling": "off"}); {} when the engine says none this reader knows."""
+        return {}
+
+    def inferred_chosen_settings(self, method: Optional[str], version: Optional[str],
+                                 argv: Sequence[str]) -> dict[str, str]:
+        """What :meth:`chosen_settings` would have read, from the engine's own rule by speculative
+        method (``"none"`` without speculation) and version, for results recorded without it; {}
+        where no rule is known or the user set the setting in ``argv``."""
+        return {}
+
 
 class Disaggregation(abc.ABC):
     """Disaggregated prefill/decode (engines with ``disaggregated_serving``; the others refuse it)."""

@@ -10,6 +10,7 @@ from typing import Mapping, Optional, Sequence
 from launcher.engines.forced_acceptance import speculative_keys
 from launcher.engines.vllm_cpu import AMX_FLAG, AMX_PERMISSION_HOOKS, CPU_DEFAULT_BLOCK_SIZE  # noqa: F401 (re-exported)
 from launcher.engines.vllm_cpu import NIXL_PROGRESS_DELAY_ENV, attention_kernel, server_env
+import launcher.engines.vllm_scheduling as vllm_scheduling
 from launcher.engines.base import Engine
 from launcher.engines.types import (AcceptanceSource, Capabilities, EngineError, KvTransferMetrics, MetricNames,
                                     ServerKey, ServingOptions, UserServerArgs)
@@ -118,6 +119,8 @@ class VLLM(Engine):
     key_env = API_KEY_ENV
     cpu_sampling_refusal = "vLLM refuses it there (\"Synthetic acceptance not supported with CPU sampling\")"
     cpu_bind_env = CPU_BIND_ENV
+    chosen_settings = staticmethod(vllm_scheduling.chosen_settings)  # its log's "Asynchronous scheduling is ..."
+    inferred_chosen_settings = staticmethod(vllm_scheduling.inferred_chosen_settings)  # 0.26's rule
     http_keep_alive_env = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"  # vllm/envs.py: int seconds, default 5
     disaggregated_serving = True
     default_router_command = "vllm-router"  # vllm-project/router (PyPI vllm-router), its P/D mode

@@ -243,7 +243,9 @@ class ServerProcess(ServerWatch):
         return ServerReady(startup_s=None if self.startup_s is None else round(self.startup_s, 3), port=self.port,
                            url=self.url, bind_host=bind_host, served_model_name=self.served_name, argv=self.argv,
                            engine_version=self.engine_version, pid=self.pid, spawn_unix=self.spawn_unix,
-                           ready_unix=self.ready_unix, log=str(self.log_path))
+                           ready_unix=self.ready_unix, log=str(self.log_path),
+                           engine_chosen=self.engine.chosen_settings(log_tail(self.log_path, 1 << 20,
+                                                                              self._log_offset)) or None)
 
     def stop(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> set[int]:
         """Stop the server's whole process tree; returns pids left (should be empty)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from launcher.report import html, plots
 from launcher.report.slo_section import slo_section
 from launcher.report.speedup_section import speedup_section
+from launcher.report.why_section import why_link, why_page
 from launcher.results.identity import identity
 from launcher.results.job_dir import Job, Point, load_results, read_json
 from launcher.speedup.collect import SLO_FILE, load_analysis
@@ -54,8 +55,9 @@ def _overview(jobs: list[Job], out: Path) -> str:
 
 
 def _speedup(results_dir: Path, jobs: list[Job], out: Path) -> str:
-    """The speedup section when the results hold a matched baseline."""
-    return speedup_section(load_analysis(results_dir, jobs), out)
+    """The speedup section when the results hold a matched baseline, and the link to the "why" page."""
+    analysis = load_analysis(results_dir, jobs)
+    return why_link(why_page(analysis, out)) + speedup_section(analysis, out)
 
 
 def _slo(results_dir: Path, out: Path) -> str:

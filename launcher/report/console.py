@@ -2,8 +2,11 @@
 
 What a waited-for run ends with (launcher.report.end_of_run): per point the
 dataset, T, C, Average_AL, Server_AL, Output TPS (mean ± the 95% half-interval
-with repeats), the throughput speedup over the matched baseline where one ran,
-and the marks of launcher.report.marks (! suspect, † few samples, ~ noisy) or
+with repeats), the throughput speedup over the matched baseline where one ran, and
+where the speedup analysis split it (launcher.speedup.why) the step cost it implies (speedup =
+Server_AL / step cost, ± the 95% half-interval over repeats) and the causes, one word each
+with a legend; the marks of launcher.report.marks (! suspect, D known defect, † few
+samples, ~ noisy) or
 FAILED with the reason; then the known answer, lossless, golden, forced and
 disagg-parity verdicts. The tables fold long cells instead of cutting them, so
 an 80-column terminal shows every figure.
@@ -17,7 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from launcher.report.marks import FEW, NOISY, SUSPECT, point_marks
+from launcher.engines.known_defects import names_known_defect
+from launcher.report.marks import FEW, KNOWN_DEFECT, NOISY, SUSPECT, point_marks
 
 FORCED = "F"  # the point's acceptance was forced; its level is in the legend
 from launcher.results.disagg_parity import read_parity
@@ -25,15 +29,21 @@ from launcher.results.identity import (configuration_label, describe, folder_lab
                                        run_identity, tag)
 from launcher.results.job_dir import Job, Point
 from launcher.results.job_result import known_answer_line
+from launcher.speedup.causes import legend as cause_legend, words as cause_words
 from launcher.speedup.collect import read_speedup
 
-MARK_WORDS = {SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature)",
+MARK_WORDS = {SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature; no known defect explains it)",
+              KNOWN_DEFECT: f"{KNOWN_DEFECT} known engine defect at this temperature (the known-answer probe failed as "
+                            "a documented defect says: named below)",
               FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
               NOISY: f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold)",
               "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)",
               FORCED: f"{FORCED} forced acceptance ({{levels}}: vLLM's synthetic sampling): Average_AL is set by "
                       "the server, not earned by the draft"}
 MARK_SEP = " "  # between two marks of one cell: each stands apart
+UNLIKE_WORDS = "unlike here: the speculative server's settings against its baseline's: "
+STEP_COST_WORDS = ("step cost: what one speculative step cost in baseline steps, Server_AL / speedup "
+                   "(± the 95% half-interval over repeats); cause: why, one word each (docs/speedup.md):")
 
 
 def _n(v: Optional[float], fmt: str) -> str:
@@ -47,6 +57,19 @@ def _speedup(p: Point) -> Optional[float]:
     return float(v) if isinstance(v, (int, float)) else None
 
 
+def _why(p: Point) -> Optional[dict]:
+    """The point's decomposition and causes (speedup.json, launcher.speedup.why), or None."""
+    doc = read_speedup(p) or {}
+    return doc if isinstance(doc.get("decomposition"), dict) else None
+
+
+def _cost(why: Optional[dict]) -> str:
+    d = (why or {}).get("decomposition")
+    if not d:
+        return "–"
+    return f"{d['step_cost']:.2f}" + (f"±{(d['hi'] - d['lo']) / 2:.2f}" if d.get("lo") is not None else "")
+
+
 def _tps(p: Point, marks) -> str:
     if marks.tps is not None and marks.tps.lo is not None:  # the repeats' count is in the marks column
         return f"{marks.tps.mean:.1f}±{(marks.tps.hi - marks.tps.lo) / 2:.1f}"
@@ -56,7 +79,7 @@ def _tps(p: Point, marks) -> str:
 def _mark_cell(job: Job, p: Point, marks) -> Text:
     if not p.ok:  # the reason is printed under the table, where it has the whole width
         return Text("FAILED" if p.status != "complete" else "invalid", style="red")
-    parts = [(m, "magenta" if m == SUSPECT else "yellow") for m in marks.listed]
+    parts = [(m, "magenta" if m in (SUSPECT, KNOWN_DEFECT) else "yellow") for m in marks.listed]
     if marks.tps is not None:
         parts.append((f"n={marks.tps.n}", "dim"))
     if forced(job, p):
@@ -99,6 +122,30 @@ def results_table(job: Job, configuration: str = "") -> tuple[Table, set[str]]:
         t.add_row(p.dataset, f"{p.temperature:g}", str(p.concurrency), _n(p.average_al, "{:.3f}"),
                   _n(p.server_al, "{:.3f}"), _tps(p, mk),
                   *((_n(speedups[p.dir], "{:.2f}x"),) if with_speedup else ()), _mark_cell(job, p, mk))
+    return t, used
+
+
+def why_table(job: Job) -> tuple[Optional[Table], set[str]]:
+    """The results table's second part where the speedup analysis split the speedups
+    (launcher.speedup.why): per point the speedup, Server_AL, the step cost they imply and the
+    causes, one word each; and the cause words it used (for the legend). None without one."""
+    whys = [(p, _why(p)) for p in job.points if p.ok]
+    whys = [(p, w) for p, w in whys if w]
+    if not whys:
+        return None, set()
+    t = Table(title="why: speedup = Server_AL / step cost", title_justify="left", expand=False,
+              box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    for name in ("dataset", "T", "C", "speedup", "Server_AL", "step cost", "cause"):
+        fig = name not in ("dataset", "cause")
+        t.add_column(name, justify="right" if fig else "left", no_wrap=fig, min_width=len(name) if fig else 7,
+                     overflow="fold", ratio=None if fig else 1)
+    used: set[str] = set()
+    for p, w in whys:
+        d, cs = w["decomposition"], w.get("causes") or []
+        used.update(c.get("word") for c in cs)
+        used.update(f"{UNLIKE_WORDS}{s}" for s in w.get("settings_differ") or [])
+        t.add_row(p.dataset, f"{p.temperature:g}", str(p.concurrency), f"{d['speedup']:.2f}x", f"{d['al']:.3f}",
+                  _cost(w), cause_words(cs))
     return t, used
 
 
@@ -147,9 +194,19 @@ def print_results(jobs: list[Job], console: Console) -> None:
     for job in jobs:
         table, used = results_table(job, configuration_label(run_identity(job), labels))
         console.print(table)
-        for sym in (SUSPECT, FEW, NOISY, "n", FORCED):
+        for sym in (SUSPECT, KNOWN_DEFECT, FEW, NOISY, "n", FORCED):
             if sym in used:
                 console.print(Text(MARK_WORDS[sym].replace("{levels}", forced_levels(job)), style="dim"))
+        why, causes_used = why_table(job)
+        if why is not None:
+            console.print(why)
+            console.print(Text(STEP_COST_WORDS, style="dim"))
+            for word, meaning in cause_legend().items():
+                if word in causes_used:
+                    console.print(Text(f"{word}: {meaning}", style="dim"))
+            differ = sorted(u.removeprefix(UNLIKE_WORDS) for u in causes_used if u.startswith(UNLIKE_WORDS))
+            if differ:
+                console.print(Text(UNLIKE_WORDS + "; ".join(differ)))
         for p in job.points:
             if not p.ok:
                 reason = p.reason or ("; ".join(p.problems) if p.problems else p.status)
@@ -157,7 +214,7 @@ def print_results(jobs: list[Job], console: Console) -> None:
                 console.print(Text(f"{word} {p.dir}: {reason}", style="red"))
         warnings = sorted({str(p.row.engine_warning) for p in job.points if p.row.engine_warning})
         for w in warnings:
-            console.print(Text(f"{SUSPECT} {w}", style="magenta"))
+            console.print(Text(f"{KNOWN_DEFECT if names_known_defect(w) else SUSPECT} {w}", style="magenta"))
         for line in verdict_lines(job):
             console.print(Text(line, style="red" if "FAIL" in line else None))
         console.print()

@@ -15,7 +15,7 @@ from launcher.results.identity import (configuration_label, folder_labels, force
 from launcher.results.job_dir import Job, Point
 from launcher.results.summary import PointRow, as_row
 from launcher.runtime.machine import machines_line
-from launcher.report.marks import FEW, LEGEND, NOISY, SUSPECT, point_marks
+from launcher.report.marks import FEW, KNOWN_DEFECT, LEGEND, NOISY, point_marks
 from launcher.runtime.source import UNKNOWN_COMMIT
 
 CSS = """
@@ -172,7 +172,8 @@ def _row(job: Job, p: Point) -> str:
     forced_tag = f' <span class="st-failed">{_e(forced.upper())}</span>' if forced else ""
     mk = point_marks(p)
     if mk.suspect:
-        forced_tag += f' <span class="st-failed" title="{_e(mk.suspect)}">{SUSPECT} SUSPECT T</span>'
+        word = "KNOWN DEFECT" if mk.suspect_mark == KNOWN_DEFECT else "SUSPECT T"
+        forced_tag += f' <span class="st-failed" title="{_e(mk.suspect)}">{mk.suspect_mark} {word}</span>'
     tps_cell = _num(p.output_tps, 1)
     if mk.tps is not None:
         tps_cell = (f"{mk.tps.mean:.1f} ±{(mk.tps.hi - mk.tps.lo) / 2:.1f} (n={mk.tps.n})"

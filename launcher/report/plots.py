@@ -138,10 +138,22 @@ def throughput_pareto(series: dict[str, list[Point]], path: Path) -> Path | None
         ax.set_xlabel("per-user decode tok/s (p50 over requests)")
         ax.set_ylabel("Output TPS / GPU")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    legend_beside(fig, axes[0])
     fig.suptitle("Throughput vs per-user speed across concurrency (labels: concurrency)", fontsize=11)
     _legend_marks(fig, E2E_NOTE if any_estimated else "")
     return _save(fig, path)
+
+
+def legend_beside(fig, axes) -> None:
+    """One legend for every panel, right of the figure's panels: never on the data (the saved
+    figure's tight box takes it in). Labels shown in several panels appear once."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8,
+                   frameon=False)
 
 
 def _legend_marks(fig, extra: str = "") -> None:
@@ -154,13 +166,14 @@ def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None
     """Average_AL against temperature, one line per (job, dataset): the mean over
     concurrencies, with bars spanning their min..max. None with fewer than two temperatures."""
     lines: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    suspect: set[float] = set()
+    suspect: dict[float, str] = {}  # temperature -> its mark (! a suspicion, D a known defect)
     for lab, pts in series.items():
         for p in pts:
             if p.average_al is not None:
                 lines[(lab, p.dataset)][p.temperature].append(p.average_al)
-                if point_marks(p).suspect:
-                    suspect.add(p.temperature)
+                mk = point_marks(p)
+                if mk.suspect:
+                    suspect[p.temperature] = mk.suspect_mark
     if len({t for by_t in lines.values() for t in by_t}) < 2:
         return None  # one temperature is a single dot on a degenerate axis: nothing to show against temperature
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -172,7 +185,8 @@ def al_vs_temperature(series: dict[str, list[Point]], path: Path) -> Path | None
         ax.errorbar(ts, ys, yerr=[lo, hi], marker=_MARKERS[gi % len(_MARKERS)], capsize=4, label=_join(lab, ds))
     for t in sorted(suspect):  # the known-answer probe failed here: the engine, not the draft
         ax.axvline(t, color="red", alpha=0.3, linestyle="--")
-        ax.annotate(f"{SUSPECT} suspect T", (t, ax.get_ylim()[1]), fontsize=8, color="red", ha="center", va="top")
+        ax.annotate(f"{suspect[t]} suspect T" if suspect[t] == SUSPECT else f"{suspect[t]} known defect",
+                    (t, ax.get_ylim()[1]), fontsize=8, color="red", ha="center", va="top")
     ax.set_xlabel("temperature")
     ax.set_ylabel("Average_AL (tokens per step)")
     ax.set_title("Acceptance length vs temperature\n(mean over concurrencies; bars: min–max)", fontsize=11)

@@ -3,6 +3,9 @@
 * ``paired``  per-request ratios paired by question, with their spread (pure);
 * ``predict`` the speedup the measured acceptance predicts (pure);
 * ``best_k``  the best num_speculative_tokens per load, as a vLLM schedule (pure);
+* ``decompose``, ``causes``, ``like_for_like``, ``at_al``: why a speedup is what it is (AL / step
+  cost, the causes named from the machine records and the differing settings, the speedup at any
+  AL from the forced runs' step costs); ``why`` puts them on each point row;
 * ``collect`` the shell: matches speculative points with baseline points in a
   results folder, writes ``speedup.json`` beside each point and the
   recipe-level ``speedup_summary.json`` (``python -m launcher.speedup DIR``).

@@ -26,6 +26,23 @@ def _key(r: dict) -> tuple:
     return r["dataset"], r["temperature"], r["concurrency"], r["k"], conf.get("fingerprint"), conf.get("label") or ""
 
 
+def point_al(r: dict) -> Optional[float]:
+    """The AL a speedup row divides by: the server's (1 + accepted / steps), else the chunk-counted one."""
+    al = r.get("server_al") or r.get("measured_al")
+    return float(al) if al else None
+
+
+def repeat_speedups(r: dict) -> list[float]:
+    """The row's throughput speedup per repeat (repeat i over the baseline's repeat i), else its one figure."""
+    return [s for s in (r.get("throughput_per_repeat") or [(r.get("speedup") or {}).get("throughput")]) if s]
+
+
+def step_costs(r: dict) -> list[float]:
+    """One step-cost estimate per repeat, in baseline steps: AL / that repeat's speedup ([] without an AL)."""
+    al = point_al(r)
+    return [al / s for s in repeat_speedups(r)] if al else []
+
+
 def interpolated(levels: list[tuple[float, float]]) -> Optional[float]:
     """The AL where speedup crosses 1 between two measured (AL, speedup) levels, in AL order."""
     pts = sorted(levels)
@@ -49,10 +66,7 @@ def break_even(rows: list[dict]) -> list[dict]:
             str(kv[0][0]), float(kv[0][1]), int(kv[0][2]), kv[0][3] or 0, kv[0][5], str(kv[0][4]))):
         estimates, per_level, levels = [], [], []
         for r in rs:
-            al = float(r.get("server_al") or r.get("measured_al"))
-            speedups = [s for s in (r.get("throughput_per_repeat") or [(r.get("speedup") or {}).get("throughput")])
-                        if s]
-            costs = [al / s for s in speedups]
+            al, speedups, costs = point_al(r), repeat_speedups(r), step_costs(r)
             estimates += costs
             if costs:
                 per_level.append({"forced": r["forced_acceptance"].get("length"), "al": al,

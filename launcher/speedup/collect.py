@@ -33,7 +33,9 @@ from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.runtime import machine
 from launcher.results.summary import change_summary
-from launcher.speedup import best_k, break_even, paired, predict
+from launcher.speedup import at_al, best_k, break_even, paired, predict, why
+from launcher.speedup.causes import words as cause_words
+from launcher.speedup.decompose import cost_text
 from launcher.speedup import slo as slo_mod
 
 SPEEDUP_FILE = "speedup.json"
@@ -167,6 +169,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
                               "ratio": (s_step / b_step) if s_step and b_step else None},
             })
     _add_predictions(rows)
+    explained = why.explain(rows, jobs)  # decomposition, causes, step costs per configuration
     # Forced acceptance measures the serving system, not a draft: never a best-k candidate.
     choices = best_k.best_k_per_load(
         {"draft": r["draft"], "configuration": r["configuration"], "dataset": r["dataset"], "temperature": r["temperature"],
@@ -186,7 +189,8 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
     return {"schema_version": SCHEMA_VERSION, "measured_on": measured_on,
             "baseline_jobs": [b.name for b in baselines], "points": rows,
             "best_k": [c.to_dict() for c in choices], "schedules": schedules,
-            "forced": forced_table(rows), "break_even": break_even.break_even(rows), "skipped": skipped}
+            "forced": forced_table(rows), "break_even": break_even.break_even(rows), "skipped": skipped,
+            **explained}
 
 
 def forced_table(rows: list[dict]) -> list[dict]:
@@ -252,11 +256,12 @@ def _add_predictions(rows: list[dict]) -> None:
 
 def load_analysis(root: Path, jobs: list[Job]) -> Optional[dict]:
     """The written speedup_summary.json of ``root`` when it covers every
-    speculative point that has a speedup.json, else a fresh analysis."""
+    speculative point that has a speedup.json and holds the "why" figures (launcher.speedup.why),
+    else a fresh analysis."""
     written = read_json(Path(root) / SUMMARY_FILE)
     on_disk = sum(1 for j in jobs if not is_baseline(j) for p in j.points if (p.path / SPEEDUP_FILE).is_file())
     if isinstance(written, dict) and written.get("schema_version") == SCHEMA_VERSION and \
-            len(written.get("points") or []) >= on_disk and written.get("points"):
+            len(written.get("points") or []) >= on_disk and written.get("points") and "step_costs" in written:
         return written
     return analyse(jobs)
 
@@ -314,6 +319,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--slo-tie", type=float, default=0.05, metavar="REL",
                     help="goodputs within this relative difference (or within the repeats' MAD) are a tie, "
                          "which goes to the simpler configuration (default 0.05)")
+    ap.add_argument("--at-al", type=float, nargs="+", default=None, metavar="AL",
+                    help="predict each configuration's speedup at these acceptance lengths from the step costs its "
+                         "forced runs measured, with a 95%% interval (docs/speedup.md)")
     args = ap.parse_args(argv)
     try:
         res = write_all(Path(args.results), Path(args.job) if args.job else None)
@@ -344,6 +352,16 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"{f['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x")
     for b in res.get("break_even") or []:
         print(f"  {break_even.one_line(b)}")
+    for r in res["points"]:  # why: speedup = AL / step cost, and the causes (launcher.speedup.why)
+        d = r.get("decomposition")
+        if d:
+            print(f"  why {r['drafter']}: {r['dataset']} T={r['temperature']:g} C={r['concurrency']}: "
+                  f"{d['speedup']:.2f}x = AL {d['al']:.2f} / step cost {cost_text(d)}; "
+                  f"{cause_words(r.get('causes') or [])}")
+    for m in res.get("measured_vs_predicted") or []:
+        print(f"  {at_al.comparison_line(m)}")
+    for line in (at_al.lines(res.get("step_costs") or [], args.at_al) if args.at_al else []):
+        print(f"  at AL: {line}")
     return 0
 
 

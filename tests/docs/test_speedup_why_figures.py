@@ -1,0 +1,59 @@
+"""docs/speedup.md "Why a speedup is what it is": its H100 table and figures are what the product's
+analysis gives on the recorded folders (tests/speedup/recorded.py): a number that drifts fails here."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from launcher.results.job_dir import load_results
+from launcher.speedup.at_al import predict
+from launcher.speedup.collect import analyse
+from tests.speedup.recorded import ASYNC_PAIR, DFLASH, DFLASH_JOB, DRAFT_JOB, results_copy
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "speedup.md"
+SECTION = DOC.read_text().split("## Why a speedup is what it is", 1)[1].split("\n## ", 1)[0]
+JOBS = {"DFlash k=15, forced AL 4": DFLASH_JOB, "1B draft_model k=3, forced AL 3.5": DRAFT_JOB}
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory):
+    out = {}
+    for src in (DFLASH, ASYNC_PAIR):
+        res = analyse(load_results(results_copy(src, tmp_path_factory.mktemp("doc") / src.name)))
+        out.update({(r["job"], r["concurrency"]): r for r in res["points"]})
+        out[src.name] = res
+    return out
+
+
+def table_rows() -> list[list[str]]:
+    lines = [ln for ln in SECTION.splitlines() if ln.startswith("| ") and any(k in ln for k in JOBS)]
+    assert len(lines) == 5, lines
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
+def test_the_table_is_the_analysis(analysed):
+    for server, c, speedup, al, cost, causes in table_rows():
+        r = analysed[(JOBS[server], int(c))]
+        d = r["decomposition"]
+        assert speedup == f"{d['speedup']:.2f}x" and al == f"{d['al']:.2f}"
+        assert cost == f"{d['step_cost']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"
+        assert causes == " ".join(x["word"] for x in r["causes"])
+
+
+def test_the_at_al_example_is_the_analysis(analysed):
+    cost = next(c for c in analysed[DFLASH.name]["step_costs"] if c["concurrency"] == 1)
+    m = re.search(r"AL 2\.7 gives (\S+)x \[(\S+), (\S+)\]\s+and AL 4\.25 gives (\S+)x \[(\S+), (\S+)\]", SECTION)
+    assert m, "the --at-al example is missing"
+    for al, (v, lo, hi) in ((2.7, m.groups()[:3]), (4.25, m.groups()[3:])):
+        p = predict(cost, al)
+        assert (v, lo, hi) == (f"{p['speedup']:.2f}", f"{p['lo']:.2f}", f"{p['hi']:.2f}".rstrip("."))
+
+
+def test_the_sentences_ranges_are_the_files(analysed):
+    r1, r16 = analysed[(DFLASH_JOB, 1)], analysed[(DFLASH_JOB, 16)]
+    assert "0.64–0.78 cores" in SECTION and "0.64–0.78 cores" in r1["causes"][0]["sentence"]
+    capped = next(c["sentence"] for c in r16["causes"] if c["word"] == "clock-capped")
+    assert "1,635–1,732 MHz" in capped and "1,635–1,732 MHz" in SECTION
+    assert "83%–100%" in capped and "83–100 %" in SECTION
