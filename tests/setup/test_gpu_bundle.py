@@ -1,13 +1,18 @@
 """common/setup/gpu_bundle: the SGLang site bundle's pure logic (lock, the closure check against the GPU
-machine's package list, parts and SHA256SUMS) and unpack.sh's exit codes on a tiny fake bundle. No network."""
+machine's package list, parts and SHA256SUMS), the install step for the machine's Python 3.12 run from another
+Python, and unpack.sh's exit codes on a tiny fake bundle. No network."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.util
 import io
+import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -171,6 +176,123 @@ def test_resolve_without_backtracking_reports_the_conflict():
         B.resolve(["a", "b"], DEVICE, {}, fetch)
 
 
+# ------------------------------------------------------------------------------------------------ Requires-Python
+@pytest.mark.parametrize("requires_python, ok", [
+    ("", True), (">=3.12", True), (">=3.10,<3.13", True), ("==3.12.*", True), ("~=3.12.0", True),
+    ("<3.12", False), (">=3.13", False), ("==3.11.*", False),
+])
+def test_requires_python_is_judged_against_the_machines_3_12_3(requires_python, ok):
+    problem = B.python_problem(requires_python)
+    assert (problem is None) == ok
+    if not ok:
+        assert problem == f"requires Python {requires_python}, the machine has 3.12.3"
+
+
+def test_the_closure_refuses_a_wheel_whose_requires_python_excludes_3_12():
+    ps = pins(pin("sglang", "1"), pin("old-lib", "1"))
+    req = {"sglang": ["old-lib"], "old-lib": []}
+    plan = B.check_closure(["sglang"], ps, req, DEVICE, requires_python={"sglang": ">=3.12", "old-lib": ">=3.8"})
+    assert plan.carry == ["sglang", "old-lib"]
+    with pytest.raises(B.BundleError) as e:
+        B.check_closure(["sglang"], ps, req, DEVICE, requires_python={"sglang": ">=3.12", "old-lib": "<3.12"})
+    msg = str(e.value)
+    assert "\n" not in msg and msg == ("bundle: lock: old_lib-1-py3-none-any.whl: requires Python <3.12, the machine "
+                                       "has 3.12.3 (pin a version that supports Python 3.12)")
+
+
+def _wheel(folder: Path, name: str, ver: str, requires_python: str, requires: tuple[str, ...] = ()) -> Path:
+    """A pure-Python wheel of one module `name` (its __init__ holds the version), built by hand: no network, no build
+    backend. METADATA carries Requires-Python and Requires-Dist; RECORD has the sha256 of every other file."""
+    di = f"{name}-{ver}.dist-info"
+    files = {f"{name}/__init__.py": f"VERSION = {ver!r}\n",
+             f"{di}/METADATA": "Metadata-Version: 2.1\n" f"Name: {name}\nVersion: {ver}\n"
+             + (f"Requires-Python: {requires_python}\n" if requires_python else "")
+             + "".join(f"Requires-Dist: {r}\n" for r in requires),
+             f"{di}/WHEEL": "Wheel-Version: 1.0\nGenerator: test_gpu_bundle\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()).rstrip(b'=').decode()},"
+                     f"{len(body.encode())}\n" for path, body in files.items()) + f"{di}/RECORD,,\n"
+    out = folder / f"{name}-{ver}-py3-none-any.whl"
+    with zipfile.ZipFile(out, "w") as z:
+        for path, body in {**files, f"{di}/RECORD": record}.items():
+            z.writestr(path, body)
+    return out
+
+
+def _tiny_spec(tmp_path: Path, wheels: list[Path], roots: str) -> Path:
+    """A spec folder like common/setup/gpu_bundle's, flavour `tiny`: a lock naming the wheels with their sha256."""
+    spec = tmp_path / "spec"
+    spec.mkdir()
+    lock = [B.Pin(B.parse_wheel_filename(w.name)[0], B.parse_wheel_filename(w.name)[1], B.sha256_file(w), w.name)
+            for w in wheels]
+    (spec / "tiny.lock").write_text(B.format_lock(lock, "two tiny wheels that need the GPU machine's Python"))
+    (spec / "tiny_roots.txt").write_text(roots + "\n")
+    (spec / "tiny_left_out.txt").write_text("")
+    (spec / "device_packages.txt").write_text("torch==2.11.0\n")
+    return spec
+
+
+def _bundle_py(python: str, *args: str) -> subprocess.CompletedProcess:
+    # PYTHONNOUSERSITE and no PIP_* from the caller: the interpreter's own pip, as build_sglang_bundle.sh runs it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PYTHONNOUSERSITE": "1"}
+    return subprocess.run([python, str(DIR / "bundle.py"), *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def _interpreter(which: str) -> str:
+    """The Python that runs the builder: `python3` on PATH (its default), the interpreter this venv was made from,
+    or pytest's own. On the 2-core machine the first two are 3.11.7 with pip 23.2.1, pytest's 3.11.7 with pip 26.3:
+    pip 23.2.1 checks Requires-Python against the Python running it even with --python-version 3.12."""
+    py = {"python3 on PATH": shutil.which("python3"), "pytest's python": sys.executable,
+          "the venv's base python": str(Path(sys.base_prefix) / "bin" / "python3")}[which]
+    if not py or not Path(py).exists():
+        pytest.skip(f"no {which} here")
+    if subprocess.run([py, "-m", "pip", "--version"], capture_output=True).returncode != 0:
+        pytest.skip(f"{which} ({py}) has no pip")
+    return py
+
+
+@pytest.mark.parametrize("which", ["python3 on PATH", "the venv's base python", "pytest's python"])
+def test_the_install_step_installs_wheels_that_need_python_3_12_from_another_python(tmp_path, which):
+    py = _interpreter(which)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    ws = [_wheel(wheels, "tinyroot", "1.0", ">=3.12", ("tinydep>=2",)), _wheel(wheels, "tinydep", "2.0", ">=3.12,<3.13")]
+    spec = _tiny_spec(tmp_path, ws, "tinyroot==1.0")
+    r = _bundle_py(py, "--spec-dir", str(spec), "--flavour", "tiny", "check", str(wheels), str(tmp_path / "install.txt"),
+                   str(tmp_path / "assumed.txt"))
+    assert r.returncode == 0, r.stderr
+    assert "closure OK: 2 wheels to carry" in r.stdout
+    site = tmp_path / "stage" / "tiny-site"
+    r = _bundle_py(py, "install", str(tmp_path / "install.txt"), str(site))
+    version = subprocess.run([py, "-c", "import sys, pip; print(sys.version.split()[0], pip.__version__)"],
+                             capture_output=True, text=True).stdout.strip()
+    assert r.returncode == 0, f"Python, pip {version}: {r.stderr}"
+    assert (site / "tinyroot" / "__init__.py").read_text() == "VERSION = '1.0'\n"
+    assert (site / "tinydep" / "__init__.py").read_text() == "VERSION = '2.0'\n"
+    assert sorted(p.name for p in site.glob("*.dist-info")) == ["tinydep-2.0.dist-info", "tinyroot-1.0.dist-info"]
+    assert not list(site.rglob("__pycache__"))  # --no-compile: no bytecode of the running Python's version
+
+
+def test_the_install_step_still_refuses_a_wheel_not_for_python_3_12(tmp_path):
+    """Turning pip's check off does not let a wheel through that the machine's Python cannot run: install judges
+    each wheel against 3.12.3 first and runs no pip (one line, naming the wheel)."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    ok = _wheel(wheels, "tinyroot", "1.0", ">=3.12")
+    old = _wheel(wheels, "tinyold", "1.0", "<3.12")
+    (tmp_path / "install.txt").write_text(f"{ok}\n{old}\n")
+    site = tmp_path / "site"
+    r = _bundle_py(sys.executable, "install", str(tmp_path / "install.txt"), str(site))
+    assert r.returncode == 1 and not site.exists()
+    assert r.stderr == ("bundle: tinyold-1.0-py3-none-any.whl: requires Python <3.12, the machine has 3.12.3 (pin a "
+                        "version that supports Python 3.12 and check the lock again)\n")
+    # and the closure check stops it earlier, naming the lock
+    spec = _tiny_spec(tmp_path, [ok, old], "tinyroot\ntinyold")
+    r = _bundle_py(sys.executable, "--spec-dir", str(spec), "--flavour", "tiny", "check", str(wheels),
+                   str(tmp_path / "i.txt"), str(tmp_path / "a.txt"))
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("bundle: tiny.lock: tinyold-1.0-py3-none-any.whl: requires Python <3.12")
+
+
 # ------------------------------------------------------------------------------------------------ parts
 def test_split_and_join_round_trip_with_checksums(tmp_path):
     arc = tmp_path / "x-site.tar.zst"
@@ -199,6 +321,27 @@ def test_split_and_join_round_trip_with_checksums(tmp_path):
         B.join(flat, dest)
 
 
+@pytest.mark.parametrize("size, part, room, want", [
+    (10_496, 4000, 0, [4000, 4000, 2496]),
+    (10_496, 4000, 1000, [4000, 4000, 2496]),        # the last part already leaves the room
+    (10_496, 4000, 2000, [4000, 4000, 496, 2000]),   # it would not: one more part, the last at most 4000 - 2000
+    (8_000, 4000, 1, [4000, 1, 3999]),
+    (100, 4000, 3999, [99, 1]),
+    (0, 4000, 0, [0]),
+])
+def test_part_sizes_keep_room_in_the_last_folder_for_the_wheel(size, part, room, want):
+    got = B.part_sizes(size, part, room)
+    assert got == want and sum(got) == size
+    assert all(0 < n <= part for n in got[:-1]) and got[-1] + room <= part
+
+
+def test_the_real_bundle_at_56_mib_takes_11_parts_so_the_last_folder_fits_with_its_wheel():
+    """Measured 2026-12-06: sglang-site.tar.zst 584,381,683 bytes, zstandard wheel 5,546,993 bytes. Ten parts of
+    56 MiB left a last folder of 61,462,550 bytes, which with a 4-6 MiB checkout passes the 64 MiB carry."""
+    sizes = B.part_sizes(584_381_683, 56 * B.MIB - 65536, 5_546_993)
+    assert len(sizes) == 11 and max(sizes) <= 56 * B.MIB - 65536 and sizes[-1] + 5_546_993 <= 56 * B.MIB - 65536
+
+
 def test_split_refuses_a_silly_part_size(tmp_path):
     arc = tmp_path / "a.tar"
     arc.write_bytes(b"z" * 1000)
@@ -206,6 +349,8 @@ def test_split_refuses_a_silly_part_size(tmp_path):
         B.split(arc, tmp_path / "o", 0)
     with pytest.raises(B.BundleError, match="100 parts of 10 bytes"):
         B.split(arc, tmp_path / "o", 10)
+    with pytest.raises(B.BundleError, match="needs 10 bytes beside its part, more than a part's 10"):
+        B.split(arc, tmp_path / "o", 10, last_room=10)
 
 
 # ------------------------------------------------------------------------------------------------ unpack.sh

@@ -11,12 +11,13 @@ enough to carry one per command. This module holds what can be tested on a CPU w
 - the closure check: from the roots, every `Requires-Dist` for CPython 3.12 on Linux x86-64 is
   followed; a requirement the machine satisfies is skipped, one it cannot is carried at the
   lock's version; a requirement no lock line meets (conflict), a package with no lock line
-  (missing pin), and a wheel not built for cp312 / manylinux <= 2.39 x86-64 stop the build
-  with a one-line error;
+  (missing pin), a wheel not built for cp312 / manylinux <= 2.39 x86-64, and a wheel whose
+  Requires-Python excludes the machine's 3.12.3 stop the build with a one-line error;
 - the resolver that writes the lock (newest version allowed, as pip picks, no backtracking);
+- the install into the site, for the machine's Python whatever Python runs it (`install`, below);
 - splitting the archive into parts with SHA256SUMS, and joining them back.
 
-CLI (run by build_sglang_bundle.sh): `lock`, `check`, `split`, `join`.
+CLI (run by build_sglang_bundle.sh): `lock`, `check`, `install`, `split`, `join`, `target-args`.
 Every error is one line: `bundle: <file or package>: <what> (<fix>)`.
 """
 from __future__ import annotations
@@ -52,7 +53,9 @@ ENV = {"implementation_name": "cpython", "implementation_version": "3.12.3", "os
        "sys_platform": "linux"}
 MAX_GLIBC = (2, 39)
 MIB = 1 << 20
-PART_BYTES = 60 * MIB
+# A part folder travels with the working tree in one carry of at most 64 MiB (shared/gpu/README.md): 56 MiB leaves
+# room for the checkout and for the zstandard wheel that the last part folder also holds.
+PART_BYTES = 56 * MIB
 LOCK_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<ver>\S+)\s+--hash=sha256:(?P<sha>[0-9a-f]{64})"
                        r"\s*(?:#\s*(?P<file>\S+\.whl))?\s*$")
 
@@ -156,13 +159,34 @@ def sha256_file(path: Path, chunk: int = 4 * MIB) -> str:
     return h.hexdigest()
 
 
-def wheel_requires(path: Path) -> list[str]:
+def wheel_metadata(path: Path) -> tuple[list[str], str]:
+    """(Requires-Dist lines, Requires-Python or "") of a wheel, read from its METADATA."""
     with zipfile.ZipFile(path) as z:
         meta = [n for n in z.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
         if len(meta) != 1:
             raise BundleError(str(path), "no single .dist-info/METADATA", "download the wheel again")
         msg = email.parser.Parser().parsestr(z.read(meta[0]).decode("utf-8"))
-    return list(msg.get_all("Requires-Dist") or [])
+    return list(msg.get_all("Requires-Dist") or []), (msg.get("Requires-Python") or "").strip()
+
+
+def wheel_requires(path: Path) -> list[str]:
+    return wheel_metadata(path)[0]
+
+
+def python_problem(requires_python: str) -> Optional[str]:
+    """Why the GPU machine's Python (ENV's 3.12.3) does not meet a Requires-Python; None if it does.
+
+    This, not pip, judges Requires-Python for the site: pip 23.2.1 (the 2-core machine's python3, 3.11.7) checks it
+    in `pip install --target --python-version 3.12` against the Python running pip (pypa/pip#12216) and refused
+    3.12-only wheels; pip 26.3 checks 3.12. install_site turns pip's check off and runs this one."""
+    if not requires_python:
+        return None
+    try:
+        spec = SpecifierSet(requires_python)
+    except Exception:  # noqa: BLE001 - packaging's InvalidSpecifier
+        return f"has an unreadable Requires-Python {requires_python!r}"
+    py = ENV["python_full_version"]
+    return None if spec.contains(py, prereleases=True) else f"requires Python {requires_python}, the machine has {py}"
 
 
 # ---------------------------------------------------------------------------------------------- closure
@@ -194,10 +218,12 @@ def _device_decision(name: str, spec: SpecifierSet, device: Mapping[str, Optiona
 
 def check_closure(roots: Iterable[str], pins: Mapping[str, Pin], requires: Mapping[str, list[str]],
                   device: Mapping[str, Optional[Version]], left_out: Mapping[str, object] = {},
-                  max_glibc: tuple[int, int] = MAX_GLIBC, lock_name: str = "lock") -> Plan:
+                  max_glibc: tuple[int, int] = MAX_GLIBC, lock_name: str = "lock",
+                  requires_python: Mapping[str, str] = {}) -> Plan:
     """Walk the requirements from `roots`; return what to carry, or raise BundleError (one line).
 
-    `requires[key]` is the Requires-Dist of the locked wheel of `key` (read from the wheel)."""
+    `requires[key]` is the Requires-Dist of the locked wheel of `key`, `requires_python[key]` its Requires-Python
+    (both read from the wheel; a key absent from `requires_python` declares none)."""
     plan = Plan()
     queue = [(Requirement(r), "the roots") for r in roots]
     seen: set[tuple[str, tuple[str, ...]]] = set()
@@ -237,6 +263,9 @@ def check_closure(roots: Iterable[str], pins: Mapping[str, Pin], requires: Mappi
             problem = wheel_problem(pin.filename, max_glibc)
             if problem:
                 raise BundleError(lock_name, f"{pin.filename}: {problem}", "pin a version with a cp312/manylinux wheel")
+            problem = python_problem(requires_python.get(name, ""))
+            if problem:
+                raise BundleError(lock_name, f"{pin.filename}: {problem}", "pin a version that supports Python 3.12")
             plan.carry.append(name)
         if name not in requires:
             raise BundleError(lock_name, f"no metadata read for {name}", "download its wheel (bundle.py check reads it)")
@@ -288,23 +317,47 @@ def resolve(roots: Iterable[str], device: Mapping[str, Optional[Version]], left_
 
 
 # ---------------------------------------------------------------------------------------------- parts
-def split(archive: Path, outdir: Path, part_bytes: int = PART_BYTES) -> list[Path]:
-    """Cut `archive` into outdir/pNN/<archive>.NN (NN from 01) and write SHA256SUMS (the whole archive first,
-    then each part) into every part folder. Returns the part files."""
+def _check_part_size(part_bytes: int, last_room: int) -> None:
     if part_bytes <= 0:
         raise BundleError("split", f"part size {part_bytes} is not positive", "give a size in bytes > 0")
+    if last_room >= part_bytes:
+        raise BundleError("split", f"the last part folder needs {last_room} bytes beside its part, more than a part's "
+                          f"{part_bytes}", "give a larger part size")
+
+
+def part_sizes(size: int, part_bytes: int, last_room: int = 0) -> list[int]:
+    """Sizes of the parts of a `size`-byte archive: each at most `part_bytes`, the last at most `part_bytes -
+    last_room` (the last part folder also holds a wheel of that size), as few parts as that allows."""
+    _check_part_size(part_bytes, last_room)
+    cap_last = part_bytes - last_room
+    sizes, rem = [], size
+    while rem > cap_last:
+        take = part_bytes if rem > part_bytes else rem - cap_last
+        sizes.append(take)
+        rem -= take
+    return sizes + [rem]
+
+
+def split(archive: Path, outdir: Path, part_bytes: int = PART_BYTES, last_room: int = 0) -> list[Path]:
+    """Cut `archive` into outdir/pNN/<archive>.NN (NN from 01) of at most `part_bytes` each, the last at most
+    `part_bytes - last_room` (part_sizes), and write SHA256SUMS (the whole archive first, then each part) into
+    every part folder. Returns the part files."""
     size = archive.stat().st_size
-    n = max(1, -(-size // part_bytes))
-    if n > 99:
-        raise BundleError("split", f"{n} parts of {part_bytes} bytes", "give a larger part size")
+    _check_part_size(part_bytes, last_room)
+    if -(-(size + last_room) // part_bytes) > 99:  # before listing the sizes: no huge list
+        raise BundleError("split", f"{-(-(size + last_room) // part_bytes)} parts of {part_bytes} bytes",
+                          "give a larger part size")
+    sizes = part_sizes(size, part_bytes, last_room)
+    if len(sizes) > 99:
+        raise BundleError("split", f"{len(sizes)} parts of {part_bytes} bytes", "give a larger part size")
     outdir.mkdir(parents=True, exist_ok=True)
     parts = []
     with open(archive, "rb") as f:
-        for i in range(1, n + 1):
+        for i, n in enumerate(sizes, 1):
             d = outdir / f"p{i:02d}"
             d.mkdir(exist_ok=True)
             p = d / f"{archive.name}.{i:02d}"
-            p.write_bytes(f.read(part_bytes))
+            p.write_bytes(f.read(n))
             parts.append(p)
     sums = f"{sha256_file(archive)}  {archive.name}\n" + "".join(f"{sha256_file(p)}  {p.name}\n" for p in parts)
     for p in parts:
@@ -343,18 +396,42 @@ def join(folder: Path, dest: Path) -> Path:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- pip
+def target_args(max_glibc: tuple[int, int] = MAX_GLIBC) -> list[str]:
+    """pip's options that choose wheels for the GPU machine (CPython 3.12, manylinux <= max_glibc x86-64), for
+    `pip download` and `pip install --target`. pip matches each manylinux tag exactly, hence the list."""
+    plats = [f"manylinux_2_{m}_x86_64" for m in range(max_glibc[1], 16, -1)] + ["manylinux2014_x86_64",
+                                                                                "manylinux_2_5_x86_64", "manylinux1_x86_64"]
+    return ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312",
+            *sum((["--platform", p] for p in plats), [])]
+
+
+def install_site(wheels: list[Path], site: Path, python: str = sys.executable) -> None:
+    """Install `wheels` (no dependencies, no index) into the folder `site` for the GPU machine's Python, whatever
+    Python runs pip: every Requires-Python is judged here against 3.12.3 (python_problem) and pip's own check, which
+    pip 23.2.1 makes against the running Python, is turned off. Raises BundleError (one line); pip's messages
+    go to stderr above it."""
+    bad = [(w, p) for w in wheels if (p := python_problem(wheel_metadata(w)[1]))]
+    if bad:
+        raise BundleError(bad[0][0].name, bad[0][1] + (f" (and {len(bad) - 1} more wheels)" if len(bad) > 1 else ""),
+                          "pin a version that supports Python 3.12 and check the lock again")
+    cmd = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
+           "--no-compile", "--no-warn-script-location", "--root-user-action=ignore", "--ignore-requires-python",
+           "--target", str(site), *target_args(), *map(str, wheels)]
+    r = subprocess.run(cmd)
+    if r.returncode != 0:
+        raise BundleError(str(site), f"pip install --target of {len(wheels)} wheels exited {r.returncode}",
+                          "pip's error is above")
+
+
 # ---------------------------------------------------------------------------------------------- CLI
 def pip_fetch(wheels: Path, python: str = sys.executable) -> Callable[[Requirement], tuple[Pin, list[str]]]:
     """fetch() for resolve: pip download --no-deps of one requirement for the GPU machine."""
-    plats = [f"manylinux_2_{m}_x86_64" for m in range(MAX_GLIBC[1], 16, -1)] + ["manylinux2014_x86_64",
-                                                                                 "manylinux_2_5_x86_64", "manylinux1_x86_64"]
 
     def fetch(req: Requirement) -> tuple[Pin, list[str]]:
         spec = f"{req.name}{req.specifier}"
         before = set(os.listdir(wheels)) if wheels.is_dir() else set()
-        cmd = [python, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-               "--implementation", "cp", "--abi", "cp312", "-d", str(wheels), *sum((["--platform", p] for p in plats), []),
-               spec]
+        cmd = [python, "-m", "pip", "download", "-q", "--no-deps", *target_args(), "-d", str(wheels), spec]
         r = subprocess.run(["nice", "-n", "19", *cmd], capture_output=True, text=True)
         if r.returncode != 0:
             err = [x for x in r.stderr.splitlines() if x.startswith("ERROR")]
@@ -388,10 +465,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("wheels", type=Path)
     p.add_argument("install_list", type=Path)
     p.add_argument("assumed_list", type=Path, help="requirements on machine packages of unknown version")
+    p = sub.add_parser("install", help="pip install --target the wheels of an install list, for the machine's Python")
+    p.add_argument("install_list", type=Path, help="one wheel path per line (what check wrote)")
+    p.add_argument("site", type=Path)
+    sub.add_parser("target-args", help="print pip's wheel-choosing options for the machine, one per line")
     p = sub.add_parser("split")
     p.add_argument("archive", type=Path)
     p.add_argument("outdir", type=Path)
     p.add_argument("--part-mib", type=float, default=PART_BYTES / MIB)
+    p.add_argument("--room-bytes", type=int, default=0, help="kept free in every part folder (its small files)")
+    p.add_argument("--last-room-bytes", type=int, default=0, help="kept free on top in the last (the wheel it holds)")
     p = sub.add_parser("join")
     p.add_argument("folder", type=Path)
     p.add_argument("dest", type=Path)
@@ -411,15 +494,16 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"{len(pins)} pins written to {a.spec_dir / (a.flavour + '.lock')}")
         elif a.cmd == "check":
             pins, device, left, roots = _load(a.spec_dir, a.flavour)
-            requires = {}
+            requires, requires_python = {}, {}
             for k, pin in pins.items():
                 w = a.wheels / pin.filename
                 if not w.is_file():
                     raise BundleError(str(w), "missing", "run the download step again")
                 if sha256_file(w) != pin.sha256:
                     raise BundleError(str(w), "sha256 differs from the lock", "delete it and download again")
-                requires[k] = wheel_requires(w)
-            plan = check_closure(roots, pins, requires, device, left, lock_name=f"{a.flavour}.lock")
+                requires[k], requires_python[k] = wheel_metadata(w)
+            plan = check_closure(roots, pins, requires, device, left, lock_name=f"{a.flavour}.lock",
+                                 requires_python=requires_python)
             a.install_list.write_text("".join(f"{a.wheels / pins[k].filename}\n" for k in plan.carry))
             a.assumed_list.write_text("".join(f"{x}\n" for x in sorted(set(plan.assumed))))
             size = sum((a.wheels / pins[k].filename).stat().st_size for k in plan.carry)
@@ -428,8 +512,17 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"({', '.join(sorted(plan.left_out))}), {len(plan.shadowed)} carried over the machine's own: "
                   + "; ".join(f"{k} ({v})" for k, v in sorted(plan.shadowed.items()))
                   + f"; {len(set(plan.assumed))} requirements on machine packages of unknown version, checked there")
+        elif a.cmd == "install":
+            wheels = [Path(x) for x in a.install_list.read_text().splitlines() if x.strip()]
+            missing = [w for w in wheels if not w.is_file()]
+            if not wheels or missing:
+                raise BundleError(str(a.install_list), f"missing wheel {missing[0]}" if missing else "lists no wheel",
+                                  "run the check step again")
+            install_site(wheels, a.site)
+        elif a.cmd == "target-args":
+            print("\n".join(target_args()))
         elif a.cmd == "split":
-            parts = split(a.archive, a.outdir, int(a.part_mib * MIB))
+            parts = split(a.archive, a.outdir, int(a.part_mib * MIB) - a.room_bytes, a.last_room_bytes)
             for p in parts:
                 print(f"  {p.parent.name}/{p.name}  {p.stat().st_size} bytes")
         elif a.cmd == "join":
