@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from launcher.contracts.run_identity import RunIdentity
 from launcher.engines.forced_acceptance import label
@@ -33,7 +33,7 @@ from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.runtime import machine
 from launcher.results.summary import change_summary
-from launcher.speedup import at_al, best_k, break_even, paired, predict, why
+from launcher.speedup import across, at_al, best_k, break_even, comparison_plot, paired, predict, why
 from launcher.speedup.causes import words as cause_words
 from launcher.speedup.decompose import cost_text
 from launcher.speedup import slo as slo_mod
@@ -116,11 +116,13 @@ def read_speedup(point: Point) -> Optional[dict]:
 
 # ------------------------------------------------------------------ the analysis (no writes)
 
-def analyse(jobs: list[Job]) -> Optional[dict]:
+def analyse(jobs: list[Job], borrowed: Sequence[Job] = ()) -> Optional[dict]:
     """Every speculative point matched with a baseline point, with its figures,
     the predicted-vs-measured speedup and the best k per load; None when the
-    jobs hold no baseline."""
-    baselines = [j for j in jobs if is_baseline(j)]
+    jobs hold no baseline. ``borrowed``: baselines another folder ran on the same machine for
+    a target and serving settings none of these jobs' baselines covers (launcher.speedup.across);
+    a row paired with one says so (``baseline_from``)."""
+    baselines = [j for j in jobs if is_baseline(j)] + list(borrowed)
     if not baselines:
         return None
     rows: list[dict] = []
@@ -135,14 +137,15 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
         same_model = [b for b in baselines if run_identity(b).model == ident.model] or baselines
         base = next((b for b in same_model if run_identity(b).fingerprint == ident.fingerprint), same_model[0])
         base_points = {p.dir: p for p in base.points if p.ok}
+        base_from = str(Path(base.path).parent) if any(base is b for b in borrowed) else None
         for p in job.points:
             bp = base_points.get(p.dir)
             if not p.ok or bp is None:
                 continue
             try:
-                if bp.dir not in base_cache:
-                    base_cache[bp.dir] = point_records(bp)
-                brec, srec = base_cache[bp.dir], point_records(p)
+                if str(bp.path) not in base_cache:  # by path: two baselines share point folder names
+                    base_cache[str(bp.path)] = point_records(bp)
+                brec, srec = base_cache[str(bp.path)], point_records(p)
             except (RecordError, OSError) as e:  # an unreadable export: that point has no speedup
                 skipped.append(f"{job.name}/{p.dir}: {str(e).splitlines()[0]}")
                 continue
@@ -154,6 +157,7 @@ def analyse(jobs: list[Job]) -> Optional[dict]:
             b_step, s_step = predict.base_step_s(brec), predict.spec_step_s(srec)
             rows.append({
                 "job": job.name, "job_dir": str(job.path), "point_dir": str(p.path), "baseline_job": base.name,
+                **({"baseline_from": base_from} if base_from else {}),
                 "machine": machine.one_line(p.machine), "baseline_machine": machine.one_line(bp.machine),
                 "dataset": p.dataset, "temperature": p.temperature, "concurrency": p.concurrency, "k": k,
                 "draft": draft, "forced_acceptance": forced, "configuration": configuration(ident, labels),
@@ -278,13 +282,14 @@ def compact(row: dict) -> dict:
 
 # ------------------------------------------------------------------ writing
 
-def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
-    """Analyse the jobs under ``root`` and write speedup.json per point,
-    speedup_summary.json in ``root`` and the summary.json blocks (only
-    ``only_job``'s when given). Returns the analysis (None without a baseline)."""
+def write_all(root: Path, only_job: Optional[Path] = None, borrowed: Sequence[Job] = (),
+              jobs: Optional[list[Job]] = None) -> Optional[dict]:
+    """Analyse the jobs under ``root`` (``jobs``: already loaded) and write speedup.json per point,
+    speedup_summary.json in ``root`` and the summary.json blocks (only ``only_job``'s when given).
+    ``borrowed``: baselines of another folder (analyse). Returns the analysis (None without a baseline)."""
 
-    jobs = load_results(root)
-    res = analyse(jobs)
+    jobs = load_results(root) if jobs is None else jobs
+    res = analyse(jobs, borrowed)
     if res is None:
         return None
     for row in res["points"]:
@@ -311,8 +316,13 @@ def write_all(root: Path, only_job: Optional[Path] = None) -> Optional[dict]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m launcher.speedup", description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", help="the recipe's results folder (results/<recipe>)")
-    ap.add_argument("--job", default=None, help="update only this job's summary.json")
+    ap.add_argument("results", nargs="+",
+                    help="the recipe's results folder (results/<recipe>); several folders (recipes, machines): each "
+                         "analysed, then one comparison across them: drafters side by side, between-machine spread")
+    ap.add_argument("--job", default=None, help="update only this job's summary.json (one results folder)")
+    ap.add_argument("--out", default=None, metavar="FILE.json",
+                    help="with several folders: write the comparison here, and beside it FILE.png (speedup against "
+                         "AL, one line per drafter and machine, one panel per concurrency)")
     ap.add_argument("--slo", default=None, metavar="KEY=VALUE,...",
                     help="judge every point against this SLO (ttft_ms, itl_ms or tpot_ms, e2e_ms, percentile, "
                          "good_share; e.g. ttft_ms=300,tpot_ms=40); default: the recipe's sweep.slo (docs/slo.md)")
@@ -323,19 +333,64 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="predict each configuration's speedup at these acceptance lengths from the step costs its "
                          "forced runs measured, with a 95%% interval (docs/speedup.md)")
     args = ap.parse_args(argv)
+    if len(args.results) > 1:
+        if args.job:
+            print("error: --job updates one job's summary: give one results folder with it", file=sys.stderr)
+            return 2
+        return several(args)
     try:
-        res = write_all(Path(args.results), Path(args.job) if args.job else None)
-        slo_res = write_slo(Path(args.results), args.slo, args.slo_tie) if args.job is None else None
+        res = write_all(Path(args.results[0]), Path(args.job) if args.job else None)
+        slo_res = write_slo(Path(args.results[0]), args.slo, args.slo_tie) if args.job is None else None
     except (ResultsError, OSError, ValueError) as e:
         print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     if slo_res is not None:
-        print_slo(slo_res, Path(args.results) / SLO_FILE)
+        print_slo(slo_res, Path(args.results[0]) / SLO_FILE)
+    print_analysis(Path(args.results[0]), res, args.at_al)
+    return 0
+
+
+def several(args) -> int:
+    """Each folder analysed (a folder without its baseline borrows one another folder ran on the
+    same machine for the same target and serving settings), then one comparison across them."""
+    roots = [Path(r) for r in args.results]
+    analyses = []
+    try:
+        loaded = {str(r): load_results(r) for r in roots}
+        for r in roots:
+            others = {k: v for k, v in loaded.items() if k != str(r)}
+            res = write_all(r, borrowed=across.borrowable(loaded[str(r)], others), jobs=loaded[str(r)])
+            print_analysis(r, res, args.at_al)
+            if res is not None:
+                analyses.append((str(r), across.folder_machine(loaded[str(r)]) or f"folder:{r}", res))
+    except (ResultsError, OSError, ValueError) as e:
+        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    comp = across.comparison(analyses)
+    legend = across.machine_names([(f, m) for f, m, _ in analyses])
+    comp["machines"] = {name: {"machine": mach, "folders": [f for f, m, _ in analyses if m == mach],
+                               "measured_on": next(res["measured_on"] for f, m, res in analyses if m == mach)}
+                        for mach, name in legend.items()}
+    print(f"comparison of {len(analyses)} folder(s) on {len(legend)} machine(s):")
+    for line in across.lines(comp, legend):
+        print(f"  {line}")
+    if args.out:
+        out = Path(args.out)
+        write_json_atomic(out, {"schema_version": SCHEMA_VERSION, **comp})
+        plot = comparison_plot.draw(comp, legend, out.with_suffix(".png"))
+        print(f"comparison: {out}" + (f", {plot}" if plot else ""))
+    return 0
+
+
+def print_analysis(root: Path, res: Optional[dict], at_als: Optional[list[float]]) -> None:
+    """One folder's speedups as the console prints them."""
     if res is None:
-        print(f"{args.results}: no baseline job (run the recipe with sweep.baseline=true); no speedups written")
-        return 0
-    print(f"speedup: {len(res['points'])} point(s) against the baseline; {Path(args.results) / SUMMARY_FILE}")
+        print(f"{root}: no baseline job (run the recipe with sweep.baseline=true); no speedups written")
+        return
+    print(f"speedup: {len(res['points'])} point(s) against the baseline; {root / SUMMARY_FILE}")
     print(f"  measured on: {res['measured_on']}")
+    for src in sorted({r["baseline_from"] for r in res["points"] if r.get("baseline_from")}):
+        print(f"  baseline borrowed from {src}: the same machine, target and serving settings")
     drafts = {c.get("draft") for c in res["best_k"]}
     for c in res["best_k"]:
         sp = c["speedup"]
@@ -360,9 +415,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{cause_words(r.get('causes') or [])}")
     for m in res.get("measured_vs_predicted") or []:
         print(f"  {at_al.comparison_line(m)}")
-    for line in (at_al.lines(res.get("step_costs") or [], args.at_al) if args.at_al else []):
+    for line in (at_al.lines(res.get("step_costs") or [], at_als) if at_als else []):
         print(f"  at AL: {line}")
-    return 0
 
 
 def print_slo(res: dict, path: Path) -> None:

@@ -1,0 +1,130 @@
+"""launcher.speedup over several folders (launcher.speedup.across, issue 50): the drafters side by
+side, the between-machine spread beside each machine's interval, and a baseline borrowed from
+another recipe's folder of the same machine, target and serving settings. On the recorded H100
+runs of qwen3_dflash at forced AL 4: three machines (three GPU uuids), the expected figures
+computed here from each folder's repeats.json, not by the code under test."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from statistics import mean
+
+import pytest
+
+from launcher.results.job_dir import load_results
+from launcher.speedup import across
+from launcher.speedup.collect import main
+from tests.speedup.recorded import DATA, results_copy
+
+TWO_STARTS = DATA / "h100_vllm026_dflash_2starts"      # this session's H100: 2 starts x 3 repeats
+THREE_REPEATS = DATA / "h100_vllm026_dflash_explained"  # another H100: 1 start x 3 repeats
+ONE_PASS = DATA / "h100_vllm026_seed_shaped" / "qwen3_dflash"  # a third H100: one pass
+SPEC, BASE = "qwen3-8b-shaped-dflash-k15-fal4-tp1-9ee4b6e7", "qwen3-8b-shaped-none-tp1-9035ec93"
+
+
+def _uuid(folder: Path) -> str:
+    return json.loads((folder / SPEC / "gpu_telemetry.json").read_text())["gpus"][0]["uuid"]
+
+
+def _ratios(folder: Path, c: int) -> list[float]:
+    """Repeat i of the DFlash server over repeat i of its baseline, from repeats.json."""
+    def tps(job):
+        doc = json.loads((folder / job / "mtbench" / f"t0_c{c}" / "repeats.json").read_text())
+        return [r["Output TPS"] for r in doc["per_repeat"]]
+    return [s / b for s, b in zip(tps(SPEC), tps(BASE))]
+
+
+def _one_pass(folder: Path, c: int) -> float:
+    def tps(job):
+        rows = json.loads((folder / job / "summary.json").read_text())["points"]
+        return next(r["Output TPS"] for r in rows if r["concurrency"] == c)
+    return tps(SPEC) / tps(BASE)
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    root = tmp_path_factory.mktemp("three")
+    dirs = [results_copy(src, root / name) for name, src in
+            (("two_starts", TWO_STARTS), ("three_repeats", THREE_REPEATS), ("one_pass", ONE_PASS))]
+    out = root / "comparison.json"
+    assert main([*map(str, dirs), "--out", str(out)]) == 0
+    return dirs, json.loads(out.read_text()), out
+
+
+def test_each_folder_is_its_own_machine_named_by_its_gpu(three):
+    dirs, comp, _ = three
+    assert len({_uuid(d) for d in (TWO_STARTS, THREE_REPEATS, ONE_PASS)}) == 3
+    machines = {name: m["machine"] for name, m in comp["machines"].items()}
+    assert sorted(machines.values()) == sorted(f"gpu:{_uuid(d)}" for d in dirs)
+
+
+def test_the_speedup_per_machine_is_its_repeats_mean_and_the_spread_is_between_their_means(three):
+    dirs, comp, _ = three
+    for c in (1, 4, 16):
+        expected = {f"gpu:{_uuid(TWO_STARTS)}": mean(_ratios(TWO_STARTS, c)),
+                    f"gpu:{_uuid(THREE_REPEATS)}": mean(_ratios(THREE_REPEATS, c)),
+                    f"gpu:{_uuid(ONE_PASS)}": _one_pass(ONE_PASS, c)}
+        rows = [r for r in comp["rows"] if r["concurrency"] == c and r["drafter"].startswith("dflash")]
+        got = {r["machine"]: r["levels"]["4"]["speedup"]["mean"] for r in rows}
+        assert got == pytest.approx(expected, rel=1e-6)
+        assert {r["machine"]: r["levels"]["4"]["speedup"]["n"] for r in rows}[f"gpu:{_uuid(TWO_STARTS)}"] == 6
+        spread = next(s for s in comp["spread"] if s["concurrency"] == c and s["figure"] == "speedup at forced AL 4")
+        means = list(expected.values())
+        assert spread["machines"] == 3
+        assert spread["between_machines_rel"] == pytest.approx((max(means) - min(means)) / mean(means), rel=1e-6)
+        # each machine's own interval beside it; the one pass has none
+        per = spread["per_machine"]
+        assert per[f"gpu:{_uuid(ONE_PASS)}"]["half_interval_rel"] is None
+        assert per[f"gpu:{_uuid(TWO_STARTS)}"]["half_interval_rel"] > 0
+
+
+def test_the_step_cost_is_the_al_over_each_repeats_speedup(three):
+    _, comp, _ = three
+    al = json.loads((TWO_STARTS / SPEC / "summary.json").read_text())["points"][0]["Server_AL"]
+    row = next(r for r in comp["rows"] if r["concurrency"] == 1 and r["machine"] == f"gpu:{_uuid(TWO_STARTS)}")
+    assert row["step_cost"]["mean"] == pytest.approx(mean(al / s for s in _ratios(TWO_STARTS, 1)), rel=1e-6)
+    assert row["step_cost"]["lo"] < row["step_cost"]["mean"] < row["step_cost"]["hi"]
+
+
+def test_the_plot_is_written_beside_the_json(three):
+    _, _, out = three
+    png = out.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_folder_without_a_baseline_borrows_one_of_the_same_machine_and_says_so(tmp_path, capsys):
+    """Two recipes on one machine: the baseline ran in the other's folder. Matched by target and
+    serving settings on the same machine; a folder of another machine does not borrow it."""
+    spec_only = results_copy(TWO_STARTS, tmp_path / "qwen3_dflash")
+    base_only = tmp_path / "qwen3_other"
+    base_only.mkdir()
+    shutil.move(str(spec_only / BASE), str(base_only / BASE))
+    other_machine = results_copy(THREE_REPEATS, tmp_path / "elsewhere")
+    shutil.rmtree(other_machine / BASE)
+    assert across.borrowable(load_results(spec_only), {"b": load_results(base_only)})
+    assert not across.borrowable(load_results(other_machine), {"b": load_results(base_only)})
+    assert main([str(spec_only), str(base_only), str(other_machine)]) == 0
+    out = capsys.readouterr().out
+    assert f"baseline borrowed from {base_only}: the same machine, target and serving settings" in out
+    assert f"{other_machine}: no baseline job" in out
+    summary = json.loads((spec_only / "speedup_summary.json").read_text())
+    assert {r["baseline_from"] for r in summary["points"]} == {str(base_only)}
+    # the borrowed pairing gives the figures the folder's own baseline gave
+    results_copy(TWO_STARTS, tmp_path / "own")
+    assert main([str(tmp_path / "own")]) == 0
+    mine = json.loads((tmp_path / "own" / "speedup_summary.json").read_text())
+    assert [r["throughput_per_repeat"] for r in summary["points"]] == [r["throughput_per_repeat"] for r in mine["points"]]
+
+
+def test_job_takes_one_folder(tmp_path, capsys):
+    assert main([str(tmp_path), str(tmp_path), "--job", str(tmp_path)]) == 2
+    assert "give one results folder" in capsys.readouterr().err
+
+
+def test_a_cut_job_names_its_host_by_boot_id_only_where_no_job_recorded_gpus(tmp_path):
+    root = results_copy(TWO_STARTS, tmp_path / "r")
+    jobs = {j.name: j for j in load_results(root)}
+    cut = jobs["qwen3-8b-shaped-dflash-k15-fal6-tp1-53a238db"]  # cut short: no gpu_telemetry.json
+    assert across.machine_of(cut).startswith("boot:")
+    assert across.folder_machine(jobs.values()) == f"gpu:{_uuid(TWO_STARTS)}"
