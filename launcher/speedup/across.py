@@ -101,6 +101,12 @@ def _drafter(row: dict) -> str:
     return str(row.get("drafter") or row.get("draft") or row.get("job"))
 
 
+def drafter_words(row: dict) -> str:
+    """A comparison row's drafter with its k (once)."""
+    d = str(row["drafter"])
+    return d if f"k={row['k']}" in d else f"{d} k={row['k']}"
+
+
 def _key(row: dict) -> tuple:
     return (_drafter(row), str((row.get("configuration") or {}).get("fingerprint") or ""), row.get("k"),
             row["dataset"], float(row["temperature"]), int(row["concurrency"]))
@@ -185,14 +191,14 @@ def lines(comp: dict, legend: dict[str, str]) -> list[str]:
         levels = ", ".join(f"AL {lv}: {Figure(**f['speedup']).text()}x" for lv, f in sorted(
             r["levels"].items(), key=lambda kv: float(kv[0])))
         borrowed = "" if r["baseline"] == "own" else f" (baseline of {r['baseline']})"
-        out.append(f"{r['drafter']} k={r['k']} {r['dataset']} T={r['temperature']:g} C={r['concurrency']} "
+        out.append(f"{drafter_words(r)} {r['dataset']} T={r['temperature']:g} C={r['concurrency']} "
                    f"on {legend.get(r['machine'], r['machine'])}: step cost {cost} (= break-even AL); "
                    f"speedup {levels}{borrowed}")
     for s in comp["spread"]:
         per = ", ".join(f"{legend.get(m, m)} {f['mean']:.2f}" + (f" ±{100 * f['half_interval_rel']:.1f}%"
                                                                    if f["half_interval_rel"] is not None else "")
                         for m, f in s["per_machine"].items())
-        out.append(f"between machines: {s['drafter']} k={s['k']} {s['dataset']} T={s['temperature']:g} "
+        out.append(f"between machines: {drafter_words(s)} {s['dataset']} T={s['temperature']:g} "
                    f"C={s['concurrency']} {s['figure']}: spread {100 * s['between_machines_rel']:.1f}% over "
                    f"{s['machines']} machines ({per})")
     return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from launcher.speedup.across import drafter_words
+
 
 def panels(comp: dict) -> dict[tuple, list[dict]]:
     """The comparison's rows by (dataset, T, C), in that order."""
@@ -46,7 +48,7 @@ def draw(comp: dict, legend: dict[str, str], path: Path) -> Optional[Path]:
     colours = {}
     for ax, ((ds, t, c), rows) in zip(axes[0], groups.items()):
         for r in rows:
-            name = f"{r['drafter']} k={r['k']} on {legend.get(r['machine'], r['machine'])}"
+            name = f"{drafter_words(r)} on {legend.get(r['machine'], r['machine'])}"
             colour = colours.setdefault(name, f"C{len(colours) % 10}")
             line = curve(r)
             if line:

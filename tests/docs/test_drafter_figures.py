@@ -1,0 +1,132 @@
+"""docs/gpu.md's "Which drafter pays at which acceptance" (issue 50): every figure of its tables is
+what launcher.speedup gives over the recorded H100 folders (tests/data/h100_vllm026_dflash_2starts,
+h100_vllm026_dflash_explained, h100_vllm026_seed_shaped, h100_vllm026_async_pair), read through
+the product's readers; the forced-6 column (a job cut short, which the readers count as pending)
+from its repeats.json."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from statistics import mean
+
+import pytest
+
+from launcher.speedup.collect import main
+from tests.speedup.recorded import DATA, results_copy
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "gpu.md").read_text()
+SECTION = DOC[DOC.index("## Which drafter pays at which acceptance"):DOC.index("## Figures that reproduce")]
+M1, M2, M3 = (DATA / "h100_vllm026_dflash_2starts", DATA / "h100_vllm026_dflash_explained",
+              DATA / "h100_vllm026_seed_shaped" / "qwen3_dflash")
+SIX = "qwen3-8b-shaped-dflash-k15-fal6-tp1-53a238db"
+BASE = "qwen3-8b-shaped-none-tp1-9035ec93"
+
+
+def _table(heading: str) -> list[list[str]]:
+    part = SECTION[SECTION.index(heading):]
+    rows = [line for line in part.splitlines() if line.startswith("|")]
+    out = []
+    for line in rows[2:]:
+        out.append([c.strip() for c in line.strip("|").split("|")])
+        if part[part.index(line) + len(line):].lstrip("\n")[:1] != "|":
+            break
+    return out
+
+
+def _nums(cell: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\d+\.\d+|\d+", cell.replace(",", ""))]
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory):
+    root = tmp_path_factory.mktemp("drafters")
+    dirs = [results_copy(src, root / name) for name, src in
+            (("m1", M1), ("m2", M2), ("m3", M3), ("pair", DATA / "h100_vllm026_async_pair"))]
+    out = root / "c.json"
+    assert main([*map(str, dirs), "--out", str(out)]) == 0
+    comp = json.loads(out.read_text())
+    name = {str(root / n): n for n in ("m1", "m2", "m3", "pair")}
+    rows = {}
+    for r in comp["rows"]:
+        rows[(name[r["folder"]], r["drafter"], r["concurrency"])] = r
+    return comp, rows
+
+
+DFLASH, DRAFT = "dflash (dflash k=15)", "draft (draft_model k=3)"  # the recipe's server (no flag added)
+
+
+def _r2(x: float) -> float:
+    return round(x + 1e-12, 2)
+
+
+def test_the_step_cost_table_is_the_recorded_runs(comparison):
+    _, rows = comparison
+    table = _table("### Step cost and speedup, one H100")
+    assert len(table) == 5
+    for cells in table:
+        c = int(cells[2])
+        r = rows[("pair", DRAFT, c)] if cells[0].startswith("draft model") else rows[("m1", DFLASH, c)]
+        cost = r["step_cost"]
+        assert _nums(cells[3]) == [_r2(cost["mean"]), _r2(cost["lo"]), _r2(cost["hi"])], cells
+        level = "3.5" if cells[0].startswith("draft model") else "4"
+        sp = r["levels"][level]["speedup"]
+        assert _nums(cells[4])[-3:] == [_r2(sp["mean"]), _r2(sp["lo"]), _r2(sp["hi"])], cells
+
+
+def _first_start(job: str, c: int) -> list[dict]:
+    doc = json.loads((M1 / job / "mtbench" / f"t0_c{c}" / "repeats.json").read_text())
+    return [r for r in doc["per_repeat"] if r["server_start"] == 1]
+
+
+def test_the_forced_six_column_is_its_first_start_over_the_baselines_first_start():
+    for cells in _table("### Step cost and speedup, one H100")[:4]:
+        c = int(cells[2])
+        six, base = _first_start(SIX, c), _first_start(BASE, c)
+        assert len(six) == 3 and len(base) == 3
+        ratios = [s["Output TPS"] / b["Output TPS"] for s, b in zip(six, base)]
+        al = mean(1 + r["num_accepted_draft_tokens"] / r["num_spec_steps"] for r in six)
+        assert _nums(cells[5]) == [_r2(mean(ratios)), _r2(al / mean(ratios))], cells
+
+
+def test_the_across_machines_table_is_the_comparisons_spread(comparison):
+    comp, rows = comparison
+    table = _table("### Across machines (DFlash at forced AL 4)")
+    assert [int(r[0]) for r in table] == [1, 4, 16, 64]
+    for cells in table:
+        c = int(cells[0])
+        for col, m in ((1, "m1"), (2, "m2"), (3, "m3")):
+            r = rows.get((m, DFLASH, c))
+            if r is None:
+                assert cells[col] == "—"
+                continue
+            sp = r["levels"]["4"]["speedup"]
+            want = [_r2(sp["mean"])]
+            if sp.get("lo") is not None:
+                want.append(round(100 * (sp["hi"] - sp["lo"]) / 2 / sp["mean"], 1))
+            assert _nums(cells[col]) == want, (c, m, cells[col])
+        spread = next(s for s in comp["spread"] if s["concurrency"] == c and s["figure"] == "speedup at forced AL 4")
+        assert _nums(cells[4]) == [round(100 * spread["between_machines_rel"], 1)]
+        assert _nums(cells[5]) == [round(100 * spread["within_machine_rel_max"], 1)]
+
+
+def test_the_predictions_at_published_als_are_al_over_the_step_cost(comparison):
+    _, rows = comparison
+    cost = rows[("m1", DFLASH, 1)]["step_cost"]
+    m = re.search(r"DFlash at AL 4\.24 gives \*\*(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 1\*\*", SECTION)
+    assert [float(x) for x in m.groups()] == [_r2(4.24 / cost["mean"]), _r2(4.24 / cost["hi"]), _r2(4.24 / cost["lo"])]
+    c64 = rows[("m1", DFLASH, 64)]["step_cost"]
+    m = re.search(r"(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", SECTION)
+    assert [float(x) for x in m.groups()] == [_r2(4.24 / c64["mean"]), _r2(4.24 / c64["hi"]), _r2(4.24 / c64["lo"])]
+    draft = rows[("pair", DRAFT, 1)]["step_cost"]
+    m = re.search(r"it would give (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\]", SECTION)
+    assert [float(x) for x in m.groups()] == [_r2(2.60 / draft["mean"]), _r2(2.60 / draft["hi"]),
+                                              _r2(2.60 / draft["lo"])]
+
+
+def test_each_figure_names_its_machine_kind():
+    assert "NVIDIA H100 80GB HBM3, GPU-641e43a7" in SECTION
+    for folder in (M1, M2, M3):
+        gpus = json.loads(next(folder.glob("*/gpu_telemetry.json")).read_text())["gpus"]
+        assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3"
