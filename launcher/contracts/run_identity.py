@@ -66,6 +66,9 @@ def settings_diff(a: Mapping[str, str], b: Mapping[str, str], ignore: Iterable[s
     return out
 
 
+SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"  # vLLM's k per batch size: a k, not a setting
+
+
 def _fingerprint(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
@@ -88,8 +91,13 @@ class RunIdentity:
     @property
     def fingerprint(self) -> str:
         """8 hex digits of the serving configuration (serving settings and the other speculative
-        keys): equal for two runs of one configuration, whatever their k, forced level or version."""
-        return _fingerprint({"serving": dict(self.serving), "speculation": dict(self.speculation)})
+        keys): equal for two runs of one configuration, whatever their k (or k schedule: a k per
+        batch size), forced level or version."""
+        return _fingerprint({"serving": dict(self.serving), "speculation": self._settings()})
+
+    def _settings(self) -> dict:
+        """The speculative keys that make a configuration: all but the k schedule (k's own kind)."""
+        return {k: v for k, v in self.speculation.items() if k != SCHEDULE_KEY}
 
     @property
     def configuration(self) -> tuple:
@@ -99,13 +107,13 @@ class RunIdentity:
     @property
     def schedule(self) -> Optional[list]:
         """A dynamic k schedule (vLLM's num_speculative_tokens_per_batch_size), None without one."""
-        return self.speculation.get("num_speculative_tokens_per_batch_size") or None
+        return self.speculation.get(SCHEDULE_KEY) or None
 
     def differences(self, other: "RunIdentity") -> list[str]:
         """What this run's server sets differently from ``other``'s, one short label each
         ("+ --async-scheduling", "--max-num-seqs 64→128", "speculative_config.draft_tensor_parallel_size 1→2")."""
-        spec_a = {f"speculative_config.{k}": json.dumps(v) for k, v in other.speculation.items()}
-        spec_b = {f"speculative_config.{k}": json.dumps(v) for k, v in self.speculation.items()}
+        spec_a = {f"speculative_config.{k}": json.dumps(v) for k, v in other._settings().items()}
+        spec_b = {f"speculative_config.{k}": json.dumps(v) for k, v in self._settings().items()}
         return settings_diff(other.serving, self.serving) + settings_diff(spec_a, spec_b)
 
     def with_engine_version(self, version: Optional[str]) -> "RunIdentity":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -35,11 +36,12 @@ RUN = ["cluster=slurm", "cluster.array_parallelism=2", "cluster.cpus_per_task=1"
        "sweep.num_requests_per_concurrency={1:2}",  # C=1 sends 2 of the 4 conversations, C=2 all 4
        "bench.lossless.enabled=true", "bench.lossless.num_prompts=6", "wait=true",
        "bench.known_answer=false"]  # the probe has its own tests; here: exactly the baseline's restart
-# issue 53: one more k=1 job into the same folder whose server adds a flag the baseline's lacks (one
-# server start, one point): launcher.speedup pairs it with the baseline above, and its why table says
-# "unlike" and names the flag. No throughput is judged.
+# issue 53: one more k=1 job whose server adds a flag the baseline's lacks (one server start, one
+# point), run beside the Slurm jobs above on the local executor (its own folder: the assertions on
+# the recipe's jobs see only theirs) and then moved into their folder: launcher.speedup pairs it
+# with the baseline above, and its why table says "unlike" and names the flag. No throughput is judged.
 UNLIKE_FLAG = "--no-enable-prefix-caching"
-RUN_UNLIKE = ["cluster=slurm", "cluster.cpus_per_task=1", "draft=tiny_identical", "sweep.baseline=false",
+RUN_UNLIKE = ["cluster=local", "draft=tiny_identical", "sweep.baseline=false",
               "sweep.num_speculative_tokens=[1]", "sweep.temperatures=[0]", "sweep.concurrencies=[1]",
               "sweep.datasets=[mtbench]", "sweep.num_requests=4", "sweep.num_requests_per_concurrency={1:2}",
               "bench.lossless.enabled=false", "bench.known_answer=false", "wait=true", "report=false",
@@ -62,6 +64,9 @@ def _dataset_keys(job) -> list[str]:
 
 def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path):
     out = tmp_path / "results"
+    unlike_log = (tmp_path / "unlike.log").open("w")
+    unlike_run = subprocess.Popen(stack.launcher_cmd(*RUN_UNLIKE, f"output_dir={tmp_path / 'unlike'}"),
+                                  cwd=stack.REPO_ROOT, stdout=unlike_log, stderr=subprocess.STDOUT, text=True)
     p = subprocess.run(stack.launcher_cmd(*RUN, f"output_dir={out}"), cwd=stack.REPO_ROOT,
                        capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
@@ -141,11 +146,11 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
 
 
     # issue 53: a speculative server whose settings differ from its baseline's is named in the table
-    before = {d.name for d in root.iterdir() if (d / "job.json").exists()}
-    p = subprocess.run(stack.launcher_cmd(*RUN_UNLIKE, f"output_dir={out}"), cwd=stack.REPO_ROOT,
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    (unlike,) = [d for d in root.iterdir() if (d / "job.json").exists() and d.name not in before]
+    assert unlike_run.wait(timeout=900) == 0, (tmp_path / "unlike.log").read_text()[-3000:]
+    unlike_log.close()
+    (made,) = [d for d in (tmp_path / "unlike" / "smoke").iterdir() if (d / "job.json").exists()]
+    unlike = root / made.name
+    shutil.copytree(made, unlike)
     assert UNLIKE_FLAG in json.loads((unlike / "server_ready.json").read_text())["argv"]
     said = ASYNC_LINE.findall((unlike / "logs" / "server.log").read_text())  # its one server start
     ready = json.loads((unlike / "server_ready.json").read_text())
