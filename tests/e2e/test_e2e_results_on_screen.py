@@ -53,7 +53,7 @@ def test_the_main_command_ends_with_the_answer_and_the_report(smoke_run):
     assert [e["known_defect"]["line"] for e in known["temperatures"] if not e["passed"]] == [DEFECT]
     assert re.search(r"known answer: T=0 pass .* T=0\.7 FAIL \(AL [\d.]+/4.*\): " + re.escape(DEFECT), flat), flat
     assert re.search(r"lossless: (PASSED|FAILED), \d+ of \d+ outputs", flat)
-    assert f"! {DEFECT} (known-answer AL" in flat
+    assert f"D {DEFECT} (known-answer AL" in flat  # its own mark, not "!" (suspect T)
     # the launcher's own line for the job (stderr: the follow table's outcome lines)
     assert DEFECT in proc.stderr
     # the report: built by the job's node, and for the results folder at the end, its path printed
