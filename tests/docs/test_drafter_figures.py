@@ -130,3 +130,22 @@ def test_each_figure_names_its_machine_kind():
     for folder in (M1, M2, M3):
         gpus = json.loads(next(folder.glob("*/gpu_telemetry.json")).read_text())["gpus"]
         assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_the_draft_models_two_machines_are_their_recorded_repeats(comparison):
+    """The 1B draft model at forced 3.5: the earlier H100's speedup_summary.json (its points keep
+    repeats.json only, so it is read as written) beside M2's comparison rows."""
+    _, rows = comparison
+    old = json.loads((DATA / "h100_vllm026_8b_repeats" / "speedup_summary.json").read_text())
+    first = {r["concurrency"]: r["throughput_repeats"]["mean"] for r in old["points"]
+             if (r.get("forced_acceptance") or {}).get("length") == 3.5}
+    second = {c: rows[("pair", DRAFT, c)]["levels"]["3.5"]["speedup"] for c in (1, 4, 16)}
+    m = re.search(r"gave\n?\s*(\d\.\d\d) / (\d\.\d\d) / (\d\.\d\d)× on one H100", SECTION)
+    assert [float(x) for x in m.groups()] == [_r2(first[c]) for c in (1, 4, 16)]
+    m = re.search(r"and (\d\.\d\d) / (\d\.\d\d) / (\d\.\d\d)× on another \(M2", SECTION)
+    assert [float(x) for x in m.groups()] == [_r2(second[c]["mean"]) for c in (1, 4, 16)]
+    halves = [100 * (f["hi"] - f["lo"]) / 2 / f["mean"] for f in second.values()]
+    m = re.search(r"±(\d+) to (\d+) %\): (\d+\.\d) % apart at C = 16", SECTION)
+    assert [int(m.group(1)), int(m.group(2))] == [round(min(halves)), round(max(halves))]
+    a, b = first[16], second[16]["mean"]
+    assert float(m.group(3)) == round(100 * abs(a - b) / mean([a, b]), 1)
