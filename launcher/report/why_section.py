@@ -13,7 +13,7 @@ from launcher.report.markup import esc as _e, figures, num as _num
 from launcher.report.why_plots import speedup_vs_al
 from launcher.speedup.at_al import comparison_line
 from launcher.speedup.causes import legend
-from launcher.speedup.decompose import cost_text, sentence
+from launcher.speedup.decompose import cost_text, decode_cost_text, sentence
 
 WHY_PAGE = "why.html"
 
@@ -33,11 +33,11 @@ def points_table(analysis: dict) -> str:
         d, cs = r.get("decomposition"), r.get("causes") or []
         rows.append([_e(r.get("drafter") or r["job"]), _e(r["dataset"]), f"{r['temperature']:g}",
                      str(r["concurrency"]), _num((d or {}).get("speedup")) + ("×" if d else ""),
-                     _num((d or {}).get("al")), _e(cost_text(d)),
+                     _num((d or {}).get("al")), _e(cost_text(d)), _e(decode_cost_text(d)),
                      "<b>" + _e(" ".join(c["word"] for c in cs) or "–") + "</b>",
                      _e(sentence(d)) + "".join(f"<br>{_e(c['sentence'])}" for c in cs)])
-    return _table(["configuration", "dataset", "T", "C", "speedup", "Server_AL", "step cost [95%]", "cause",
-                   "why"], rows, "why", words=(0, 1, 7, 8))
+    return _table(["configuration", "dataset", "T", "C", "speedup", "Server_AL", "step cost [95%]",
+                   "decode step cost [95%]", "cause", "why"], rows, "why", words=(0, 1, 8, 9))
 
 
 def comparison_table(analysis: dict) -> str:

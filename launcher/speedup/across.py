@@ -130,14 +130,36 @@ def comparison(folders: list[tuple[str, str, dict]]) -> dict:
             sp = _speedup(r)
             level = r["forced_acceptance"].get("length")
             if sp is not None and level is not None:
-                row["levels"][f"{float(level):g}"] = {"speedup": sp.to_dict(), "server_al": r.get("server_al")}
+                d = r.get("decomposition") or {}
+                cost = ({"mean": d["step_cost"], "lo": d.get("lo"), "hi": d.get("hi"), "n": d.get("n")}
+                        if d.get("step_cost") is not None else None)
+                row["levels"][f"{float(level):g}"] = {"speedup": sp.to_dict(), "server_al": r.get("server_al"),
+                                                      "step_cost": cost,
+                                                      "decode_step_cost": d.get("decode_step_cost")}
             b = costs.get(key[1:6])
             if b and b.get("break_even_al") is not None:
                 row["step_cost"] = {"mean": b["break_even_al"], "lo": b.get("lo"), "hi": b.get("hi"), "n": b.get("n"),
                                     "levels": [lv.get("forced") for lv in b.get("levels") or []]}
     out = sorted(rows.values(), key=lambda x: (x["drafter"], x["fingerprint"], x["k"] or 0, x["dataset"],
                                                x["temperature"], x["concurrency"], x["machine"]))
+    for row in out:
+        row["levels_agree"] = {fig: levels_agree(row["levels"], fig) for fig in ("step_cost", "decode_step_cost")}
     return {"rows": out, "spread": spreads(out)}
+
+
+def levels_agree(levels: dict, figure: str = "step_cost") -> Optional[dict]:
+    """Whether one configuration's step cost (``figure``: ``step_cost`` from the throughput, or
+    ``decode_step_cost`` from the time per output token) is the same at its forced levels (forced
+    acceptance changes what a step accepts, not what it computes): the costs' spread (max - min) /
+    their mean and whether every pair of 95 % intervals overlaps. None with fewer than two levels'
+    costs."""
+    costs = [lv[figure] for lv in levels.values() if lv.get(figure)]
+    if len(costs) < 2:
+        return None
+    means = [c["mean"] for c in costs]
+    overlap = all(a.get("lo") is not None and b.get("lo") is not None and a["lo"] <= b["hi"] and b["lo"] <= a["hi"]
+                  for i, a in enumerate(costs) for b in costs[i + 1:])
+    return {"spread_rel": (max(means) - min(means)) / mean(means), "intervals_overlap": overlap}
 
 
 def _half_rel(f: dict) -> Optional[float]:
@@ -194,6 +216,15 @@ def lines(comp: dict, legend: dict[str, str]) -> list[str]:
         out.append(f"{drafter_words(r)} {r['dataset']} T={r['temperature']:g} C={r['concurrency']} "
                    f"on {legend.get(r['machine'], r['machine'])}: step cost {cost} (= break-even AL); "
                    f"speedup {levels}{borrowed}")
+        for fig, words in (("step_cost", "step cost"), ("decode_step_cost", "decode step cost")):
+            agree = (r.get("levels_agree") or {}).get(fig)
+            if not agree:
+                continue
+            per = ", ".join(f"AL {lv}: {Figure(**f[fig]).text()}" for lv, f in sorted(
+                r["levels"].items(), key=lambda kv: float(kv[0])) if f.get(fig))
+            verdict = ("the same within the intervals" if agree["intervals_overlap"]
+                       else "not the same: the intervals are apart")
+            out.append(f"  {words} per level: {per}; {100 * agree['spread_rel']:.1f}% apart, {verdict}")
     for s in comp["spread"]:
         per = ", ".join(f"{legend.get(m, m)} {f['mean']:.2f}" + (f" ±{100 * f['half_interval_rel']:.1f}%"
                                                                    if f["half_interval_rel"] is not None else "")

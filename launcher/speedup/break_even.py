@@ -43,6 +43,16 @@ def step_costs(r: dict) -> list[float]:
     return [al / s for s in repeat_speedups(r)] if al else []
 
 
+def decode_step_costs(r: dict) -> list[float]:
+    """One decode-only step-cost estimate per repeat, in baseline steps: AL x that repeat's time
+    per output token after the first over the baseline's (TPOT, repeats.json). It leaves out the
+    prefill that makes the first token, which the throughput's step cost spreads over the
+    request's steps: fewer steps at a higher AL, so that cost rises with the AL by the prefill's
+    share while this one does not. [] without an AL or per-repeat TPOTs on both sides."""
+    al = point_al(r)
+    return [al * x for x in r.get("tpot_ratio_per_repeat") or []] if al else []
+
+
 def interpolated(levels: list[tuple[float, float]]) -> Optional[float]:
     """The AL where speedup crosses 1 between two measured (AL, speedup) levels, in AL order."""
     pts = sorted(levels)

@@ -35,7 +35,7 @@ from launcher.runtime import machine
 from launcher.results.summary import change_summary
 from launcher.speedup import across, at_al, best_k, break_even, comparison_plot, paired, predict, why
 from launcher.speedup.causes import words as cause_words
-from launcher.speedup.decompose import cost_text
+from launcher.speedup.decompose import cost_text, decode_cost_text
 from launcher.speedup import slo as slo_mod
 
 SPEEDUP_FILE = "speedup.json"
@@ -165,6 +165,7 @@ def analyse(jobs: list[Job], borrowed: Sequence[Job] = ()) -> Optional[dict]:
                 "suspect": p.row.engine_warning or None,
                 "speedup": sp, "beats_baseline": paired.beats_baseline(sp, tps_s, tps_b),
                 "throughput_repeats": thr_reps, "throughput_per_repeat": per_repeat_speedups(rep_s, rep_b),
+                "tpot_ratio_per_repeat": per_repeat_ratios(rep_s, rep_b, "TPOT s"),
                 "tps_repeats": tps_s, "base_tps_repeats": tps_b,
                 "acceptance": {"histogram": {str(j): n for j, n in hist.items()},
                                "position_acceptance": predict.position_acceptance(hist, k),
@@ -226,14 +227,19 @@ def throughput_repeats(rep_spec: Optional[dict], rep_base: Optional[dict]) -> Op
     return out.to_dict() if out else None
 
 
-def per_repeat_speedups(rep_spec: Optional[dict], rep_base: Optional[dict]) -> list[float]:
-    """Repeat i's Output TPS over the baseline's repeat i (with sweep.server_starts, repeat i of
+def per_repeat_ratios(rep_spec: Optional[dict], rep_base: Optional[dict], figure: str) -> list[float]:
+    """Repeat i's ``figure`` over the baseline's repeat i (with sweep.server_starts, repeat i of
     both sides ran on the same start number); [] without repeats on both sides."""
     if not rep_spec or not rep_base:
         return []
-    s = [r.get("Output TPS") for r in rep_spec.get("per_repeat") or []]
-    b = [r.get("Output TPS") for r in rep_base.get("per_repeat") or []]
+    s = [r.get(figure) for r in rep_spec.get("per_repeat") or []]
+    b = [r.get(figure) for r in rep_base.get("per_repeat") or []]
     return [x / y for x, y in zip(s, b) if x and y]
+
+
+def per_repeat_speedups(rep_spec: Optional[dict], rep_base: Optional[dict]) -> list[float]:
+    """Repeat i's Output TPS over the baseline's repeat i."""
+    return per_repeat_ratios(rep_spec, rep_base, "Output TPS")
 
 
 def _add_predictions(rows: list[dict]) -> None:
@@ -321,8 +327,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                          "analysed, then one comparison across them: drafters side by side, between-machine spread")
     ap.add_argument("--job", default=None, help="update only this job's summary.json (one results folder)")
     ap.add_argument("--out", default=None, metavar="FILE.json",
-                    help="with several folders: write the comparison here, and beside it FILE.png (speedup against "
-                         "AL, one line per drafter and machine, one panel per concurrency)")
+                    help="write the comparison (one folder or several) here, and beside it FILE.png (speedup "
+                         "against AL, one line per drafter and machine, one panel per concurrency)")
     ap.add_argument("--slo", default=None, metavar="KEY=VALUE,...",
                     help="judge every point against this SLO (ttft_ms, itl_ms or tpot_ms, e2e_ms, percentile, "
                          "good_share; e.g. ttft_ms=300,tpot_ms=40); default: the recipe's sweep.slo (docs/slo.md)")
@@ -347,6 +353,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if slo_res is not None:
         print_slo(slo_res, Path(args.results[0]) / SLO_FILE)
     print_analysis(Path(args.results[0]), res, args.at_al)
+    if args.out and res is not None and args.job is None:  # one folder's comparison: its drafters, levels, costs
+        root = Path(args.results[0])
+        compare([(str(root), across.folder_machine(load_results(root)) or f"folder:{root}", res)], args.out)
     return 0
 
 
@@ -366,6 +375,13 @@ def several(args) -> int:
     except (ResultsError, OSError, ValueError) as e:
         print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
+    compare(analyses, args.out)
+    return 0
+
+
+def compare(analyses: list[tuple[str, str, dict]], out_file: Optional[str]) -> None:
+    """The comparison across analysed folders (one or more): printed, and with ``out_file`` written
+    with its plot beside it."""
     comp = across.comparison(analyses)
     legend = across.machine_names([(f, m) for f, m, _ in analyses])
     comp["machines"] = {name: {"machine": mach, "folders": [f for f, m, _ in analyses if m == mach],
@@ -374,12 +390,11 @@ def several(args) -> int:
     print(f"comparison of {len(analyses)} folder(s) on {len(legend)} machine(s):")
     for line in across.lines(comp, legend):
         print(f"  {line}")
-    if args.out:
-        out = Path(args.out)
+    if out_file:
+        out = Path(out_file)
         write_json_atomic(out, {"schema_version": SCHEMA_VERSION, **comp})
         plot = comparison_plot.draw(comp, legend, out.with_suffix(".png"))
         print(f"comparison: {out}" + (f", {plot}" if plot else ""))
-    return 0
 
 
 def print_analysis(root: Path, res: Optional[dict], at_als: Optional[list[float]]) -> None:
@@ -411,8 +426,9 @@ def print_analysis(root: Path, res: Optional[dict], at_als: Optional[list[float]
         d = r.get("decomposition")
         if d:
             print(f"  why {r['drafter']}: {r['dataset']} T={r['temperature']:g} C={r['concurrency']}: "
-                  f"{d['speedup']:.2f}x = AL {d['al']:.2f} / step cost {cost_text(d)}; "
-                  f"{cause_words(r.get('causes') or [])}")
+                  f"{d['speedup']:.2f}x = AL {d['al']:.2f} / step cost {cost_text(d)}"
+                  + (f" (decode only {decode_cost_text(d)})" if d.get("decode_step_cost") else "")
+                  + f"; {cause_words(r.get('causes') or [])}")
     for m in res.get("measured_vs_predicted") or []:
         print(f"  {at_al.comparison_line(m)}")
     for line in (at_al.lines(res.get("step_costs") or [], at_als) if at_als else []):

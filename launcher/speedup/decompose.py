@@ -17,17 +17,21 @@ from __future__ import annotations
 from typing import Optional
 
 from launcher.results.repeats.stats import summarize
-from launcher.speedup.break_even import point_al, step_costs
+from launcher.speedup.break_even import decode_step_costs, point_al, step_costs
 
 
 def decomposition(row: dict) -> Optional[dict]:
-    """``{"speedup", "al", "step_cost", "lo", "hi", "n"}`` of one launcher.speedup point row;
-    None without an AL or a speedup. ``lo``/``hi`` are None with one repeat."""
+    """``{"speedup", "al", "step_cost", "lo", "hi", "n", "decode_step_cost"}`` of one
+    launcher.speedup point row; None without an AL or a speedup. ``lo``/``hi`` are None with one
+    repeat. ``decode_step_cost`` (``{"mean", "lo", "hi", "n"}``, None without per-repeat TPOTs):
+    the same step without the prefill's share (launcher.speedup.break_even.decode_step_costs)."""
     al, speedup = point_al(row), (row.get("speedup") or {}).get("throughput")
     s = summarize(step_costs(row))
     if al is None or not speedup or s is None:
         return None
-    return {"speedup": speedup, "al": al, "step_cost": s.mean, "lo": s.lo, "hi": s.hi, "n": s.n}
+    d = summarize(decode_step_costs(row))
+    return {"speedup": speedup, "al": al, "step_cost": s.mean, "lo": s.lo, "hi": s.hi, "n": s.n,
+            "decode_step_cost": {"mean": d.mean, "lo": d.lo, "hi": d.hi, "n": d.n} if d else None}
 
 
 def cost_text(d: Optional[dict]) -> str:
@@ -35,6 +39,14 @@ def cost_text(d: Optional[dict]) -> str:
     if not d:
         return "–"
     return f"{d['step_cost']:.2f}" + (f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else "")
+
+
+def decode_cost_text(d: Optional[dict]) -> str:
+    """The decode-only step cost as ``1.16 [1.16, 1.17]`` (``–`` without one)."""
+    c = (d or {}).get("decode_step_cost")
+    if not c:
+        return "–"
+    return f"{c['mean']:.2f}" + (f" [{c['lo']:.2f}, {c['hi']:.2f}]" if c.get("lo") is not None else "")
 
 
 def sentence(d: Optional[dict]) -> str:

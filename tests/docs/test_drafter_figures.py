@@ -1,8 +1,8 @@
 """docs/gpu.md's "Which drafter pays at which acceptance" (issue 50): every figure of its tables is
 what launcher.speedup gives over the recorded H100 folders (tests/data/h100_vllm026_dflash_2starts,
-h100_vllm026_dflash_explained, h100_vllm026_seed_shaped, h100_vllm026_async_pair), read through
-the product's readers; the forced-6 column (a job cut short, which the readers count as pending)
-from its repeats.json."""
+h100_vllm026_qwen3_eagle3_2starts, h100_vllm026_dflash_explained, h100_vllm026_seed_shaped,
+h100_vllm026_async_pair), read through the product's readers; the forced-6 columns (a job cut
+short, which the readers count as pending) from its repeats.json."""
 from __future__ import annotations
 
 import json
@@ -20,7 +20,9 @@ DOC = (ROOT / "docs" / "gpu.md").read_text()
 SECTION = DOC[DOC.index("## Which drafter pays at which acceptance"):DOC.index("## Figures that reproduce")]
 M1, M2, M3 = (DATA / "h100_vllm026_dflash_2starts", DATA / "h100_vllm026_dflash_explained",
               DATA / "h100_vllm026_seed_shaped" / "qwen3_dflash")
+M4 = DATA / "h100_vllm026_qwen3_eagle3_2starts"
 SIX = "qwen3-8b-shaped-dflash-k15-fal6-tp1-53a238db"
+FOUR = "qwen3-8b-shaped-dflash-k15-fal4-tp1-9ee4b6e7"
 BASE = "qwen3-8b-shaped-none-tp1-9035ec93"
 
 
@@ -43,11 +45,11 @@ def _nums(cell: str) -> list[float]:
 def comparison(tmp_path_factory):
     root = tmp_path_factory.mktemp("drafters")
     dirs = [results_copy(src, root / name) for name, src in
-            (("m1", M1), ("m2", M2), ("m3", M3), ("pair", DATA / "h100_vllm026_async_pair"))]
+            (("m1", M1), ("m2", M2), ("m3", M3), ("m4", M4), ("pair", DATA / "h100_vllm026_async_pair"))]
     out = root / "c.json"
     assert main([*map(str, dirs), "--out", str(out)]) == 0
     comp = json.loads(out.read_text())
-    name = {str(root / n): n for n in ("m1", "m2", "m3", "pair")}
+    name = {str(root / n): n for n in ("m1", "m2", "m3", "m4", "pair")}
     rows = {}
     for r in comp["rows"]:
         rows[(name[r["folder"]], r["drafter"], r["concurrency"])] = r
@@ -55,6 +57,7 @@ def comparison(tmp_path_factory):
 
 
 DFLASH, DRAFT = "dflash (dflash k=15)", "draft (draft_model k=3)"  # the recipe's server (no flag added)
+EAGLE3 = "eagle3 (eagle3 k=3)"
 
 
 def _r2(x: float) -> float:
@@ -80,14 +83,78 @@ def _first_start(job: str, c: int) -> list[dict]:
     return [r for r in doc["per_repeat"] if r["server_start"] == 1]
 
 
+def _al(reps: list[dict]) -> float:
+    return mean(1 + r["num_accepted_draft_tokens"] / r["num_spec_steps"] for r in reps)
+
+
 def test_the_forced_six_column_is_its_first_start_over_the_baselines_first_start():
     for cells in _table("### Step cost and speedup, one H100")[:4]:
         c = int(cells[2])
         six, base = _first_start(SIX, c), _first_start(BASE, c)
         assert len(six) == 3 and len(base) == 3
         ratios = [s["Output TPS"] / b["Output TPS"] for s, b in zip(six, base)]
-        al = mean(1 + r["num_accepted_draft_tokens"] / r["num_spec_steps"] for r in six)
-        assert _nums(cells[5]) == [_r2(mean(ratios)), _r2(al / mean(ratios))], cells
+        assert _nums(cells[5]) == [_r2(mean(ratios)), _r2(_al(six) / mean(ratios))], cells
+
+
+def _decode_cost(job: str, c: int) -> float:
+    spec, base = _first_start(job, c), _first_start(BASE, c)
+    return _al(spec) * mean(s["TPOT s"] / b["TPOT s"] for s, b in zip(spec, base))
+
+
+def test_the_decode_only_column_is_the_first_starts_tpot_ratio_times_the_al():
+    """Forced 4 and forced 6 on the same footing (first starts only): AL x TPOT / the baseline's."""
+    table = _table("### Step cost and speedup, one H100")[:4]
+    for cells in table:
+        c = int(cells[2])
+        assert _nums(cells[6]) == [_r2(_decode_cost(FOUR, c)), _r2(_decode_cost(SIX, c))], cells
+    four = {int(r[2]): _decode_cost(FOUR, int(r[2])) for r in table}
+    six = {int(r[2]): _decode_cost(SIX, int(r[2])) for r in table}
+    assert all(abs(six[c] / four[c] - 1) < 0.01 for c in (1, 4, 16))  # "the same at both within 1 %"
+    m = re.search(r"decode-only (\d+) % above", SECTION)
+    assert int(m.group(1)) == round(100 * (six[64] / four[64] - 1))
+
+
+def _fig(f: dict) -> list[float]:
+    return [_r2(f["mean"]), _r2(f["lo"]), _r2(f["hi"])]
+
+
+def test_the_eagle3_table_is_the_comparisons_rows(comparison):
+    _, rows = comparison
+    table = _table("### Qwen3 EAGLE3 at two levels")
+    assert [int(r[0]) for r in table] == [1, 4, 16, 64]
+    for cells in table:
+        r = rows[("m4", EAGLE3, int(cells[0]))]
+        assert r["baseline"] == "own"
+        assert _nums(cells[1]) == _fig(r["step_cost"]), cells
+        assert _nums(cells[2])[-3:] == _fig(r["levels"]["2"]["speedup"]), cells
+        assert _nums(cells[3])[-3:] == _fig(r["levels"]["3.5"]["speedup"]), cells
+        assert _nums(cells[4]) == [_r2(r["levels"][lv]["step_cost"]["mean"]) for lv in ("2", "3.5")], cells
+        assert _nums(cells[5]) == [_r2(r["levels"][lv]["decode_step_cost"]["mean"]) for lv in ("2", "3.5")], cells
+    agree = [rows[("m4", EAGLE3, c)]["levels_agree"] for c in (1, 4, 16, 64)]
+    m = re.search(r"throughput costs are (\d\.\d) to (\d\.\d) % apart, with intervals that do not overlap", SECTION)
+    assert [float(x) for x in m.groups()] == [round(100 * f(a["step_cost"]["spread_rel"] for a in agree), 1)
+                                              for f in (min, max)]
+    assert not any(a["step_cost"]["intervals_overlap"] for a in agree)
+    m = re.search(r"decode-only costs are (\d) to (\d\.\d) % apart \(the same within their intervals at C = 4, 16, 64\)",
+                  SECTION)
+    assert [float(x) for x in m.groups()] == [round(100 * f(a["decode_step_cost"]["spread_rel"] for a in agree), 1)
+                                              for f in (min, max)]
+    assert [a["decode_step_cost"]["intervals_overlap"] for a in agree] == [False, True, True, True]
+
+
+def test_which_drafter_pays_compares_the_two_step_costs(comparison):
+    _, rows = comparison
+    e3 = {c: rows[("m4", EAGLE3, c)]["step_cost"]["mean"] for c in (1, 4, 16, 64)}
+    df = {c: rows[("m1", DFLASH, c)]["step_cost"]["mean"] for c in (1, 4, 16, 64)}
+    m = re.search(r"costs (\d\.\d\d) to (\d\.\d\d) baseline steps from C = 1 to 64; a DFlash step \(k = 15: 16 tokens\) "
+                  r"(\d\.\d\d) to (\d\.\d\d)", SECTION.replace("\n", " "))
+    assert [float(x) for x in m.groups()] == [_r2(e3[1]), _r2(e3[64]), _r2(df[1]), _r2(df[64])]
+    m = re.search(r"At C = 1 DFlash needs an AL (\d+) % higher than EAGLE3 for the same speedup; at C = 64, (\d\.\d) "
+                  r"times as high", SECTION.replace("\n", " "))
+    assert int(m.group(1)) == round(100 * (df[1] / e3[1] - 1))
+    assert float(m.group(2)) == round(df[64] / e3[64], 1)
+    # with the published ALs: DFlash pays more at C <= 16, EAGLE3 at C = 64
+    assert all(4.24 / df[c] > 2.26 / e3[c] for c in (1, 4, 16)) and 4.24 / df[64] < 2.26 / e3[64]
 
 
 def test_the_across_machines_table_is_the_comparisons_spread(comparison):
@@ -119,6 +186,10 @@ def test_the_predictions_at_published_als_are_al_over_the_step_cost(comparison):
     c64 = rows[("m1", DFLASH, 64)]["step_cost"]
     m = re.search(r"(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", SECTION)
     assert [float(x) for x in m.groups()] == [_r2(4.24 / c64["mean"]), _r2(4.24 / c64["hi"]), _r2(4.24 / c64["lo"])]
+    e3 = {c: rows[("m4", EAGLE3, c)]["step_cost"] for c in (1, 64)}
+    m = re.search(r"published 2\.26 \(k = 3\) predicts \*\*(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 1\*\* "
+                  r"and (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", SECTION.replace("\n", " "))
+    assert [float(x) for x in m.groups()] == [_r2(2.26 / e3[c][k]) for c in (1, 64) for k in ("mean", "hi", "lo")]
     draft = rows[("pair", DRAFT, 1)]["step_cost"]
     m = re.search(r"it would give (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\]", SECTION)
     assert [float(x) for x in m.groups()] == [_r2(2.60 / draft["mean"]), _r2(2.60 / draft["hi"]),
@@ -127,7 +198,8 @@ def test_the_predictions_at_published_als_are_al_over_the_step_cost(comparison):
 
 def test_each_figure_names_its_machine_kind():
     assert "NVIDIA H100 80GB HBM3, GPU-641e43a7" in SECTION
-    for folder in (M1, M2, M3):
+    assert "NVIDIA H100 80GB HBM3, GPU-20590ea1" in SECTION
+    for folder in (M1, M2, M3, M4):
         gpus = json.loads(next(folder.glob("*/gpu_telemetry.json")).read_text())["gpus"]
         assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3"
 

@@ -43,7 +43,9 @@ if [ "$mode" = start ]; then
   if ls "$REPO"/.whl/py_spy-*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/pyspy "$REPO"/.whl/py_spy-*.whl > "$BG/pyspy.log" 2>&1
   fi
-  (cd "$REPO" && OUT="$BG/out" setsid nohup bash tests/gpu/run_gpu_8b.sh "$@" > "$BG/run.log" 2>&1; touch "$BG/done") &
+  # the background shell lets go of this call's stdout: a caller's pipe (| tail) ends with this call
+  (cd "$REPO" && OUT="$BG/out" setsid nohup bash tests/gpu/run_gpu_8b.sh "$@" > "$BG/run.log" 2>&1; touch "$BG/done") \
+    < /dev/null > /dev/null 2>&1 &
   (setsid nohup bash "$0" profile > /dev/null 2>&1 &)
 elif [ "$mode" = profile ]; then
   profiler; exit 0
