@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from launcher.compare.match import label, match_points, serving_difference
 from launcher.contracts.compare_thresholds import CompareThresholds
+from launcher.results.identity import run_identity
 from launcher.results.job_dir import Job, Point
 from launcher.results.repeats import record
 from launcher.results.repeats.stats import Difference, difference, summarize, Summary
@@ -97,7 +98,10 @@ def _flag(rel: float | None, threshold: float) -> str | None:
     return IMPROVEMENT if rel > 0 else REGRESSION
 
 
-def judge_point(job: str, a: Point, b: Point, th: CompareThresholds) -> PointDiff:
+def judge_point(job: str, a: Point, b: Point, th: CompareThresholds, job_b: Job | None = None) -> PointDiff:
+    """A and B's point judged: AL, TPS and the speedup over each side's baseline. ``job_b`` (B's
+    job) tells whether B is speculative, for the min_speedup gate (launcher.results.identity);
+    without it, B is speculative when it has a speedup.json."""
     d = PointDiff(job=job, dir=a.dir, a=a, b=b)
     ra, rb = a.request_al, b.request_al
     common = sorted(set(ra) & set(rb))
@@ -123,7 +127,7 @@ def judge_point(job: str, a: Point, b: Point, th: CompareThresholds) -> PointDif
     for side, rep in (("A", d.tps_a), ("B", d.tps_b)):
         if rep is not None and rep.noisy:
             d.notes.append(f"{side} noisy (TPS rel. MAD {rep.rel_mad:.0%})")
-    _judge_speedup(d, a, b, th)
+    _judge_speedup(d, a, b, th, run_identity(job_b, b).method != "none" if job_b is not None else None)
     warning = b.row.engine_warning or a.row.engine_warning
     flags = {d.al_flag, d.tps_flag, d.speedup_flag, REGRESSION if d.gate else None}
     if warning:
@@ -161,7 +165,8 @@ def judge_figure(a: Summary | None, b: Summary | None, th: CompareThresholds):
     return diff.rel, _flag(diff.rel, th.single_run_tps), diff, False
 
 
-def _judge_speedup(d: PointDiff, a: Point, b: Point, th: CompareThresholds) -> None:
+def _judge_speedup(d: PointDiff, a: Point, b: Point, th: CompareThresholds,
+                   speculative: bool | None = None) -> None:
     """Speedup over each run's matched baseline (speedup.json): the delta is
     flagged beyond the TPS threshold; B below bench.gates.min_speedup fails."""
 
@@ -175,9 +180,7 @@ def _judge_speedup(d: PointDiff, a: Point, b: Point, th: CompareThresholds) -> N
         d.speedup_a, d.speedup_b = sa, sb
     d.speedup_rel, d.speedup_flag, _, _ = judge_figure(reps[0], reps[1], th)
     gate = th.min_speedup.get(b.dataset)
-    sc = (b.configuration or {}).get("speculative_config") or {}
-    speculative = sb is not None or (bool(sc) and sc.get("method") != "none")
-    if gate is not None and speculative:
+    if gate is not None and (speculative or sb is not None):
         if sb is None:
             d.gate = f"no throughput speedup for B (no speedup.json; gate min_speedup.{b.dataset}={gate})"
         elif sb < gate:
@@ -215,7 +218,7 @@ def compare_runs(jobs_a: list[Job], jobs_b: list[Job], th: CompareThresholds) ->
     for ja, a, jb, b, note in pairs:
         name = label(ja, jb)
         if a.ok and b.ok:
-            d = judge_point(name, a, b, th)
+            d = judge_point(name, a, b, th, jb)
             if b.dir != a.dir:
                 d.dir = f"{a.dir} ~ {b.dir}"
         else:

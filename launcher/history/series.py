@@ -151,7 +151,7 @@ def build_history(runs: list[tuple[str, Path]], th: Optional[CompareThresholds] 
         s.configuration = configuration_label(s.runs[-1].identity, labels)
         s.runs.sort(key=lambda r: (r.time, r.where))
         for prev, cur in zip(s.runs, s.runs[1:]):
-            d = judge_point(s.label, prev.point, cur.point, th)
+            d = judge_point(s.label, prev.point, cur.point, th, cur.job)
             cur.verdict, cur.al_rel, cur.tps_rel = d.verdict, d.al_rel, d.tps_rel
             cur.al_flag, cur.tps_flag = d.al_flag, d.tps_flag
             cur.why = d.describe().split(": ", 1)[-1] if d.verdict != NOISE else ""

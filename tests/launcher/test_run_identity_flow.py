@@ -105,3 +105,22 @@ def test_compare_never_pairs_one_point_with_two_servers_of_a_side():
     b = [dataclasses.replace(j, summary={**j.summary, "server_id": j.name + "-rerun"}) for j in load_results(PAIR)]
     diffs = compare_runs(a, b, COMPARE_DEFAULTS)
     assert len(diffs) == 9 and all(d.verdict != MISSING and d.serving is None for d in diffs)
+
+
+def test_the_speedup_gate_knows_a_speculative_b_without_a_speedup_json(tmp_path):
+    """B ran speculatively but without its baseline (no speedup.json): the min_speedup gate says
+    B has no speedup, read from B's run identity (compare once looked for a configuration.json key
+    our files do not write, and let such a B pass); a baseline B is never gated."""
+    src = DATA / "h100_vllm026_qwen3_eagle3_2starts"
+    spec, base = "qwen3-8b-shaped-eagle3-k3-fal2-tp1-49dda453", "qwen3-8b-shaped-none-tp1-0dcb1aec"
+    for job in (spec, base):
+        shutil.copytree(src / job, tmp_path / job)
+    for f in (tmp_path / spec).glob("*/*/speedup.json"):
+        f.unlink()
+    gate = dataclasses.replace(COMPARE_DEFAULTS, min_speedup={"mtbench": 1.1})
+    jobs = load_results(tmp_path / spec)
+    diffs = compare_runs(jobs, jobs, gate)
+    assert len(diffs) == 4
+    assert all(d.gate == "no throughput speedup for B (no speedup.json; gate min_speedup.mtbench=1.1)" for d in diffs)
+    bases = load_results(tmp_path / base)
+    assert all(d.gate is None for d in compare_runs(bases, bases, gate))
