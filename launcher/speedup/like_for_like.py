@@ -65,10 +65,12 @@ def settings_key(job: Job) -> tuple:
     return (run_identity(job).fingerprint,)
 
 
-def configuration_label(job: Job, base: Job, method: Optional[str], k: Optional[int], draft: Optional[str]) -> str:
-    """One configuration in words: its drafter, method and k, and the serving flags by which it
-    differs from its baseline ("draft (draft_model k=3; + --async-scheduling)"). The servers of
-    one configuration, whatever their forced level, share it."""
+def drafter_label(job: Job, base: Job, method: Optional[str], k: Optional[int], draft: Optional[str]) -> str:
+    """A speculative configuration in words, against its baseline: its drafter, method and k, and
+    the serving flags by which it differs from that baseline ("draft (draft_model k=3;
+    + --async-scheduling)"); a row's ``drafter``. The servers of one configuration, whatever their
+    forced level, share it. (launcher.results.identity.configuration_label is another thing: what
+    sets apart the servers that share a folder.)"""
     flags = settings_diff(run_identity(base).serving, run_identity(job).serving)
     name = PurePosixPath(str(draft)).name if draft else (method or "?")
     return f"{name} ({method} k={k}" + ("; " + ", ".join(flags) if flags else "") + ")"

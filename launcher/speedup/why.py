@@ -61,7 +61,7 @@ def explain(rows: list[dict], jobs: list[Job]) -> dict:
             method = run_identity(job).method if job else None
             cache[(r["job"], r["baseline_job"])] = (
                 like_for_like.differing(job, base, method) if job and base else None,
-                like_for_like.configuration_label(job, base, method, r["k"], r["draft"]) if job and base else r["job"])
+                like_for_like.drafter_label(job, base, method, r["k"], r["draft"]) if job and base else r["job"])
         diff, label = cache[(r["job"], r["baseline_job"])]
         r["decomposition"] = decomposition(r)
         r["settings_differ"] = diff
