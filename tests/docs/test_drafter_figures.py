@@ -221,3 +221,25 @@ def test_the_draft_models_two_machines_are_their_recorded_repeats(comparison):
     assert [int(m.group(1)), int(m.group(2))] == [round(min(halves)), round(max(halves))]
     a, b = first[16], second[16]["mean"]
     assert float(m.group(3)) == round(100 * abs(a - b) / mean([a, b]), 1)
+
+
+def test_the_drafters_side_by_side_are_their_step_costs(comparison):
+    """DFlash and Qwen3 EAGLE3 from the comparison over the recorded folders; the draft model from
+    its machine's speedup_summary.json (its points keep repeats.json only), each with its
+    interval over 2 starts x 3 repeats of every level it ran."""
+    _, rows = comparison
+    table = _table("**The drafters side by side.**")
+    assert [int(r[0]) for r in table] == [1, 4, 16, 64]
+    old = {b["concurrency"]: b for b in json.loads(
+        (DATA / "h100_vllm026_8b_repeats" / "speedup_summary.json").read_text())["break_even"]}
+    for cells in table:
+        c = int(cells[0])
+        dflash, eagle3 = rows[("m1", DFLASH, c)]["step_cost"], rows[("m4", EAGLE3, c)]["step_cost"]
+        assert dflash["n"] == 6 and eagle3["n"] == 12 and old[c]["n"] == 12
+        assert _nums(cells[1].split("(")[0]) == _fig(dflash), cells
+        assert _nums(cells[2]) == _fig(eagle3), cells
+        assert _nums(cells[3]) == [_r2(old[c]["break_even_al"]), _r2(old[c]["lo"]), _r2(old[c]["hi"])], cells
+        assert cells[4] == "not run"
+    uuids = {json.loads(next(f.glob("*/gpu_telemetry.json")).read_text())["gpus"][0]["uuid"][:12]
+             for f in (M1, M4, DATA / "h100_vllm026_8b_repeats")}
+    assert uuids == set(re.findall(r"M\d (GPU-[0-9a-f]{8})", SECTION[SECTION.index("**The drafters side by side.**"):])[:3])
