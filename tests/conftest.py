@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support import stack, workers  # noqa: E402
+from tests.support import stack, timeline, workers  # noqa: E402
 from tests.support.slurm import (MultiNodeCluster, SlurmCluster, SlurmUnavailable, ensure_multinode_cluster,  # noqa: E402
                                  ensure_slurm_cluster, take_down_multinode_cluster)
 
@@ -169,6 +169,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     first = {g: i for i, g in reversed(list(enumerate(groups)))}
     order = sorted(range(len(items)), key=lambda i: (groups[i] not in alone, -real[groups[i]], first[groups[i]], i))
     items[:] = [items[i] for i in order]
+
+
+# ---------------------------------------------------------------- timeline
+# SPECDEC_TEST_TIMELINE=FILE: each test's start and end per worker, appended to FILE; summarised
+# by python -m tests.support.timeline FILE (where the wall time goes: busy and idle per worker)
+if os.environ.get("SPECDEC_TEST_TIMELINE"):
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        start = time.time()
+        yield
+        with open(os.environ["SPECDEC_TEST_TIMELINE"], "a") as f:
+            f.write(timeline.record_line(os.environ.get("PYTEST_XDIST_WORKER", "main"), item.nodeid, start,
+                                         time.time()) + "\n")
 
 
 # ---------------------------------------------------------------- workers
