@@ -34,6 +34,10 @@ SPEC_FILE = "job.json"
 # job.sbatch's); the node judges a SIGUSR2 against the job's deadline with this lead (launcher.node.outcome).
 TIME_LIMIT_SIGNAL = "SIGUSR2"
 TIME_LIMIT_WARNING_S = 120
+# The signals the node is started with blocked (launcher.node.job_entry): one that arrives while the
+# node is still importing stays pending instead of ending it by its default action (SIGUSR2's ends a
+# process), and the node unblocks them once its handlers are in place (StopSignals.install).
+NODE_HELD_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", TIME_LIMIT_SIGNAL)
 # Which start of the server a benchmark measures (1-based; sweep.server_starts): the node sets it
 # in the benchmark's environment, the benchmark joins that start's repeats to the earlier ones.
 SERVER_START_ENV = "SPECDEC_SERVER_START"

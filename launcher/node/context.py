@@ -15,14 +15,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
-from launcher.contracts.job import TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec
+from launcher.contracts.job import NODE_HELD_SIGNALS, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec
 from launcher.contracts.job_paths import JobPaths
 from launcher.engines import Engine, get_engine
 from launcher.node import outcome, slurm_steps
 from launcher.node.lifecycle import Interrupted, signal_name
 from launcher.results.status import write_error
 
-STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2") if hasattr(signal, n))
+STOP_SIGNALS = tuple(getattr(signal, n) for n in NODE_HELD_SIGNALS if hasattr(signal, n))
 
 
 class _UtcFormatter(logging.Formatter):
@@ -58,11 +58,15 @@ class StopSignals:
             raise Interrupted(self.received)
 
     def install(self) -> None:
+        """Our handlers, then the stop signals unblocked: job_entry starts the node with them
+        blocked, so one that came while the node was importing is delivered here, to us."""
         for s in STOP_SIGNALS:
             try:
                 self._old_handlers[s] = signal.signal(s, self._on_signal)
             except (ValueError, OSError):  # not the main thread
                 pass
+        if self._old_handlers:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def restore(self) -> None:
         for s, h in self._old_handlers.items():

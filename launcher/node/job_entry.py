@@ -19,7 +19,7 @@ from launcher.golden import summary_line
 from launcher.results.job_result import known_answer_line, write_job_result
 from launcher.results.status import read_error
 from launcher.results.summary import read_summary
-from launcher.contracts.job import TIME_LIMIT_SIGNAL, JobSpec, recorded_job_from_dict
+from launcher.contracts.job import NODE_HELD_SIGNALS, TIME_LIMIT_SIGNAL, JobSpec, recorded_job_from_dict
 from launcher.contracts.job_paths import JobPaths
 from launcher.runtime.files import REPO_ROOT
 
@@ -65,7 +65,16 @@ def run_job(spec: dict) -> dict:
         JobSpec.from_dict(spec).write(spec_path)
     print(f"[specdec] job {job.server_id} on {os.uname().nodename} "
           f"(SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', '-')})", flush=True)
-    proc = subprocess.Popen(node_command(spec_path), env=node_environment())
+    # The node starts with the stop signals blocked (it unblocks them once its handlers are in
+    # place): Slurm's SIGUSR2 reaches every process of the job, and before, one that came while
+    # the node was still importing ended it by the signal's default action (exit -12, no summary).
+    held_signals = {getattr(signal, n) for n in NODE_HELD_SIGNALS if hasattr(signal, n)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, held_signals)
+    try:
+        proc = subprocess.Popen(node_command(spec_path), env=node_environment())
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise
 
     def forward(signum, _frame):  # Slurm's SIGTERM reaches us: pass it on
         try:
@@ -90,6 +99,7 @@ def run_job(spec: dict) -> dict:
     warning = getattr(signal, TIME_LIMIT_SIGNAL)
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     old[warning] = signal.signal(warning, hold)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # ours, now that our handlers are in place
     try:
         rc = proc.wait()
     finally:

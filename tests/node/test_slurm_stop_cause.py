@@ -116,6 +116,7 @@ def got(signum, frame):
     out.write_text(f"{signum} {time.time()}")
 signal.signal(signal.SIGUSR2, got)
 signal.signal(signal.SIGTERM, got)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR2, signal.SIGTERM])  # as StopSignals.install
 Path(sys.argv[2]).write_text("up")
 while not out.exists():
     time.sleep(0.02)
@@ -161,3 +162,37 @@ def test_run_job_lets_the_node_end_the_job_before_submitit_handles_sigusr2(tmp_p
     ended = float(state.read_text().split()[1])
     assert len(calls) == 1 and calls[0][1] >= ended  # submitit's handler ran after the node ended
     assert signal.getsignal(USR2) is old
+
+
+SLOW_NODE = """
+import signal, sys, time
+from pathlib import Path
+time.sleep(float(sys.argv[2]))  # the node still importing: no handler yet
+signal.signal(signal.SIGUSR2, lambda signum, frame: Path(sys.argv[1]).write_text(str(signum)))
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR2])  # as StopSignals.install
+time.sleep(0.2)
+"""
+
+
+def test_a_warning_before_the_node_has_its_handlers_waits_for_them(tmp_path, monkeypatch):
+    """Slurm's SIGUSR2 reaches every process of the job. One that reached the node while it was
+    still importing ended it by the signal's default action (exit -12, no summary.json): the node
+    now starts with the stop signals blocked and takes them once its handlers are in place."""
+    from launcher.node import job_entry as launcher_job
+
+    got = tmp_path / "got"
+    monkeypatch.setattr(launcher_job, "node_command",
+                        lambda spec_path: [sys.executable, "-c", SLOW_NODE, str(got), "0.5"])
+    real_popen = subprocess.Popen
+
+    def popen_then_warn(*args, **kwargs):  # the warning at once, long before the node's handler
+        proc = real_popen(*args, **kwargs)
+        proc.send_signal(USR2)
+        return proc
+
+    monkeypatch.setattr(launcher_job.subprocess, "Popen", popen_then_warn)
+    (tmp_path / "job.json").write_text("{}")
+    result = launcher_job.run_job({"job_dir": str(tmp_path), "server_id": "x"})
+    assert result["exit_code"] == 0  # not -12: the signal waited for the node's handler
+    assert got.read_text() == str(int(USR2))
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, [])  # run_job gave back its mask
