@@ -1,9 +1,7 @@
 """Every command that README.md, upload/README.md and docs/*.md show, run as
 written (tests/docs/doc_commands.py collects them):
 
-- launcher commands as dry runs (`dry_run=true` appended where the command would
-  submit), inline `key=value` overrides as `python -m launcher KEY=VALUE dry_run=true`
-  (no server: not e2e, run concurrently once per module);
+- launcher commands as dry runs, in test_doc_commands_dry_run.py (no server: a light file);
 - report, compare and upload_to_s3 against the real results of the session's
   smoke run (copied to `results/smoke`, `results/a`, `results/b` in a scratch
   folder) and a real S3 server (moto_server), bucket created from the s3:// URL
@@ -18,45 +16,17 @@ lists and counts those. Usage lines (`[--flag X]`, `<placeholder>`, `...`) are
 not run either: test_doc_parsing.py compares their flags with --help."""
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import shutil
-import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import boto3
 import pytest
 from botocore.config import Config
 
-from tests.docs.doc_commands import REPO_ROOT, DocCommand, collect, is_launcher_module
+from tests.docs.doc_runs import MARKED, RUN, as_run, failure, needs_results, run_line
 
-COMMANDS = collect()
-RUN = [c for c in COMMANDS if c.skip_reason is None and c.kind != "synopsis"]
-MARKED = [c for c in COMMANDS if c.skip_reason is not None]
-
-
-def needs_results(ep) -> bool:
-    """report, compare, upload_to_s3 and any later `python -m launcher.X` (but the
-    benchmark) run in a folder holding the smoke run's results as results/{smoke,a,b}."""
-    return ep == "upload" or (is_launcher_module(ep) and ep != "bench")
-
-
-def as_run(cmd: DocCommand) -> str:
-    """The command line the test runs: the interpreter is this venv's, and a
-    launcher command that would submit becomes a dry run."""
-    text = cmd.text.split("&&")[-1].strip() if cmd.entry_point == "launcher" else cmd.text
-    if cmd.kind == "override":
-        text = f"python -m launcher {text}"
-    if cmd.entry_point in ("launcher", "override") and "--cfg" not in text and "dry_run=" not in text:
-        text += " dry_run=true"
-    words = shlex.split(text)
-    if re.fullmatch(r"\S*python3?", words[0]):
-        words[0] = sys.executable
-    return shlex.join(words)
+ON_RESULTS = [c for c in RUN if needs_results(c.entry_point)]
 
 
 @pytest.fixture(scope="module")
@@ -73,43 +43,6 @@ def results_tree(smoke_run, doc_workdir):
         if not dst.exists():
             shutil.copytree(smoke_run["out"] / "smoke", dst)
     return doc_workdir / "results"
-
-
-def _env(extra: dict) -> dict:
-    env = {**os.environ, **extra}
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("COLUMNS", "200")
-    return env
-
-
-def _run_line(line: str, cwd: Path, extra: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(extra or {}), capture_output=True, text=True,
-                          timeout=600)
-
-
-def _failure(cmd: DocCommand, line: str, p: subprocess.CompletedProcess) -> str:
-    return f"{cmd.where}: `{cmd.text}` (run as `{line}`) exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
-
-
-DRY_RUNS = [c for c in RUN if not needs_results(c.entry_point)]
-ON_RESULTS = [c for c in RUN if needs_results(c.entry_point)]
-
-
-@pytest.fixture(scope="module")
-def dry_run_results(doc_workdir):
-    """The launcher commands (no server, no results needed) run concurrently, each
-    distinct line once."""
-    lines = list(dict.fromkeys(as_run(c) for c in DRY_RUNS))
-    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as ex:
-        done = dict(zip(lines, ex.map(lambda line: _run_line(line, doc_workdir), lines)))
-    return {c: (as_run(c), done[as_run(c)]) for c in DRY_RUNS}
-
-
-@pytest.mark.parametrize("cmd", DRY_RUNS, ids=[f"{c.where}:{c.entry_point}" for c in DRY_RUNS])
-def test_documented_launcher_command_runs_as_a_dry_run(cmd, dry_run_results):
-    line, p = dry_run_results[cmd]
-    assert p.returncode == 0, _failure(cmd, line, p)
 
 
 @pytest.fixture(scope="module")
@@ -135,9 +68,9 @@ def test_documented_command_runs_on_real_results(cmd, request, doc_workdir, resu
                 pass
     line = as_run(cmd)
     if line not in results_runs:
-        results_runs[line] = (time.time(), _run_line(line, doc_workdir, extra))
+        results_runs[line] = (time.time(), run_line(line, doc_workdir, extra))
     started, p = results_runs[line]
-    assert p.returncode == 0, _failure(cmd, line, p)
+    assert p.returncode == 0, failure(cmd, line, p)
     if cmd.entry_point == "report":  # the smoke run built a report too: this one must have written its own
         written = [f for f in (doc_workdir / "results").rglob("index.html") if f.stat().st_mtime >= started - 0.5]
         assert written, "the report wrote no index.html"

@@ -40,7 +40,7 @@ OVERRIDES = ("topology=disagg", "bench.disagg_parity=true", "bench.known_answer=
              # the smoke sweep's 32 output tokens: decode's one extra verify step per turn moves
              # Average_AL by about 5 % there; the verdict judges acceptance per drafted step
              # readiness and the first transfer, on a shared 2-core machine
-             "server.ready_timeout_s=900")
+             "server.ready_timeout_s=900", "report=false")
 KEY = "e2e-disagg-key-7d1f"  # the user's key: every server checks it, the router sends it on
 
 

@@ -28,7 +28,7 @@ from tests.e2e.procs import processes_matching
 from tests.support import stack
 
 SMALL = ("bench.disagg_parity=true", "bench.known_answer=false", "sweep.temperatures=[0]",
-         "sweep.datasets=[mtbench]", "sweep.num_requests=2", "server.ready_timeout_s=900")
+         "sweep.datasets=[mtbench]", "sweep.num_requests=2", "server.ready_timeout_s=900", "report=false")
 
 
 KEY = "e2e-nodes-key-5b0c"  # the user's key (exported), so the test can send the right one too
@@ -98,7 +98,7 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
             tried = _probe_from_the_other_node(disagg, slurm_multinode.nodes)
             sockets = "\n".join(subprocess.run(["ip", "netns", "exec", NETNS + n.removeprefix(NETNS), "ss", "-ltnp"],
                                                capture_output=True, text=True).stdout for n in sorted(slurm_multinode.nodes))
-        time.sleep(0.5 if not tried else 5)
+        time.sleep(0.5 if not tried else 1)
     table = "\n".join(" | ".join(t) for t in tried)
     print(f"requests from the other node (from | socket | request | answer):\n{table}\nss -ltnp:\n{sockets}")
     jobs = _jobs(out)

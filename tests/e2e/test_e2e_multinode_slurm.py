@@ -23,7 +23,7 @@ VLLM_CLI = stack.REPO_ROOT / "tests" / "support" / "vllm_cli.py"
 TP2_ACROSS_NODES = ["cluster=slurm", "cluster.nodes=2", "parallel.tp=2",
                     f"server.command={stack.VLLM_PYTHON} {VLLM_CLI} serve",  # `vllm serve`: it has --headless
                     "+server.env.VLLM_TARGET_DEVICE=cpu", "sweep.temperatures=[0]", "sweep.datasets=[mtbench]",
-                    "sweep.num_requests=2", "sweep.output_length=16", "bench.known_answer=false",
+                    "sweep.num_requests=1", "sweep.output_length=16", "bench.known_answer=false", "report=false",
                     "server.ready_timeout_s=600"]
 
 
