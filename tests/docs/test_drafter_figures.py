@@ -1,6 +1,6 @@
 """docs/gpu.md's "Which drafter pays at which acceptance" (issue 50): every figure of its tables is
 what launcher.speedup gives over the recorded H100 folders (tests/data/h100_vllm026_dflash_2starts,
-h100_vllm026_qwen3_eagle3_2starts, h100_vllm026_dflash_explained, h100_vllm026_seed_shaped,
+h100_vllm026_qwen3_eagle3_2starts, h100_vllm026_llama_eagle3_1start, h100_vllm026_dflash_explained, h100_vllm026_seed_shaped,
 h100_vllm026_async_pair), read through the product's readers; the forced-6 columns (a job cut
 short, which the readers count as pending) from its repeats.json."""
 from __future__ import annotations
@@ -21,6 +21,7 @@ SECTION = DOC[DOC.index("## Which drafter pays at which acceptance"):DOC.index("
 M1, M2, M3 = (DATA / "h100_vllm026_dflash_2starts", DATA / "h100_vllm026_dflash_explained",
               DATA / "h100_vllm026_seed_shaped" / "qwen3_dflash")
 M4 = DATA / "h100_vllm026_qwen3_eagle3_2starts"
+M6 = DATA / "h100_vllm026_llama_eagle3_1start"
 SIX = "qwen3-8b-shaped-dflash-k15-fal6-tp1-53a238db"
 FOUR = "qwen3-8b-shaped-dflash-k15-fal4-tp1-9ee4b6e7"
 BASE = "qwen3-8b-shaped-none-tp1-9035ec93"
@@ -45,11 +46,11 @@ def _nums(cell: str) -> list[float]:
 def comparison(tmp_path_factory):
     root = tmp_path_factory.mktemp("drafters")
     dirs = [results_copy(src, root / name) for name, src in
-            (("m1", M1), ("m2", M2), ("m3", M3), ("m4", M4), ("pair", DATA / "h100_vllm026_async_pair"))]
+            (("m1", M1), ("m2", M2), ("m3", M3), ("m4", M4), ("m6", M6), ("pair", DATA / "h100_vllm026_async_pair"))]
     out = root / "c.json"
     assert main([*map(str, dirs), "--out", str(out)]) == 0
     comp = json.loads(out.read_text())
-    name = {str(root / n): n for n in ("m1", "m2", "m3", "m4", "pair")}
+    name = {str(root / n): n for n in ("m1", "m2", "m3", "m4", "m6", "pair")}
     rows = {}
     for r in comp["rows"]:
         rows[(name[r["folder"]], r["drafter"], r["concurrency"])] = r
@@ -118,18 +119,24 @@ def _fig(f: dict) -> list[float]:
     return [_r2(f["mean"]), _r2(f["lo"]), _r2(f["hi"])]
 
 
-def test_the_eagle3_table_is_the_comparisons_rows(comparison):
+@pytest.mark.parametrize("heading,folder", [("### Qwen3 EAGLE3 at two levels", "m4"),
+                                            ("### Llama EAGLE3 at two levels", "m6")])
+def test_each_eagle3_table_is_the_comparisons_rows(comparison, heading, folder):
     _, rows = comparison
-    table = _table("### Qwen3 EAGLE3 at two levels")
+    table = _table(heading)
     assert [int(r[0]) for r in table] == [1, 4, 16, 64]
     for cells in table:
-        r = rows[("m4", EAGLE3, int(cells[0]))]
+        r = rows[(folder, EAGLE3, int(cells[0]))]
         assert r["baseline"] == "own"
         assert _nums(cells[1]) == _fig(r["step_cost"]), cells
         assert _nums(cells[2])[-3:] == _fig(r["levels"]["2"]["speedup"]), cells
         assert _nums(cells[3])[-3:] == _fig(r["levels"]["3.5"]["speedup"]), cells
         assert _nums(cells[4]) == [_r2(r["levels"][lv]["step_cost"]["mean"]) for lv in ("2", "3.5")], cells
         assert _nums(cells[5]) == [_r2(r["levels"][lv]["decode_step_cost"]["mean"]) for lv in ("2", "3.5")], cells
+
+
+def test_the_qwen3_eagle3_levels_agree_as_written(comparison):
+    _, rows = comparison
     agree = [rows[("m4", EAGLE3, c)]["levels_agree"] for c in (1, 4, 16, 64)]
     m = re.search(r"throughput costs are (\d\.\d) to (\d\.\d) % apart, with intervals that do not overlap", SECTION)
     assert [float(x) for x in m.groups()] == [round(100 * f(a["step_cost"]["spread_rel"] for a in agree), 1)
@@ -199,7 +206,8 @@ def test_the_predictions_at_published_als_are_al_over_the_step_cost(comparison):
 def test_each_figure_names_its_machine_kind():
     assert "NVIDIA H100 80GB HBM3, GPU-641e43a7" in SECTION
     assert "NVIDIA H100 80GB HBM3, GPU-20590ea1" in SECTION
-    for folder in (M1, M2, M3, M4):
+    assert "NVIDIA H100 80GB HBM3, GPU-29086e0f" in SECTION
+    for folder in (M1, M2, M3, M4, M6):
         gpus = json.loads(next(folder.glob("*/gpu_telemetry.json")).read_text())["gpus"]
         assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3"
 
@@ -239,7 +247,40 @@ def test_the_drafters_side_by_side_are_their_step_costs(comparison):
         assert _nums(cells[1].split("(")[0]) == _fig(dflash), cells
         assert _nums(cells[2]) == _fig(eagle3), cells
         assert _nums(cells[3]) == [_r2(old[c]["break_even_al"]), _r2(old[c]["lo"]), _r2(old[c]["hi"])], cells
-        assert cells[4] == "not run"
+        llama = rows[("m6", EAGLE3, c)]["step_cost"]
+        assert llama["n"] == 6  # one start: 2 levels x 3 repeats
+        assert _nums(cells[4]) == _fig(llama), cells
     uuids = {json.loads(next(f.glob("*/gpu_telemetry.json")).read_text())["gpus"][0]["uuid"][:12]
-             for f in (M1, M4, DATA / "h100_vllm026_8b_repeats")}
-    assert uuids == set(re.findall(r"M\d (GPU-[0-9a-f]{8})", SECTION[SECTION.index("**The drafters side by side.**"):])[:3])
+             for f in (M1, M4, DATA / "h100_vllm026_8b_repeats", M6)}
+    assert uuids == set(re.findall(r"M\d\s+(GPU-[0-9a-f]{8})", SECTION[SECTION.index("**The drafters side by side.**"):])[:4])
+
+
+def test_the_llama_eagle3_levels_and_heads_as_written(comparison):
+    """One start x 3 repeats on M6: the two levels' costs, the stray C=64 repeats, and the two
+    heads' step costs side by side (M6 against M4)."""
+    _, rows = comparison
+    part = SECTION[SECTION.index("### Llama EAGLE3 at two levels"):SECTION.index("### Across machines")]
+    text = " ".join(part.split())
+    agree = [rows[("m6", EAGLE3, c)]["levels_agree"] for c in (1, 4, 16, 64)]
+    m = re.search(r"decode-only costs of the two levels are within (\d\.\d) % of each other", text)
+    assert float(m.group(1)) == round(100 * max(a["decode_step_cost"]["spread_rel"] for a in agree), 1)
+    m = re.search(r"throughput's costs rise with the AL \((\d\.\d) to (\d\.\d) % apart\)", text)
+    assert [float(x) for x in m.groups()] == [round(100 * f(a["step_cost"]["spread_rel"] for a in agree), 1)
+                                              for f in (min, max)]
+    reps = json.loads((M6 / "llama8b-shaped-eagle3-k3-fal3.5-tp1-1445b9db" / "mtbench" / "t0_c64" /
+                       "repeats.json").read_text())["per_repeat"]
+    m = re.search(r"forced-3\.5 repeats spread \(([\d,]+) / ([\d,]+) / ([\d,]+) tok/s\)", text)
+    assert [int(x.replace(",", "")) for x in m.groups()] == [round(r["Output TPS"]) for r in reps]
+    for r in (rows[("m6", EAGLE3, c)] for c in (1, 4, 16, 64)):
+        assert r["baseline"] == "own" and r["step_cost"]["n"] == 6  # 2 levels x 3 repeats of one start
+    llama = {c: rows[("m6", EAGLE3, c)]["step_cost"]["mean"] for c in (1, 4, 16, 64)}
+    qwen = {c: rows[("m4", EAGLE3, c)]["step_cost"]["mean"] for c in (1, 4, 16, 64)}
+    gaps = [100 * (llama[c] / qwen[c] - 1) for c in llama]
+    m = re.search(r"head's step costs (\d) to (\d) % more than the Qwen3 head's on M4 \((\d\.\d\d) against "
+                  r"(\d\.\d\d) at C = 1, (\d\.\d\d) against (\d\.\d\d) at C = 64\)", text)
+    assert [int(m.group(1)), int(m.group(2))] == [round(min(gaps)), round(max(gaps))]
+    assert [float(x) for x in m.groups()[2:]] == [_r2(llama[1]), _r2(qwen[1]), _r2(llama[64]), _r2(qwen[64])]
+    m = re.search(r"Llama EAGLE-3 chain's published 2\.60 predicts \*\*(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at "
+                  r"C = 1\*\* and (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", " ".join(SECTION.split()))
+    cost = {c: rows[("m6", EAGLE3, c)]["step_cost"] for c in (1, 64)}
+    assert [float(x) for x in m.groups()] == [_r2(2.60 / cost[c][k]) for c in (1, 64) for k in ("mean", "hi", "lo")]
