@@ -157,8 +157,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if used & workers.SLURM_FIXTURES:
             item.add_marker(pytest.mark.slurm)
     # The units that run alone first (one after the other, while both workers are fresh, with
-    # unit-test files beside them), then the costly ones (most tests that start real parts), then
-    # the unit-test files left (tests/support/workers.py)
+    # unit-test files beside them), then the costly ones (those that start real parts), then the
+    # unit-test files left; the longest first by the recorded seconds (tests/support/workers.py)
     files = [str(Path(str(item.fspath)).relative_to(ROOT)) for item in items]
     group_of = workers.file_groups(ROOT, sorted(set(files)))
     groups = [group_of[f] for f in files]
@@ -166,8 +166,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     real = {g: 0 for g in groups}
     for item, group in zip(items, groups):
         real[group] += bool(item.get_closest_marker("e2e") or item.get_closest_marker("slurm"))
-    first = {g: i for i, g in reversed(list(enumerate(groups)))}
-    order = sorted(range(len(items)), key=lambda i: (groups[i] not in alone, -real[groups[i]], first[groups[i]], i))
+    rank = {u: n for n, u in enumerate(workers.unit_order(groups, alone, real, workers.recorded_unit_seconds()))}
+    order = sorted(range(len(items)), key=lambda i: (rank[groups[i]], i))
     items[:] = [items[i] for i in order]
 
 

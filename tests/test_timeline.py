@@ -46,3 +46,17 @@ def test_the_hook_records_each_test_of_a_run(tmp_path):
     assert [r["file"] for r in rows] == ["tests/test_timeline.py"]
     assert rows[0]["worker"] == "main" and rows[0]["end"] >= rows[0]["start"]
     assert timeline.main([str(out)]) == 0
+
+
+def test_unit_seconds_add_each_units_tests(tmp_path):
+    rows = [_row("gw0", "tests/e2e/test_a.py::t1", 0, 100), _row("gw0", "tests/e2e/test_b.py::t1", 100, 130),
+            _row("gw1", "tests/e2e/test_a.py::t2", 0, 20), _row("gw1", "tests/test_c.py::t1", 20, 21.5)]
+    units = timeline.unit_seconds(rows, {"tests/e2e/test_a.py": "slurm", "tests/e2e/test_b.py": "slurm"})
+    assert units == {"slurm": 150.0, "tests/test_c.py": 1.5}
+    src = tmp_path / "t.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "units.json"
+    assert timeline.main([str(src), "--unit-seconds", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["units"]["tests/test_c.py"] == 1.5 and "4 tests" in written["recorded"]
+    assert timeline.main([str(src), "--unit-seconds"]) == 2

@@ -97,3 +97,28 @@ def test_two_workers_only_where_two_processes_run_at_full_speed(monkeypatch):
     monkeypatch.delenv("SPECDEC_TEST_WORKERS")
     n, why = workers.auto_workers()
     assert n in (1, 2) and "two processes at once did" in why
+
+
+def test_units_wait_alone_first_then_the_costly_longest_first_then_the_light():
+    units = ["u1.py", "slurm", "a.py", "b.py", "new.py", "u2.py", "repeats.py", "a.py"]
+    alone = {"slurm", "repeats.py"}
+    real = {"slurm": 5, "repeats.py": 2, "a.py": 9, "b.py": 1, "new.py": 1}
+    seconds = {"slurm": 400.0, "repeats.py": 600.0, "a.py": 50.0, "b.py": 300.0, "u1.py": 5.0, "u2.py": 30.0}
+    assert workers.unit_order(units, alone, real, seconds) == [
+        "repeats.py", "slurm",            # alone, the longer first
+        "b.py", "new.py", "a.py",         # real parts by recorded seconds (new.py: UNKNOWN_UNIT_S), not by test count
+        "u2.py", "u1.py"]                 # light
+    # nothing recorded: collection order within each kind
+    assert workers.unit_order(units, alone, real, {}) == ["slurm", "repeats.py", "a.py", "b.py", "new.py",
+                                                          "u1.py", "u2.py"]
+
+
+def test_the_recorded_unit_seconds_name_this_suites_units():
+    """tests/support/unit_seconds.json (python -m tests.support.timeline FILE --unit-seconds):
+    every unit it names is one of the suite's (a renamed file is re-recorded, not kept)."""
+    seconds = workers.recorded_unit_seconds()
+    assert seconds and all(s >= 0 for s in seconds.values())
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py"))
+    units = set(workers.file_groups(ROOT, files).values())
+    assert set(seconds) <= units, sorted(set(seconds) - units)
+    assert workers.recorded_unit_seconds(ROOT / "no-such-file.json") == {}

@@ -2,6 +2,8 @@
 
     SPECDEC_TEST_TIMELINE=/tmp/timeline.jsonl .venv/bin/python -m pytest   # tests/conftest.py records
     python -m tests.support.timeline /tmp/timeline.jsonl                    # per worker: busy, idle, files
+    python -m tests.support.timeline /tmp/timeline.jsonl --unit-seconds tests/support/unit_seconds.json
+                                            # each unit's seconds: the order the scheduler hands them out
 
 A worker is idle between two of its tests when the scheduler (tests/support/workers.py) sends it
 nothing: while a ``takes_both_cores`` unit runs on the other worker and the unit-test files have
@@ -49,6 +51,15 @@ def summary(rows: list[dict], min_span_s: float = 15.0, min_gap_s: float = 5.0) 
     return {"wall_s": wall, "workers": out}
 
 
+def unit_seconds(rows: list[dict], group_of: dict[str, str]) -> dict[str, float]:
+    """Each unit of work's seconds (its tests' time, module set-up included), by the unit
+    ``group_of`` gives a file (tests/support/workers.py file_groups)."""
+    out: dict[str, float] = defaultdict(float)
+    for r in rows:
+        out[group_of.get(r["file"], r["file"])] += r["end"] - r["start"]
+    return {u: round(s, 1) for u, s in sorted(out.items())}
+
+
 def lines(s: dict) -> list[str]:
     out = [f"wall {s['wall_s']:.0f} s"]
     for w, d in s["workers"].items():
@@ -60,8 +71,11 @@ def lines(s: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    out = None
+    if len(args) == 3 and args[1] == "--unit-seconds":
+        args, out = args[:1], Path(args[2])
     if len(args) != 1:
-        print("usage: python -m tests.support.timeline TIMELINE.jsonl", file=sys.stderr)
+        print("usage: python -m tests.support.timeline TIMELINE.jsonl [--unit-seconds OUT.json]", file=sys.stderr)
         return 2
     try:
         rows = [json.loads(line) for line in Path(args[0]).read_text().splitlines() if line.strip()]
@@ -69,6 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args[0]}: {e}", file=sys.stderr)
         return 2
     print("\n".join(lines(summary(rows))))
+    if out is not None:
+        from tests.support.workers import file_groups
+        root = Path(__file__).resolve().parents[2]
+        files = sorted({str(p.relative_to(root)) for p in (root / "tests").rglob("test_*.py")} | {r["file"] for r in rows})
+        units = unit_seconds(rows, file_groups(root, files))
+        out.write_text(json.dumps({"recorded": f"{args[0]}: {len(rows)} tests, wall {summary(rows)['wall_s']:.0f} s",
+                                   "units": units}, indent=1) + "\n")
+        print(f"unit seconds: {out} ({len(units)} units)")
     return 0
 
 

@@ -20,6 +20,7 @@ no real-part fixture, not in tests/e2e or tests/slurm).
 from __future__ import annotations
 
 import ast
+import json
 import multiprocessing
 import os
 import time
@@ -110,6 +111,33 @@ def is_light(root: Path, path: str) -> bool:
            and getattr(n.value, "attr", "") == "mark" for n in nodes):
         return False
     return not fixtures_asked_for(root / path) & (E2E_FIXTURES | SLURM_FIXTURES)
+
+
+# The seconds each unit took in a recorded suite (python -m tests.support.timeline FILE --unit-seconds
+# tests/support/unit_seconds.json): the costly units are handed out longest first, so the last
+# ones to start are short and the two workers end together. A unit it does not know (a new file)
+# counts UNKNOWN_UNIT_S if it starts real parts.
+UNIT_SECONDS = Path(__file__).with_name("unit_seconds.json")
+UNKNOWN_UNIT_S = 120.0
+
+
+def recorded_unit_seconds(path: Path = UNIT_SECONDS) -> dict[str, float]:
+    """{unit: seconds} from the recorded file ({} if it is missing or unreadable)."""
+    try:
+        return {str(k): float(v) for k, v in json.loads(path.read_text())["units"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def unit_order(units: list[str], alone: set[str], real: dict[str, int], seconds: dict[str, float]) -> list[str]:
+    """The order the units wait in (``units``: in collection order): those that run alone first,
+    then the ones that start real parts (``real``: how many of a unit's tests do), then the light
+    ones; within each, the longest first by ``seconds`` (a real-part unit not in it:
+    UNKNOWN_UNIT_S), collection order breaking ties."""
+    def estimate(u: str) -> float:
+        return seconds.get(u, UNKNOWN_UNIT_S if real.get(u) else 0.0)
+    first = {u: i for i, u in reversed(list(enumerate(units)))}
+    return sorted(first, key=lambda u: (u not in alone, not real.get(u), -estimate(u), first[u]))
 
 
 def next_unit(waiting: list[str], alone: set[str], others: list[list[str]], light: set[str] = frozenset()) -> str | None:
