@@ -264,7 +264,7 @@ def scancel_at_point_2(tmp: Path) -> dict:
     out = tmp / "results"
     args = ["cluster=slurm", f"output_dir={out}", "wait=true", "sweep.temperatures=[0]",
             "sweep.concurrencies=[1,2,3,4]", "sweep.datasets=[mtbench]", "sweep.num_requests=2",
-            "sweep.output_length=24", "bench.aiperf_mode=point"]
+            "sweep.output_length=24", "bench.aiperf_mode=point", "report=false"]
     launcher = subprocess.Popen(stack.launcher_cmd(*args), cwd=stack.REPO_ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
     try:
@@ -292,7 +292,7 @@ def past_the_time_limit(tmp: Path) -> dict:
     proc = subprocess.run(stack.launcher_cmd("cluster=slurm", "cluster.time_min=1", f"output_dir={out}", "wait=true",
                                              "sweep.temperatures=[0]", "sweep.concurrencies=[1,2,3,4]",
                                              "sweep.datasets=[mtbench]", "sweep.num_requests=8",
-                                             "bench.aiperf_mode=point"),
+                                             "bench.aiperf_mode=point", "report=false"),
                           cwd=stack.REPO_ROOT, capture_output=True, text=True, timeout=600)
     return {"out": out, "proc": proc}
 

@@ -34,7 +34,7 @@ def _run_golden_workload(tmp_path_factory, name: str, *extra: str):
         f"output_dir={out}", "sweep.datasets=[mtbench]", f"sweep.temperatures=[{w['temperature']:g}]",
         f"sweep.concurrencies=[{w['concurrency']}]", f"sweep.num_requests={w['num_prompts']}",
         f"sweep.max_turns={w['turns']}", f"sweep.output_length={w['output_tokens']}",
-        "bench.known_answer=false", f"bench.golden={GID}", *extra), cwd=ROOT, capture_output=True, text=True,
+        "bench.known_answer=false", f"bench.golden={GID}", "report=false", *extra), cwd=ROOT, capture_output=True, text=True,
         timeout=900)
     jobs = [d for d in (out / "smoke").iterdir() if (d / "job.json").exists()]
     return proc, jobs[0]

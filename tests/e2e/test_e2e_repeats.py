@@ -28,7 +28,8 @@ from tests.support import stack
 
 pytestmark = pytest.mark.takes_both_cores  # three launcher runs at once
 
-RUN = ["sweep.repeats=3", "sweep.temperatures=[0]", "sweep.datasets=[mtbench]", "bench.known_answer=false"]
+RUN = ["sweep.repeats=3", "sweep.temperatures=[0]", "sweep.datasets=[mtbench]", "bench.known_answer=false",
+       "report=false"]  # no report read here (tests/e2e/test_e2e_report.py reads the main command's)
 RUNS = {"a": (), "b": (), "identical": ("draft=tiny_identical", "sweep.repeats=2", "sweep.server_starts=2")}
 NO_TPS = ("--tps-threshold", "9.99", "--single-run-tps-threshold", "9.99")  # 999 %: judge AL and pairing only
 

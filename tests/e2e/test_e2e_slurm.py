@@ -21,7 +21,7 @@ from tests.support.login import with_engine
 pytestmark = pytest.mark.takes_both_cores  # two Slurm jobs at once
 
 SMALL = ["sweep.temperatures=[0]", "sweep.concurrencies=[1]", "sweep.datasets=[mtbench]", "sweep.num_requests=2",
-         "bench.known_answer=false"]  # the probe restarts the server: its own tests (test_e2e_known_answer)
+         "bench.known_answer=false", "report=false"]  # the probe restarts the server: its own tests (test_e2e_known_answer)
 
 
 def _submit_standalone(tmp: Path) -> dict:
