@@ -208,6 +208,20 @@ class SharedFixtureScheduling(LoadFileScheduling):
             self.workqueue.move_to_end(unit, last=False)
             super()._assign_work_unit(node)
 
+    def _reschedule(self, node) -> None:
+        """xdist's, but a worker asks for its next unit only once it holds its last test (xdist:
+        its last two), so the longest-first order holds: a unit of two long tests (the
+        disaggregated file's) took the next unit as it started, leaving a shorter one to the
+        worker that came free first."""
+        if node.shutting_down:
+            return
+        if not self.workqueue:
+            node.shutdown()
+            return
+        if self._pending_of(self.assigned_work[node]) > 1:
+            return
+        self._assign_work_unit(node)
+
     def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
         super().mark_test_complete(node, item_index, duration)
         for other in self.nodes:  # a worker left waiting may take a unit now
