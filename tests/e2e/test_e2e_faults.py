@@ -8,8 +8,8 @@ granularity); in the default phases mode a fault fails the points of its AIPerf 
 none is marked complete (tests/bench/test_bench_multiphase_e2e.py).
 
 The jobs share nothing but the machine (each its own server, port, folder and processes,
-found by pid, port or folder), so they run at the same time: the four run.sh jobs in one
-module fixture, the two Slurm jobs in another (one CPU each of the cluster's two). Each
+found by pid, port or folder), so they run at the same time: the four run.sh jobs and the two
+Slurm jobs (one CPU each of the cluster's two) in one module fixture, six jobs at once. Each
 scenario (start, wait for point 2, inject the fault, wait for the end) runs in its own
 thread and returns what it saw; each test judges its own scenario's outcome.
 """
@@ -158,10 +158,23 @@ RUN_SH_FAULTS = {"server_sigkill": sigkill_the_server, "benchmark_sigkill": sigk
 
 
 @pytest.fixture(scope="module")
-def run_sh_faults(real_stack, tmp_path_factory) -> dict[str, Future]:
-    """Each run.sh fault's scenario, all at once: {name: its finished Future}."""
-    with ThreadPoolExecutor(len(RUN_SH_FAULTS)) as pool:
-        return {name: pool.submit(scenario, tmp_path_factory.mktemp(name)) for name, scenario in RUN_SH_FAULTS.items()}
+def fault_scenarios(request, real_stack, tmp_path_factory) -> dict[str, Future]:
+    """Every scenario the selected tests of this file judge, all at once (the run.sh jobs and,
+    when a Slurm test is selected, the Slurm jobs beside them: one wait for all six, not two in
+    a row): {name: its finished Future}."""
+    used = {f for item in request.session.items if item.module is request.module for f in item.fixturenames}
+    scenarios = dict(RUN_SH_FAULTS) if "run_sh_faults" in used else {}
+    if "slurm_faults" in used:
+        request.getfixturevalue("slurm_cluster")  # up before any scenario starts (or every test here skips)
+        scenarios |= SLURM_FAULTS
+    with ThreadPoolExecutor(max(1, len(scenarios))) as pool:
+        return {name: pool.submit(scenario, tmp_path_factory.mktemp(name)) for name, scenario in scenarios.items()}
+
+
+@pytest.fixture(scope="module")
+def run_sh_faults(real_stack, fault_scenarios) -> dict[str, Future]:
+    """Each run.sh fault's scenario: {name: its finished Future}."""
+    return {name: fault_scenarios[name] for name in RUN_SH_FAULTS}
 
 
 def test_server_sigkill_during_point_2_of_4(run_sh_faults):
@@ -301,10 +314,9 @@ SLURM_FAULTS = {"scancel": scancel_at_point_2, "time_limit": past_the_time_limit
 
 
 @pytest.fixture(scope="module")
-def slurm_faults(slurm_cluster, real_stack, tmp_path_factory) -> dict[str, Future]:
-    """Each Slurm fault's scenario, both at once: {name: its finished Future}."""
-    with ThreadPoolExecutor(len(SLURM_FAULTS)) as pool:
-        return {name: pool.submit(scenario, tmp_path_factory.mktemp(name)) for name, scenario in SLURM_FAULTS.items()}
+def slurm_faults(slurm_cluster, real_stack, fault_scenarios) -> dict[str, Future]:
+    """Each Slurm fault's scenario: {name: its finished Future}."""
+    return {name: fault_scenarios[name] for name in SLURM_FAULTS}
 
 
 def test_scancel_during_point_2_of_4_under_slurm(slurm_faults):
