@@ -122,3 +122,30 @@ def test_the_recorded_unit_seconds_name_this_suites_units():
     units = set(workers.file_groups(ROOT, files).values())
     assert set(seconds) <= units, sorted(set(seconds) - units)
     assert workers.recorded_unit_seconds(ROOT / "no-such-file.json") == {}
+
+
+def test_a_worker_takes_its_next_unit_only_when_it_holds_its_last_test():
+    """SharedFixtureScheduling._reschedule: xdist hands a worker its next unit while it still holds
+    two tests, so a unit of two long tests took the next unit at its start; ours waits for the last."""
+    from collections import OrderedDict
+
+    class Node:
+        shutting_down = False
+
+        def shutdown(self):
+            taken.append("shutdown")
+
+    sched = workers.SharedFixtureScheduling.__new__(workers.SharedFixtureScheduling)
+    node = Node()
+    taken: list[str] = []
+    sched.workqueue = OrderedDict(next_unit={"t": False})
+    sched._assign_work_unit = lambda n: taken.append(sched.workqueue.popitem(last=False)[0])
+    sched.log = lambda *a: None
+    sched.assigned_work = {node: {"long.py": {"long.py::a": False, "long.py::b": False}}}
+    sched._reschedule(node)
+    assert taken == []                              # two left: xdist's rule would take next_unit here
+    sched.assigned_work[node]["long.py"]["long.py::a"] = True
+    sched._reschedule(node)
+    assert taken == ["next_unit"]                   # its last test: the next unit
+    sched._reschedule(node)
+    assert taken == ["next_unit", "shutdown"]       # nothing left waiting
