@@ -52,18 +52,32 @@ def write_job_files(cfg: LauncherConfig, job: JobPlan, eng: Engine) -> None:
 
 
 def submitit_folder(plan: Plan) -> Path:
-    return Path(plan.results_dir) / "_submitit"
+    return Path(plan.results_dir) / SUBMITIT_DIR
+
+
+SUBMITIT_DIR = "_submitit"  # beside the jobs in the results folder: submitit's pickles and logs, a folder per job id
+STAGING = "%j"  # submitit's folder template: the literal folder it stages in before the job id is known
+
+
+def remove_staging_folder(folder: Path) -> None:
+    """The empty literal "%j" folder submitit leaves: it stages the pickles there before the job
+    id is known, and its local controller makes it again as it starts (after submit returned),
+    so this runs after the submission and again once the jobs ended. Kept if not empty."""
+    try:
+        (folder / STAGING).rmdir()
+    except OSError:
+        pass
 
 
 def make_executor(cfg: LauncherConfig, folder: Path, jobs: list[JobPlan], eng: Engine):
     cl = cfg.cluster
     if cl.executor == "local":
-        ex = submitit.LocalExecutor(folder=str(folder / "%j"))
+        ex = submitit.LocalExecutor(folder=str(folder / STAGING))
         # submitit's local jobs see CUDA_VISIBLE_DEVICES="" unless GPUs are asked for:
         # a GPU recipe on the local executor (recipe=gpu_smoke) would start vLLM on no device.
         ex.update_parameters(timeout_min=cl.time_min, gpus_per_node=max(0, int(cl.gpus_per_node)))
         return ex
-    ex = submitit.SlurmExecutor(folder=str(folder / "%j"), python=cl.node_python)
+    ex = submitit.SlurmExecutor(folder=str(folder / STAGING), python=cl.node_python)
     ex.update_parameters(**slurm_parameters(cl, f"specdec-{cfg.name}"))
     ex.update_parameters(setup=sbatch_setup(cl, jobs, eng))
     return ex
@@ -82,10 +96,7 @@ def submit(cfg: LauncherConfig, plan: Plan) -> list[Submitted]:
     else:  # one resource shape per recipe: a single job array
         handles = ex.map_array(run_job, specs)
     out = [Submitted(j, h) for j, h in zip(plan.jobs, handles)]
-    try:  # submitit stages its pickles in the literal "%j" folder before the id is known
-        (folder / "%j").rmdir()
-    except OSError:
-        pass
+    remove_staging_folder(folder)
     (Path(plan.results_dir) / "submission.json").write_text(json.dumps(
         [{"server_id": s.job.server_id, "job_id": s.job_id, "log": s.log_path(), "job_dir": s.job.job_dir,
           "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())} for s in out], indent=2))
@@ -248,6 +259,8 @@ def follow(subs: list[Submitted], poll_s: float = 1.0) -> bool:
             if len(outcomes) < len(subs):
                 time.sleep(poll_s)
     console.print(table())
+    for folder in {Path(s.job.job_dir).parent / SUBMITIT_DIR for s in subs}:
+        remove_staging_folder(folder)
     for line in outcome_lines([(s.job_id, s.job.server_id, *outcomes[s.job_id]) for s in subs]):
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     return all(ok for ok, _ in outcomes.values())

@@ -29,6 +29,10 @@ def _points(job: Path) -> list[dict]:
 def test_submission_output_names_job_log_and_results(smoke_run, job):
     out = smoke_run["proc"].stdout
     assert "submitted 1 job(s)" in out and "log:" in out and str(job) in out
+    # submitit's folders: one per job id, and not its literal "%j" staging folder (the local
+    # controller makes that one again as it starts; the launcher removes it once the job ended)
+    assert sorted(p.name for p in (job.parent / "_submitit").iterdir()) == [json.loads(
+        (job.parent / "submission.json").read_text())[0]["job_id"]]
 
 
 def test_every_point_complete_with_every_file(job):
