@@ -8,11 +8,14 @@
 #   bash tests/gpu/run_gpu_bg.sh start STAGES...   # carry .vb/p04 .gpu_data .whl (parts 1-3 carried before)
 #   bash tests/gpu/run_gpu_bg.sh wait              # the next calls, until it prints "finished"
 #
-# Env: EXTRA (launcher overrides for every kK:L stage), WAIT_S (default 540).
+# Env: EXTRA (launcher overrides for every kK:L stage), WAIT_S (default 240). A machine taken
+# back during a call returns nothing of that call (2026-12-07: 274 s of stages lost), so the calls
+# are short: each brings back every point finished so far, at no device time of its own (the
+# stages run on between calls either way).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BG=/tmp/gpu_bg
-WAIT_S=${WAIT_S:-540}
+WAIT_S=${WAIT_S:-240}
 mode=${1:-wait}; shift || true
 mkdir -p "$BG/out"
 
