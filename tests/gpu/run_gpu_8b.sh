@@ -91,6 +91,9 @@ facts() {  # the machine a figure comes from: CPU, cores, load, GPU clocks and p
     echo "== nproc $(nproc)"; echo "== loadavg $(cat /proc/loadavg)"
     echo "== /proc/stat cpu"; head -1 /proc/stat
     echo "== busiest processes"; ps -eo pid,pcpu,pmem,comm --sort=-pcpu 2>/dev/null | head -8
+    # one host core's speed (the draft-model path is bound by one: docs/gpu.md), the same loop on
+    # every machine: the best of 5 runs of 2e6 Python-level additions, in ms
+    echo "== one core: $(python3 -c 'import timeit; print(round(min(timeit.repeat("s=0\nfor i in range(2000000): s+=i", number=1, repeat=5))*1000, 1))') ms for 2e6 Python additions (best of 5)"
     echo "== nvidia-smi"; nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,enforced.power.limit,temperature.gpu,clocks_event_reasons.active,persistence_mode,compute_mode --format=csv 2>&1
     nvidia-smi -q -d PERFORMANCE,CLOCK 2>&1 | head -60
   } > "$OUT/machine_facts.txt" 2>&1

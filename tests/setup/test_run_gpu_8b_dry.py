@@ -4,6 +4,7 @@ through the main command (dry_run=true), an unknown stage is refused, timings ar
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -89,3 +90,15 @@ def test_seed_recipes_with_shaped_drafts_plan_one_server_each(dry_env):
         base.split("job qwen3-8b-shaped-none-tp1-")[1][:8] == qd.split("baseline qwen3-8b-shaped-none-tp1-")[1][:8]
     timings = (out / "timings.txt").read_text()
     assert all(f"{s} rc=0" in timings for s in ("qmodels", "qd:8+base", "qd:k+1", "qe:2.5", "le:2.5+base", "qd:base"))
+
+
+def test_facts_record_one_cores_speed_beside_the_cpu_model(dry_env, tmp_path):
+    """The facts stage: every machine records the same one-core loop (the draft-model path is
+    bound by one host core), so two machines' hosts compare by a figure, not only by a name."""
+    _, env = dry_env
+    p = run(env, tmp_path, "facts")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    facts = (tmp_path / "machine_facts.txt").read_text()
+    assert "== lscpu" in facts and "== nproc" in facts
+    ms = re.search(r"== one core: ([0-9.]+) ms for 2e6 Python additions", facts)
+    assert ms and 0 < float(ms.group(1)) < 10_000, facts
