@@ -94,6 +94,18 @@ facts() {  # the machine a figure comes from: CPU, cores, load, GPU clocks and p
     # one host core's speed (the draft-model path is bound by one: docs/gpu.md), the same loop on
     # every machine: the best of 5 runs of 2e6 Python-level additions, in ms
     echo "== one core: $(python3 -c 'import timeit; print(round(min(timeit.repeat("s=0\nfor i in range(2000000): s+=i", number=1, repeat=5))*1000, 1))') ms for 2e6 Python additions (best of 5)"
+    # the host's cost of one GPU kernel launch (a draft-model step launches hundreds): the best of
+    # 5 runs of 20,000 in-place adds on a 16-element tensor, in µs a launch
+    echo "== kernel launch: $(python3 -c 'import sys, time
+try:
+    import torch; assert torch.cuda.is_available()
+except Exception: print("no CUDA"); sys.exit()
+x = torch.zeros(16, device="cuda"); best = 1e9
+for _ in range(5):
+    torch.cuda.synchronize(); t = time.perf_counter()
+    for _ in range(20000): x.add_(1)
+    torch.cuda.synchronize(); best = min(best, time.perf_counter() - t)
+print(round(best / 20000 * 1e6, 2), "us a launch (best of 5 x 20,000 adds)")' 2>&1 | tail -1)"
     echo "== nvidia-smi"; nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,enforced.power.limit,temperature.gpu,clocks_event_reasons.active,persistence_mode,compute_mode --format=csv 2>&1
     nvidia-smi -q -d PERFORMANCE,CLOCK 2>&1 | head -60
   } > "$OUT/machine_facts.txt" 2>&1

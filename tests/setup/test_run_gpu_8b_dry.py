@@ -102,3 +102,6 @@ def test_facts_record_one_cores_speed_beside_the_cpu_model(dry_env, tmp_path):
     assert "== lscpu" in facts and "== nproc" in facts
     ms = re.search(r"== one core: ([0-9.]+) ms for 2e6 Python additions", facts)
     assert ms and 0 < float(ms.group(1)) < 10_000, facts
+    # the launch line is there on every machine: a figure where CUDA is, "no CUDA" where not
+    launch = re.search(r"== kernel launch: (no CUDA|[0-9.]+ us a launch)", facts)
+    assert launch, facts
