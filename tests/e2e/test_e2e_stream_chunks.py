@@ -90,5 +90,12 @@ def test_a_server_without_stats_is_refused_for_stats_and_measured_from_chunks(no
     window = ext["prometheus_window"]
     assert 0 < ext["num_spec_steps"] <= window["num_drafts"]
     assert pt["acceptance_exact"] is (window["num_drafts"] == ext["num_spec_steps"])
-    assert ext["num_accepted_draft_tokens"] <= window["num_accepted_tokens"]
+    # Every decode token the stream carried, the server's steps produced (1 + accepted each).
+    assert (ext["num_spec_steps"] + ext["num_accepted_draft_tokens"]
+            <= window["num_drafts"] + window["num_accepted_tokens"])
+    if pt["acceptance_exact"]:
+        assert ext["num_accepted_draft_tokens"] <= window["num_accepted_tokens"]
+    # else: a merged chunk counts one step where the server ran two or more, so the later steps'
+    # bonus tokens count as accepted drafts (seen on a loaded 2-core machine: 145 against the
+    # server's 141); the point says it is not exact, and only the token count above holds.
     assert 1.0 < pt["Average_AL"] <= 4.0
