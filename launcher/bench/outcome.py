@@ -21,6 +21,8 @@ class PointOutcome:
     search_probe: bool = False  # an extra point of the max-load search under the SLO (docs/slo.md)
     # each repeat's goodput against the SLO, while the point's files are written (its goodput's per_repeat)
     slo_repeats: Optional[list] = None
+    # why the repeats break the validity rule (a repeat that lost requests), joined to the point's own reason
+    repeat_problems: Optional[list] = None
 
     @property
     def dir(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.bench_run import as_repeats
@@ -29,13 +29,15 @@ from launcher.runtime.telemetry import gpu_names
 
 
 def check_point(acc: dict, tim: dict, dataset: str, speculative: bool, gates: dict,
-                min_tokens_per_step: Optional[float], max_failed_fraction: float) -> Optional[str]:
-    """The validity gates of one point (launcher.results' one rule): None when it passes, else why."""
+                min_tokens_per_step: Optional[float], max_failed_fraction: float,
+                repeat_problems: Sequence[str] = ()) -> Optional[str]:
+    """The validity gates of one point (launcher.results' one rule): None when it passes, else why.
+    ``repeat_problems``: the rule broken by the point's other repeats (their interval pools them)."""
     res = PointResult(path=Path("."), acceptance=acc, timing=tim, complete=True)
     res.acceptance.setdefault(EXTENSION_KEY, {}).setdefault("speculative", speculative)
     rule = ValidityRule(max_failed_fraction=max_failed_fraction, min_average_al=gates.get(dataset),
                         gate_name=f"min_acceptance_length.{dataset}", min_tokens_per_step=min_tokens_per_step)
-    problems = point_problems(res, rule)
+    problems = point_problems(res, rule) + list(repeat_problems)
     return "; ".join(problems) if problems else None
 
 
@@ -166,7 +168,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
     reason = check_point(acc, tim, spec.name, ctx.speculative, ctx.run.gates, b.gates.min_tokens_per_step,
-                         b.gates.max_failed_fraction)
+                         b.gates.max_failed_fraction, repeat_problems=getattr(o, "repeat_problems", None) or ())
     status = {"status": "complete" if reason is None else "failed", "reason": reason}
     tim[EXTENSION_KEY].update(status)
     sched = schedule_check(ctx, spec_cfg, ok_records, aip)

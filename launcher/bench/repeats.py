@@ -17,6 +17,7 @@ from launcher.bench.point_configuration import job_dir, requests_window
 from launcher.results import EXTENSION_KEY
 from launcher.results.goodput import point_goodput
 from launcher.results.repeats import record as repeat_record
+from launcher.results.validity import repeat_problems
 from launcher.runtime import machine
 from launcher.runtime.files import write_json_atomic
 
@@ -76,6 +77,7 @@ def finish_repeats(g: PointGroup, o, runs: list) -> Optional[str]:
     doc = repeat_record.build(per, held, float(g.ctx.bench.noisy_rel_mad))
     write_json_atomic(point_dir / repeat_record.REPEATS_FILE, doc)
     o.slo_repeats = slo_repeats or None  # process_point adds them to the point's goodput
+    o.repeat_problems = repeat_problems(per, g.ctx.bench.gates.max_failed_fraction) or None
     finish_point(g, o, srcs[held], None)
     shutil.rmtree(point_dir / _STAGED, ignore_errors=True)
     o.values["repeats"] = repeat_record.compact(doc)

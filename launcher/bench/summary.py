@@ -55,15 +55,19 @@ def print_table(summary: dict, file=None) -> None:
             marks.add("repeats")
             if rep.get("noisy"):
                 marks.add("noisy")
+        failed_cell = str(p.failed_requests if "failed_requests" in p.held else 0)
+        if (rep.get("n") or 1) > 1 and rep.get("failed_requests") is not None:
+            failed_cell = f"{rep['failed_requests']} (n={rep['n']})"  # every repeat's, not only the held one's
         t.add_row(p.dir, status, _f(p.average_al, "{:.3f}"), _f(p.server_al, "{:.3f}"),
-                  tps_cell, ttft_cell, dec_cell, str(p.failed_requests if "failed_requests" in p.held else 0),
+                  tps_cell, ttft_cell, dec_cell, failed_cell,
                   _f(p.benchmark_duration_s, "{:.2f}"))
     Console(file=out, width=140).print(t)
     if thin:
         print("(x n=N): a median over N samples only (fewer than 5, or fewer than half the requests); "
               "not a headline figure", file=out)
     if "repeats" in marks:
-        print("Output TPS a ± b (n=N): the mean over N repeats and its 95% half-interval (repeats.json)"
+        print("Output TPS a ± b (n=N): the mean over N repeats and its 95% half-interval (repeats.json); "
+              "failed F (n=N): the failed requests of all N repeats"
               + ("; ~noisy: relative MAD over the repeats, or one repeat's distance from the median, above bench.gates.noisy_rel_mad" if "noisy" in marks else ""),
               file=out)
     if "suspect" in marks:

@@ -23,6 +23,28 @@ def failed_fraction(failed: int, succeeded: int) -> Optional[float]:
     return failed / n if n else None
 
 
+def _too_many_failed(failed: int, succeeded: int, max_fraction: float) -> Optional[str]:
+    """The failed-request line of the rule, or None within it."""
+    frac = failed_fraction(failed, succeeded)
+    if frac is None or frac <= max_fraction:
+        return None
+    return f"{failed} of {failed + succeeded} requests failed (> {max_fraction:.0%})"
+
+
+def repeat_problems(per_repeat, max_failed_fraction: float) -> list[str]:
+    """The failed-request rule over each repeat of a point (repeats.json's rows): the point's
+    interval pools every repeat, so one that lost requests makes it invalid, not only the repeat
+    whose files the point holds. Rows without the counts (written before they were kept) pass."""
+    out = []
+    for r in per_repeat:
+        f, ok = r.get("failed_requests"), r.get("succeeded_requests")
+        if isinstance(f, int) and isinstance(ok, int):
+            line = _too_many_failed(f, ok, max_failed_fraction)
+            if line:
+                out.append(f"repeat {r.get('repeat')} ({r.get('phase')}): {line}")
+    return out
+
+
 def point_problems(p: PointResult, rule: ValidityRule = ValidityRule()) -> list[str]:
     """Why the point is not valid (empty list: valid): complete, gates passed,
     failed fraction within bounds, tokens generated, AL >= 1 when speculative."""
@@ -39,11 +61,9 @@ def point_problems(p: PointResult, rule: ValidityRule = ValidityRule()) -> list[
             out.append("timing.json has no output token count")
         elif tokens <= 0:
             out.append("the run generated 0 tokens")
-        ok = p.succeeded_turns or 0
-        frac = failed_fraction(p.failed_requests, ok)
-        if frac is not None and frac > rule.max_failed_fraction:
-            out.append(f"{p.failed_requests} of {p.failed_requests + ok} requests failed "
-                       f"(> {rule.max_failed_fraction:.0%})")
+        line = _too_many_failed(p.failed_requests, p.succeeded_turns or 0, rule.max_failed_fraction)
+        if line:
+            out.append(line)
     if p.speculative:
         al = p.average_al
         if not p.acceptance:

@@ -71,3 +71,39 @@ def test_a_later_start_that_fails_puts_the_earlier_folders_back(tmp_path, monkey
     assert (d / "aiperf" / "profile_export.jsonl").read_text() == "held 2\n"
     assert sorted(p.name for p in (d / record.REPEATS_ARTIFACTS).iterdir()) == ["r1", "r3"]
     assert not list((d / ".earlier_starts").iterdir())
+
+
+def test_a_repeat_that_lost_requests_fails_the_point_through_its_reason(tmp_path, monkeypatch):
+    """The held repeat passes the rule, another lost 4 of 40 requests: the point's reason names
+    that repeat (process_point joins it to its own), and repeats.json keeps every count."""
+    monkeypatch.setenv(SERVER_START_ENV, "1")
+    failed = {"r1": 0, "r2": 0, "r3": 4}
+    monkeypatch.setattr(repeats, "measure", lambda ctx, spec, q, export, dst, cfg: (
+        {}, {"Output TPS": {"r1": 100.0, "r2": 101.0, "r3": 90.0}[dst.name],
+             "specdec_launcher": {"failed_requests": failed[dst.name], "num_turns": 40 - failed[dst.name]}}, []))
+    seen = {}
+    monkeypatch.setattr(repeats, "finish_point", lambda g, o, src, why: seen.update(held=src.name,
+                                                                                    problems=o.repeat_problems))
+    bench = BenchSpec(model="tiny", tokenizer="/tok", save_dir=str(tmp_path), repeats=3)
+    ctx = PointContext(run=BenchRun(bench, "http://127.0.0.1:1"), engine_version=None, server_ready=ServerReady(),
+                       job=None, engine=get_engine("vllm"))
+    from launcher.bench.outcome import PointOutcome
+    o = PointOutcome("mtbench", 0.0, 1)
+    runs = []
+    for r in ("r1", "r2", "r3"):
+        (tmp_path / "runs" / r).mkdir(parents=True)
+        runs.append((f"p0_c1_{r}", tmp_path / "runs" / r, None))
+    repeats.finish_repeats(PointGroup(ctx, None, [], "mtbench", 0.0, tmp_path, SimpleNamespace()), o, runs)
+    assert seen == {"held": "r1", "problems": ["repeat 3 (p0_c1_r3): 4 of 40 requests failed (> 5%)"]}
+    doc = json.loads((tmp_path / o.dir / record.REPEATS_FILE).read_text())
+    assert [(r["failed_requests"], r["succeeded_requests"]) for r in doc["per_repeat"]] == [(0, 40), (0, 40), (4, 36)]
+
+
+def test_the_points_reason_carries_its_other_repeats_problems():
+    from launcher.bench.point import check_point
+    tim = {"Output TPS": 100.0, "specdec_launcher": {"failed_requests": 0, "num_turns": 40,
+                                                     "total_output_tokens": 1000}}
+    args = ({}, tim, "mtbench", False, {}, None, 0.05)
+    assert check_point(*args) is None                       # the held repeat alone passes
+    assert check_point(*args, repeat_problems=["repeat 3 (p0_c1_r3): 4 of 40 requests failed (> 5%)"]) == \
+        "repeat 3 (p0_c1_r3): 4 of 40 requests failed (> 5%)"

@@ -284,3 +284,30 @@ def test_the_llama_eagle3_levels_and_heads_as_written(comparison):
                   r"C = 1\*\* and (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", " ".join(SECTION.split()))
     cost = {c: rows[("m6", EAGLE3, c)]["step_cost"] for c in (1, 64)}
     assert [float(x) for x in m.groups()] == [_r2(2.60 / cost[c][k]) for c in (1, 64) for k in ("mean", "hi", "lo")]
+
+
+def test_no_recorded_drafter_run_lost_a_request():
+    """The issue's "no GPU run lost a request on a healthy server", over every job of every folder the
+    comparison reads (and the draft model's): each measured point is complete with no failed request in
+    the repeat its files hold, and in every repeat where repeats.json counts them (runs before the
+    counts were kept hold the held repeat's only). The one job cut short, forced 6's second start,
+    stands as pending: its points keep their first start's repeats."""
+    from launcher.results import read_point
+    from launcher.results.repeats import record
+
+    folders = [M1, M2, M3, M4, M6, DATA / "h100_vllm026_async_pair", DATA / "h100_vllm026_8b_repeats"]
+    jobs = [s.parent for f in folders for s in sorted(f.glob("*/summary.json"))]
+    assert len(jobs) >= 15
+    points = 0
+    for job in jobs:
+        for row in json.loads((job / "summary.json").read_text())["points"]:
+            if job.name == SIX and job.parent == M1:
+                assert row["status"] == "pending"
+                continue
+            assert row["status"] == "complete" and row["failed_requests"] == 0, (job.name, row["dir"])
+            res = read_point(job / row["dir"])  # the draft model's points keep repeats.json alone
+            assert not res.timing or (res.failed_requests == 0 and res.succeeded_turns), (job.name, row["dir"])
+            per = (record.read(job / row["dir"]) or {}).get("per_repeat") or []
+            assert all(r.get("failed_requests") in (None, 0) for r in per), (job.name, row["dir"])
+            points += 1
+    assert points >= 50

@@ -70,6 +70,12 @@ def test_each_point_holds_three_repeats(runs):
         held = doc["files_hold"]["repeat"]
         timing = json.loads((job / row["dir"] / "timing.json").read_text())[-1]
         assert timing["Output TPS"] == doc["per_repeat"][held - 1]["Output TPS"]  # the files hold that repeat
+        # every repeat counts its requests: the held one's are timing.json's, and the row sums the failures
+        ext = timing["specdec_launcher"]
+        assert doc["per_repeat"][held - 1]["succeeded_requests"] == ext["num_turns"]
+        assert doc["per_repeat"][held - 1]["failed_requests"] == ext["failed_requests"]
+        assert all(r["succeeded_requests"] == ext["num_turns"] for r in doc["per_repeat"])  # same questions
+        assert row["repeats"]["failed_requests"] == sum(r["failed_requests"] for r in doc["per_repeat"])
         tps = doc["stats"]["Output TPS"]
         assert tps["n"] == 3 and tps["lo"] <= tps["mean"] <= tps["hi"]
         assert sorted(p.name for p in (job / row["dir"] / "aiperf_repeats").iterdir()) == \

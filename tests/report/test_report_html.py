@@ -210,3 +210,19 @@ def test_report_renders_in_chromium(tmp_path):
     assert all(done and width > 0 for _, done, width in states), states
     colours, non_white = image_stats(shot)
     assert colours > 200 and non_white > 0.08, (colours, non_white)
+
+
+def test_the_points_table_gives_every_repeats_failed_requests(tmp_path):
+    """With repeats, the 'failed req' cell sums every repeat's failures (summary.json's repeats row),
+    not only the held repeat's, which is timing.json's."""
+    from launcher.report.html import points_table
+    dst = _job_copy(tmp_path / "job")
+    summary = json.loads((dst / "summary.json").read_text())
+    row = next(r for r in summary["points"] if r["dir"] == "mtbench/t0_c1")
+    row["repeats"] = {"n": 3, "noisy": False, "files_hold": 2, "Output TPS mean": 30.0, "Output TPS lo": 29.0,
+                      "Output TPS hi": 31.0, "Output TPS rel_mad": 0.01, "failed_requests": 2}
+    (dst / "summary.json").write_text(json.dumps(summary))
+    (job,) = load_results(dst)
+    html = points_table(job)
+    cells = html.split("mtbench/t0_c1", 1)[1].split("</tr>", 1)[0]
+    assert ">2 (n=3)<" in cells and "failed requests of all N repeats" in html

@@ -15,6 +15,7 @@ from pathlib import Path
 from statistics import median
 from typing import Optional, Sequence
 
+from launcher.results.layout import EXTENSION_KEY
 from launcher.results.repeats.stats import NOISY_REL_MAD, Summary, summarize
 from launcher.results.point import stat
 
@@ -43,7 +44,8 @@ def _median_stat(doc: dict, name: str) -> Optional[float]:
 
 def repeat_figures(acceptance: dict, timing_doc: dict, records: Sequence = ()) -> dict:
     """One repeat's figures from its acceptance_rate and timing objects and its
-    successful AIPerf records (for TPOT)."""
+    successful AIPerf records (for TPOT), with its failed and successful request counts (the
+    validity rule holds for every repeat: launcher.results.validity.repeat_problems)."""
     tpot = []
     for r in records:
         n = getattr(r, "output_tokens", None)  # the server's count, not AIPerf's re-tokenized text
@@ -51,6 +53,7 @@ def repeat_figures(acceptance: dict, timing_doc: dict, records: Sequence = ()) -
         if n is not None and n >= 2 and lat is not None and ttft is not None and lat > ttft:
             tpot.append((lat - ttft) / 1e3 / (n - 1))
     al = acceptance.get("Average_AL") if acceptance else None
+    ext = (timing_doc or {}).get(EXTENSION_KEY) or {}
     return {
         "Output TPS": timing_doc.get("Output TPS"),
         "TTFT s": _median_stat(timing_doc, "TTFT Time"),
@@ -58,6 +61,8 @@ def repeat_figures(acceptance: dict, timing_doc: dict, records: Sequence = ()) -
         "E2E s": _median_stat(timing_doc, "E2E Request Time"),
         "Decode tok/s": _median_stat(timing_doc, "Request Generation Tokens Per Second"),
         "Average_AL": float(al) if isinstance(al, (int, float)) else None,
+        "failed_requests": ext.get("failed_requests") if isinstance(ext.get("failed_requests"), int) else None,
+        "succeeded_requests": ext.get("num_turns") if isinstance(ext.get("num_turns"), int) else None,
     }
 
 
@@ -104,6 +109,9 @@ def compact(doc: Optional[dict]) -> Optional[dict]:
     if not doc:
         return None
     tps = ((doc.get("stats") or {}).get(NOISE_FIGURE)) or {}
+    failed = [r["failed_requests"] for r in doc.get("per_repeat") or [] if isinstance(r.get("failed_requests"), int)]
     return {"n": doc.get("repeats"), "noisy": doc.get("noisy"), "files_hold": (doc.get("files_hold") or {}).get("repeat"),
             "Output TPS mean": tps.get("mean"), "Output TPS lo": tps.get("lo"), "Output TPS hi": tps.get("hi"),
-            "Output TPS rel_mad": tps.get("rel_mad")}
+            "Output TPS rel_mad": tps.get("rel_mad"),
+            # every repeat's failed requests (None where the rows predate the count)
+            "failed_requests": sum(failed) if failed else None}
