@@ -123,3 +123,18 @@ def test_a_window_the_sampler_missed_closes_on_the_next_sample():
     assert w["cpu_busy_share"] == 0.5
     inside = machine.window_summary(samples, 0.4, 1.6)  # samples inside: the window's own deltas, as before
     assert inside["engine_cpu_s"] == 1.0 and inside["samples"] == 2
+
+
+def test_the_host_record_times_one_core_and_the_lines_give_it():
+    """One core's speed is in every point's host facts (the draft-model path is bound by one core,
+    and a KVM guest's CPU name says little), measured once per process, and the machine lines
+    carry it: one figure per point, the range over a folder's points."""
+    facts = machine.host_facts()
+    assert 0 < facts["one_core_ms"] < 10_000
+    assert machine.host_facts()["one_core_ms"] == facts["one_core_ms"]  # cached: timed once
+    m = {"gpu": "NVIDIA H100", "host": {"cores": 16, "cpu_model": "Xeon", "one_core_ms": 61.5}}
+    assert machine.one_line(m).startswith("NVIDIA H100 on 16 x Xeon (one core 61.5 ms)")
+    other = {"gpu": "NVIDIA H100", "host": {"cores": 16, "cpu_model": "Xeon", "one_core_ms": 70.0}}
+    line = machine.machines_line([m, other, {"gpu": "NVIDIA H100", "host": {"cores": 16, "cpu_model": "Xeon"}}])
+    assert line == "NVIDIA H100 on 16 x Xeon; one core 61.5-70 ms for 2e6 Python additions, best of 5"
+    assert "one core" not in machine.machines_line([{"gpu": "g", "host": {"cores": 1, "cpu_model": "c"}}])

@@ -19,11 +19,13 @@ Standard library only; pynvml and psutil are imported lazily (optional on the no
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
 import threading
 import time
+import timeit
 from pathlib import Path
 from statistics import median
 from typing import Any, Callable, Iterable, Optional
@@ -61,15 +63,29 @@ def cpu_model(cpuinfo: Optional[str] = None) -> Optional[str]:
     return platform.processor() or None
 
 
+# One host core's speed, the same loop on every machine (tests/gpu/run_gpu_8b.sh's facts stage too):
+# a draft-model step is bound by one core (docs/gpu.md), and a KVM guest often names its CPU
+# only "Intel(R) Xeon(R) Processor", so two hosts compare by this figure, not by the name.
+ONE_CORE_LOOP = "s = 0\nfor i in range(2000000): s += i"
+ONE_CORE_WORDS = "ms for 2e6 Python additions, best of 5"
+
+
+@functools.lru_cache(maxsize=1)
+def one_core_ms() -> float:
+    """ms of :data:`ONE_CORE_LOOP`, the best of 5 runs (about 0.3 s once per process)."""
+    return round(min(timeit.repeat(ONE_CORE_LOOP, number=1, repeat=5)) * 1000, 1)
+
+
 def host_facts() -> dict:
     """The host a figure was measured on: CPU model, logical cores, the cores this process
-    may use, the kernel, the host name and the boot id."""
+    may use, the kernel, the host name, the boot id and one core's speed (:func:`one_core_ms`)."""
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         usable = None
     return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
-            "kernel": platform.release(), "hostname": platform.node(), "boot_id": boot_id()}
+            "kernel": platform.release(), "hostname": platform.node(), "boot_id": boot_id(),
+            "one_core_ms": one_core_ms()}
 
 
 def boot_id() -> Optional[str]:
@@ -323,7 +339,12 @@ def machines_line(machines: Iterable[Optional[dict]]) -> str:
     reasons = sorted({r for g in gpus for r in (g.get("reasons_seen") or []) if r not in ("gpu_idle", "sync_boost")})
     steal = [(m.get("window") or {}).get("cpu_steal_share") for m in ms]
     steal = [s for s in steal if isinstance(s, (int, float))]
+    core = [(m.get("host") or {}).get("one_core_ms") for m in ms]
+    core = [c for c in core if isinstance(c, (int, float))]
     text = "; ".join(hosts)
+    if core:
+        text += f"; one core {min(core):g}" + (f"-{max(core):g}" if max(core) != min(core) else "") + \
+            f" {ONE_CORE_WORDS}"
     if clocks:
         text += f"; SM clock {min(clocks):g}-{max(clocks):g} MHz (medians over {len(clocks)} points)"
         text += f", slowed by {'/'.join(reasons)}" if reasons else ", no slowing reason"
@@ -338,6 +359,8 @@ def one_line(machine: Optional[dict]) -> str:
         return "machine not recorded"
     host = machine.get("host") or {}
     text = f"{machine.get('gpu') or '?'} on {host.get('cores') or '?'} x {host.get('cpu_model') or '?'}"
+    if isinstance(host.get("one_core_ms"), (int, float)):
+        text += f" (one core {host['one_core_ms']:g} ms)"
     w = machine.get("window") or {}
     g = (w.get("gpus") or [None])[0]
     if g and g.get("sm_mhz"):

@@ -205,8 +205,10 @@ def machine_names(folders: list[tuple[str, Optional[str]]]) -> dict[str, str]:
 
 
 def lines(comp: dict, legend: dict[str, str]) -> list[str]:
-    """The comparison as the console prints it: the machines, one line per row, then the spreads."""
-    out = [f"{name} = {mach}" for mach, name in legend.items()]
+    """The comparison as the console prints it: the machines (each with where its points were
+    measured: GPU, host, one core's speed, clocks), one line per row, then the spreads."""
+    where = {name: (m or {}).get("measured_on") for name, m in (comp.get("machines") or {}).items()}
+    out = [f"{name} = {mach}" + (f": {where[name]}" if where.get(name) else "") for mach, name in legend.items()]
     for r in comp["rows"]:
         c = r.get("step_cost")
         cost = (Figure(c["mean"], c.get("lo"), c.get("hi"), int(c.get("n") or 0)).text() if c else "-")

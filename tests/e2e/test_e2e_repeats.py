@@ -127,6 +127,7 @@ def test_repeats_across_two_server_starts_are_pooled(runs):
         # so its figures are there whatever its count (launcher.runtime.machine.window_summary)
         win = ext["machine"]["window"]
         assert ext["machine"]["host"]["cores"] and win["window_s"] > 0, win
+        assert ext["machine"]["host"]["one_core_ms"] > 0  # one core's speed, timed on the node
         assert win["engine_cores"] is not None and win["cpu_busy_share"] is not None, win
         assert ext["http_keep_alive"]["safe"] is True
 

@@ -128,3 +128,14 @@ def test_a_cut_job_names_its_host_by_boot_id_only_where_no_job_recorded_gpus(tmp
     cut = jobs["qwen3-8b-shaped-dflash-k15-fal6-tp1-53a238db"]  # cut short: no gpu_telemetry.json
     assert across.machine_of(cut).startswith("boot:")
     assert across.folder_machine(jobs.values()) == f"gpu:{_uuid(TWO_STARTS)}"
+
+
+def test_each_machines_line_says_where_its_points_were_measured():
+    """The console names each machine with its folders' record (GPU, host, one core's speed), so a
+    spread between machines sits beside what differed between them."""
+    comp = {"rows": [], "spread": [], "machines": {
+        "M1": {"machine": "gpu:GPU-a", "measured_on": "NVIDIA H100 on 16 x Xeon; one core 61.5 ms for 2e6 Python additions, best of 5"},
+        "M2": {"machine": "gpu:GPU-b", "measured_on": None}}}
+    assert across.lines(comp, {"gpu:GPU-a": "M1", "gpu:GPU-b": "M2"}) == [
+        "M1 = gpu:GPU-a: NVIDIA H100 on 16 x Xeon; one core 61.5 ms for 2e6 Python additions, best of 5",
+        "M2 = gpu:GPU-b"]
