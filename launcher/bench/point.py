@@ -168,7 +168,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
     raw = aip / "profile_export_raw.jsonl"
     texts = response_texts_from_raw(raw) if raw.exists() else {}
     reason = check_point(acc, tim, spec.name, ctx.speculative, ctx.run.gates, b.gates.min_tokens_per_step,
-                         b.gates.max_failed_fraction, repeat_problems=getattr(o, "repeat_problems", None) or ())
+                         b.gates.max_failed_fraction, repeat_problems=o.repeat_problems or ())
     status = {"status": "complete" if reason is None else "failed", "reason": reason}
     tim[EXTENSION_KEY].update(status)
     sched = schedule_check(ctx, spec_cfg, ok_records, aip)

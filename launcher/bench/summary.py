@@ -7,6 +7,7 @@ from launcher.engines.forced_acceptance import label
 from launcher.golden.text import verdict_line
 from launcher.results.summary import point_rows
 from launcher.results.validity import thin_sample
+from launcher.results.repeats.record import FAILED_OVER_REPEATS_WORDS, failed_over_repeats
 
 
 def _f(v, fmt="{:.2f}"):
@@ -55,9 +56,7 @@ def print_table(summary: dict, file=None) -> None:
             marks.add("repeats")
             if rep.get("noisy"):
                 marks.add("noisy")
-        failed_cell = str(p.failed_requests if "failed_requests" in p.held else 0)
-        if (rep.get("n") or 1) > 1 and rep.get("failed_requests") is not None:
-            failed_cell = f"{rep['failed_requests']} (n={rep['n']})"  # every repeat's, not only the held one's
+        failed_cell = failed_over_repeats(rep) or str(p.failed_requests if "failed_requests" in p.held else 0)
         t.add_row(p.dir, status, _f(p.average_al, "{:.3f}"), _f(p.server_al, "{:.3f}"),
                   tps_cell, ttft_cell, dec_cell, failed_cell,
                   _f(p.benchmark_duration_s, "{:.2f}"))
@@ -67,7 +66,7 @@ def print_table(summary: dict, file=None) -> None:
               "not a headline figure", file=out)
     if "repeats" in marks:
         print("Output TPS a ± b (n=N): the mean over N repeats and its 95% half-interval (repeats.json); "
-              "failed F (n=N): the failed requests of all N repeats"
+              + FAILED_OVER_REPEATS_WORDS
               + ("; ~noisy: relative MAD over the repeats, or one repeat's distance from the median, above bench.gates.noisy_rel_mad" if "noisy" in marks else ""),
               file=out)
     if "suspect" in marks:

@@ -14,6 +14,7 @@ from launcher.results.identity import (configuration_label, folder_labels, force
                                        run_identity, tag)
 from launcher.results.job_dir import Job, Point
 from launcher.results.summary import PointRow, as_row
+from launcher.results.repeats.record import FAILED_OVER_REPEATS_WORDS, failed_over_repeats
 from launcher.runtime.machine import machines_line
 from launcher.report.marks import FEW, KNOWN_DEFECT, LEGEND, NOISY, point_marks
 from launcher.runtime.source import UNKNOWN_COMMIT
@@ -167,9 +168,7 @@ def _row(job: Job, p: Point) -> str:
         bench_s = p.result.tim_ext.get("duration_s")
     failed_req = (p.row.failed_requests if "failed_requests" in p.row.held
                   else p.result.failed_requests if p.result else None)
-    rep = p.row.repeats or {}
-    if (rep.get("n") or 1) > 1 and rep.get("failed_requests") is not None:
-        failed_req = f"{rep['failed_requests']} (n={rep['n']})"  # every repeat's, not only the held one's
+    failed_req = failed_over_repeats(p.row.repeats) or failed_req  # every repeat's, not only the held one's
     forced = forced_words(job, p)  # launcher.results.identity
     rates = p.result.per_position_rates if p.result else None
     forced_tag = f' <span class="st-failed">{_e(forced.upper())}</span>' if forced else ""
@@ -198,8 +197,8 @@ def _row(job: Job, p: Point) -> str:
 def points_table(job: Job) -> str:
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in _COLS)
     return (f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(_row(job, p) for p in job.points)}</tbody></table>'
-            f'<p class="sub">Output TPS with repeats: mean ± the 95% half-interval (n repeats); failed req '
-            f'F (n=N): the failed requests of all N repeats. {_e(LEGEND)}.</p>')
+            f'<p class="sub">Output TPS with repeats: mean ± the 95% half-interval (n repeats); '
+            f'{_e(FAILED_OVER_REPEATS_WORDS)}. {_e(LEGEND)}.</p>')
 
 
 def jobs_table(jobs: list[Job]) -> str:

@@ -91,9 +91,9 @@ facts() {  # the machine a figure comes from: CPU, cores, load, GPU clocks and p
     echo "== nproc $(nproc)"; echo "== loadavg $(cat /proc/loadavg)"
     echo "== /proc/stat cpu"; head -1 /proc/stat
     echo "== busiest processes"; ps -eo pid,pcpu,pmem,comm --sort=-pcpu 2>/dev/null | head -8
-    # one host core's speed (the draft-model path is bound by one: docs/gpu.md), the same loop on
-    # every machine: the best of 5 runs of 2e6 Python-level additions, in ms
-    echo "== one core: $(python3 -c 'import timeit; print(round(min(timeit.repeat("s=0\nfor i in range(2000000): s+=i", number=1, repeat=5))*1000, 1))') ms for 2e6 Python additions (best of 5)"
+    # one host core's speed (the draft-model path is bound by one: docs/gpu.md), the product's own
+    # figure (every point's host.one_core_ms): the best of 5 runs of 2e6 Python-level additions, in ms
+    echo "== one core: $(cd "$REPO" && python3 -c 'from launcher.runtime.machine import one_core_ms; print(one_core_ms())') ms for 2e6 Python additions (best of 5)"
     # the host's cost of one GPU kernel launch (a draft-model step launches hundreds): the best of
     # 5 runs of 20,000 in-place adds on a 16-element tensor, in µs a launch
     echo "== kernel launch: $(python3 -c 'import sys, time

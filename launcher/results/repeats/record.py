@@ -104,6 +104,18 @@ def figure(doc: Optional[dict], key: str) -> Optional[Summary]:
     return Summary.from_dict(s) if isinstance(s, dict) else None
 
 
+FAILED_OVER_REPEATS_WORDS = "failed F (n=N): the failed requests of all N repeats"
+
+
+def failed_over_repeats(row: Optional[dict]) -> Optional[str]:
+    """``F (n=N)``: every repeat's failed requests, from summary.json's ``repeats`` row
+    (:func:`compact`); None without repeats or where the rows predate the count."""
+    row = row or {}
+    if (row.get("n") or 1) > 1 and row.get("failed_requests") is not None:
+        return f"{row['failed_requests']} (n={row['n']})"
+    return None
+
+
 def compact(doc: Optional[dict]) -> Optional[dict]:
     """The headline of repeats.json for summary.json's point row."""
     if not doc:
