@@ -21,3 +21,17 @@ def processes_matching(*needles: str) -> list[tuple[int, str]]:
         if all(n in cmd for n in needles):
             out.append((int(pid), cmd))
     return out
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def outermost(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Drop the matches whose parent also matches: a process forked to start another (the
+    benchmark starting AIPerf) carries its parent's command line until it execs."""
+    pids = {pid for pid, _ in found}
+    return [(pid, cmd) for pid, cmd in found if parent_pid(pid) not in pids]

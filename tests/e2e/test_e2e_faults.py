@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from launcher.results import read_point
-from tests.e2e.procs import processes_matching
+from tests.e2e.procs import outermost, processes_matching
 from tests.support import stack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "node"))
@@ -118,7 +118,7 @@ def sigkill_the_benchmark(tmp: Path) -> dict:
     job = tmp / "job"
 
     def inject(ready: dict) -> dict:
-        bench = [pid for pid, cmd in processes_matching("-m launcher.bench", str(job)) if "-c" not in cmd.split()]
+        bench = [pid for pid, cmd in outermost(processes_matching("-m launcher.bench", str(job))) if "-c" not in cmd.split()]
         assert len(bench) == 1, bench
         time.sleep(1.0)
         os.kill(bench[0], signal.SIGKILL)
