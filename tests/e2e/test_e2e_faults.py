@@ -78,8 +78,8 @@ def until_point_2(job: Path, p: subprocess.Popen) -> None:
 def engine_core_pids(server_pid: int) -> list[int]:
     import psutil
 
-    return [k.pid for k in psutil.Process(server_pid).children(recursive=True)
-            if "EngineCore" in " ".join(k.cmdline())]
+    children = [(k.pid, " ".join(k.cmdline())) for k in psutil.Process(server_pid).children(recursive=True)]
+    return [pid for pid, _ in outermost([c for c in children if "EngineCore" in c[1]])]
 
 
 # ------------------------------------------------------------------ the run.sh jobs, at the same time
