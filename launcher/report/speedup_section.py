@@ -9,6 +9,7 @@ from launcher.contracts.job import point_dir_name
 from launcher.report.markup import esc as _e, figures, num as _num
 from launcher.results.identity import tag
 from launcher.report.speedup_plots import predicted_vs_measured, speedup_vs_concurrency
+from launcher.speedup.predict import DraftCost, unresolved_cost
 
 
 def _g(d) -> float | None:
@@ -81,6 +82,13 @@ def prediction_table(analysis: dict) -> str:
             f"requests paired by question; see docs/speedup.md.</p>")
 
 
+def no_prediction(points: list[dict]) -> str:
+    """Why no point has a predicted speedup: each draft-cost fit's reason (``unresolved_cost``)."""
+    costs = [(r.get("prediction") or {}).get("draft_cost") for r in points]
+    why = sorted({unresolved_cost(DraftCost(**c)) for c in costs if c} - {None})
+    return "; ".join(why) or "no point has both an acceptance histogram and a draft cost"
+
+
 def speedup_section(analysis: dict | None, out: Path) -> str:
     """The whole section; empty when the results hold no baseline."""
     if not analysis or not analysis.get("points"):
@@ -91,10 +99,12 @@ def speedup_section(analysis: dict | None, out: Path) -> str:
             (predicted_vs_measured(analysis["points"], out / "speedup_predicted_vs_measured.png"),
              "Measured speedup against the speedup the measured acceptance predicts.", False)]
     figs = [(p.relative_to(out).as_posix(), cap, wide) for p, cap, wide in made if p is not None]
+    missing = "" if made[1][0] is not None else \
+        f'<p class="warn">No predicted-vs-measured figure: {_e(no_prediction(analysis["points"]))}</p>'
     return (f'<section id="speedup"><h2>Speedup over the matched baseline</h2>'
             f'<p class="sub">Baseline job(s): {_e(", ".join(analysis["baseline_jobs"]))}: the same server '
             f"without speculation, the same client points.</p>"
             + "".join(f'<p class="warn">No speedup for {_e(x)}</p>' for x in analysis.get("skipped") or [])
-            + f"{figures(figs)}"
+            + f"{figures(figs)}{missing}"
             f"<h3>Best k per load</h3>{best_k_table(analysis)}"
             f"<h3>Predicted vs measured</h3>{prediction_table(analysis)}</section>")

@@ -261,7 +261,8 @@ def _add_predictions(rows: list[dict]) -> None:
                 "measured_throughput_speedup": r["speedup"]["throughput"],
             }
             r["prediction"]["diagnosis"] = predict.diagnose(
-                r["prediction"]["predicted_speedup"], r["speedup"]["throughput"], cost.v if cost else None)
+                r["prediction"]["predicted_speedup"], r["speedup"]["throughput"], cost.v if cost else None,
+                predict.unresolved_cost(cost))
 
 
 def load_analysis(root: Path, jobs: list[Job]) -> Optional[dict]:

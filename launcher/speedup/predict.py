@@ -108,12 +108,22 @@ def draft_cost(step_ratio_by_k: Mapping[int, float]) -> Optional[DraftCost]:
     return DraftCost(c=c, v=mr - c * mk, method="fit over k=[" + ",".join(str(k) for k, _ in pts) + "]")
 
 
-def predicted_speedup(expected_tokens: Optional[float], k: int, c: Optional[float]) -> Optional[float]:
-    """Leviathan et al. (2023): E / (k c + 1); None when undefined (k c + 1 <= 0)."""
-    if expected_tokens is None or c is None or k is None:
+def unresolved_cost(cost: Optional[DraftCost]) -> Optional[str]:
+    """Why ``cost`` predicts nothing, or None when it can: a negative draft cost (a drafted token
+    cannot save time) says the step times moved between the runs by more than the draft costs,
+    on a loaded or noisy machine, so they do not resolve it."""
+    if cost is None or cost.c >= 0:
         return None
-    denom = k * c + 1.0
-    return expected_tokens / denom if denom > 0 else None
+    return (f"the step times give a negative draft cost (c = {cost.c:.2f} target steps, {cost.method}): "
+            f"they moved between the runs by more than the draft costs")
+
+
+def predicted_speedup(expected_tokens: Optional[float], k: int, c: Optional[float]) -> Optional[float]:
+    """Leviathan et al. (2023): E / (k c + 1); None when undefined: no cost, or a negative one
+    (``unresolved_cost``), which would predict more than the E tokens a step yields."""
+    if expected_tokens is None or c is None or k is None or c < 0:
+        return None
+    return expected_tokens / (k * c + 1.0)
 
 
 def measured_step_speedup(expected_tokens: Optional[float], step_ratio: Optional[float]) -> Optional[float]:
@@ -123,16 +133,18 @@ def measured_step_speedup(expected_tokens: Optional[float], step_ratio: Optional
     return expected_tokens / step_ratio
 
 
-def diagnose(predicted: Optional[float], measured: Optional[float], v: Optional[float] = None) -> str:
+def diagnose(predicted: Optional[float], measured: Optional[float], v: Optional[float] = None,
+             unresolved: Optional[str] = None) -> str:
     """One phrase on why a point is (not) faster than its baseline:
     measured >= 1: faster; predicted < 1: the acceptance cannot pay for the
-    draft's cost; predicted >= 1 > measured: overheads, not the draft."""
+    draft's cost; predicted >= 1 > measured: overheads, not the draft.
+    ``unresolved``: why there is no prediction (``unresolved_cost``)."""
     if measured is None:
         return "no measurement"
     if measured >= 1.0:
         return "faster than the baseline"
     if predicted is None:
-        return "slower; no prediction"
+        return "slower; no prediction" + (f": {unresolved}" if unresolved else "")
     if predicted < 1.0:
         return "slower: the draft costs more than its accepted tokens save"
     extra = f" (a verify step costs {v:.2f} target steps)" if v is not None and v > 1.0 else ""

@@ -138,7 +138,12 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
         assert text in html
     states = screenshot_page(index, tmp_path / "report.png")
     srcs = {s for s, _, _ in states}
-    assert {"speedup_vs_concurrency.png", "speedup_predicted_vs_measured.png"} <= srcs
+    # the prediction's figure where a point has a prediction; on this shared machine the k=1 job's
+    # steps can come out dearer than k=3's (a negative draft cost), and then the page says why instead
+    predicted = [p for p in summ["points"] if p["prediction"]["predicted_speedup"] is not None]
+    assert "speedup_vs_concurrency.png" in srcs
+    assert ("speedup_predicted_vs_measured.png" in srcs) == bool(predicted), srcs
+    assert bool(predicted) or "No predicted-vs-measured figure: the step times give a negative draft cost" in html
     assert all(done and width > 0 for _, done, width in states), states
     assert 'href="why.html"' in html  # issue 53: the "why" page beside the index, its figure drawn
     why = screenshot_page(tmp_path / "report" / "why.html", tmp_path / "why.png")

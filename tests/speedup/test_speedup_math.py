@@ -106,6 +106,18 @@ def test_draft_cost_with_one_k_assumes_unit_verify_cost():
     assert predict.predicted_speedup(2.0, 3, -0.5) is None     # k c + 1 <= 0
 
 
+def test_a_negative_draft_cost_predicts_nothing_and_says_why():
+    cost = predict.draft_cost({1: 1.6, 3: 1.2})                 # the k=3 step cheaper: c = -0.2
+    assert cost.c == pytest.approx(-0.2)
+    assert predict.predicted_speedup(2.0, 3, cost.c) is None    # not 2.0 / 0.4, more than a step yields
+    why = predict.unresolved_cost(cost)
+    assert why.startswith("the step times give a negative draft cost (c = -0.20 target steps, fit over k=[1,3])")
+    assert predict.diagnose(None, 0.8, unresolved=why) == f"slower; no prediction: {why}"
+    assert predict.diagnose(None, 1.2, unresolved=why) == "faster than the baseline"
+    assert predict.unresolved_cost(predict.draft_cost({1: 1.2, 3: 1.2})) is None   # c = 0: a free draft, defined
+    assert predict.unresolved_cost(None) is None
+
+
 def _row(c, k, tps, sp=None, beats=None):
     return {"dataset": "mtbench", "temperature": 0.0, "concurrency": c, "k": k, "output_tps": tps,
             "speedup": sp, "beats_baseline": beats}

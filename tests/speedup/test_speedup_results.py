@@ -126,6 +126,26 @@ def test_report_has_the_speedup_section(run, tmp_path):
         assert (tmp_path / "report" / png).stat().st_size > 10000 and f'src="{png}"' in html
 
 
+def test_step_times_that_resolve_no_draft_cost_predict_nothing_and_the_report_says_why(run, tmp_path):
+    """On a loaded machine the k=1 run can be slower a step than the k=3 run: the fit's draft cost
+    is then negative, which would predict more than the tokens a step yields. No prediction, and
+    the report says why in place of the figure."""
+    from launcher.report.speedup_section import speedup_section
+
+    res = collect.write_all(run)
+    for r in res["points"]:
+        r["step_time"]["ratio"] = {1: 5.0, 3: 1.0}[r["k"]]      # r = v + c k: c = -2
+    collect._add_predictions(res["points"])
+    assert all(r["prediction"]["predicted_speedup"] is None for r in res["points"])
+    slower = [r for r in res["points"] if r["speedup"]["throughput"] < 1]
+    assert slower and all("negative draft cost (c = -2.00" in r["prediction"]["diagnosis"] for r in slower)
+    out = tmp_path / "report"
+    out.mkdir()
+    html = speedup_section(res, out)
+    assert "No predicted-vs-measured figure: the step times give a negative draft cost (c = -2.00" in html
+    assert not (out / "speedup_predicted_vs_measured.png").exists() and (out / "speedup_vs_concurrency.png").exists()
+
+
 def _compare(a, b):
     return subprocess.run([sys.executable, "-m", "launcher.compare", str(a), str(b)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
