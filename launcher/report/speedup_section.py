@@ -93,13 +93,13 @@ def speedup_section(analysis: dict | None, out: Path) -> str:
     """The whole section; empty when the results hold no baseline."""
     if not analysis or not analysis.get("points"):
         return ""
+    predicted = predicted_vs_measured(analysis["points"], out / "speedup_predicted_vs_measured.png")
     made = [(speedup_vs_concurrency(analysis["points"], out / "speedup_vs_concurrency.png"),
              "Throughput speedup (solid) and per-request end-to-end speedup with its 95% interval (dotted) "
              "against concurrency, one curve per k; the dashed line at 1 is the matched baseline.", True),
-            (predicted_vs_measured(analysis["points"], out / "speedup_predicted_vs_measured.png"),
-             "Measured speedup against the speedup the measured acceptance predicts.", False)]
+            (predicted, "Measured speedup against the speedup the measured acceptance predicts.", False)]
     figs = [(p.relative_to(out).as_posix(), cap, wide) for p, cap, wide in made if p is not None]
-    missing = "" if made[1][0] is not None else \
+    missing = "" if predicted is not None else \
         f'<p class="warn">No predicted-vs-measured figure: {_e(no_prediction(analysis["points"]))}</p>'
     return (f'<section id="speedup"><h2>Speedup over the matched baseline</h2>'
             f'<p class="sub">Baseline job(s): {_e(", ".join(analysis["baseline_jobs"]))}: the same server '

@@ -5,6 +5,14 @@ import os
 from pathlib import Path
 
 
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state, parent pid, ...); None when gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+
+
 def processes_matching(*needles: str) -> list[tuple[int, str]]:
     out = []
     for pid in os.listdir("/proc"):
@@ -12,10 +20,10 @@ def processes_matching(*needles: str) -> list[tuple[int, str]]:
             continue
         try:
             raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
-        if stat.rsplit(")", 1)[-1].split()[0] == "Z":  # zombies are dead
+        stat = _stat_fields(pid)
+        if not stat or stat[0] == "Z":  # gone, or a zombie: dead
             continue
         cmd = raw.replace(b"\0", b" ").decode(errors="replace")
         if all(n in cmd for n in needles):
@@ -23,15 +31,8 @@ def processes_matching(*needles: str) -> list[tuple[int, str]]:
     return out
 
 
-def parent_pid(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def outermost(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """Drop the matches whose parent also matches: a process forked to start another (the
     benchmark starting AIPerf) carries its parent's command line until it execs."""
     pids = {pid for pid, _ in found}
-    return [(pid, cmd) for pid, cmd in found if parent_pid(pid) not in pids]
+    return [(pid, cmd) for pid, cmd in found if int((_stat_fields(pid) or ["", "0"])[1]) not in pids]
