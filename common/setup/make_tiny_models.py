@@ -9,6 +9,13 @@ attention backend needs). Three checkpoints share the tokenizer:
   tiny-draft-noisy      the target plus Gaussian noise (0.15 x each matrix's std):
                         a mixed acceptance histogram at temperature 0
 
+and one made from the target afterwards (kept apart, so the three above never change):
+
+  tiny-target-context-free  the target with every attention output projection zeroed: its
+                        next token depends on the last token only, so a draft that reads
+                        the context wrongly (SGLang 0.5.17's STANDALONE drops the first
+                        token: docs/sglang.md) still drafts the target's own tokens
+
 Outputs are gibberish; the speculative-decoding mechanics are real.
 Run with a Python that has torch, transformers and tokenizers (the vllm venv).
 Idempotent: existing complete checkpoints are kept.
@@ -54,14 +61,46 @@ def _train_tokenizer(out: Path):
     return fast
 
 
-def main(root: str) -> None:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+CONTEXT_FREE = "tiny-target-context-free"
 
+
+def context_free(root_p: Path) -> None:
+    """tiny-target with each layer's attention output projection (o_proj) zeroed: the residual
+    stream never takes in another position, so the next token is a function of the last one."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    dst = root_p / CONTEXT_FREE
+    if _complete(dst):
+        return
+    tmp = root_p / ".building-context-free"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = LlamaForCausalLM.from_pretrained(root_p / "tiny-target", torch_dtype=torch.bfloat16)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+    model.save_pretrained(tmp, safe_serialization=True)
+    for f in (root_p / "tiny-target").iterdir():
+        if f.is_file() and not (tmp / f.name).exists():
+            shutil.copy2(f, tmp / f.name)  # the tokenizer and chat template
+    shutil.rmtree(dst, ignore_errors=True)
+    tmp.rename(dst)
+    print(f"tiny model written: {dst}")
+
+
+def main(root: str) -> None:
     root_p = Path(root)
     if all(_complete(root_p / n) for n in NAMES):
         print(f"tiny models already present in {root_p}")
-        return
+    else:
+        build(root_p)
+    context_free(root_p)
+
+
+def build(root_p: Path) -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(SEED)
     tmp = root_p / ".building"
     shutil.rmtree(tmp, ignore_errors=True)

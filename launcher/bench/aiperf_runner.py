@@ -236,6 +236,8 @@ def prometheus_window(point_aiperf_dir: Path, names: MetricNames,
     if acc is None or drafts is None:
         return None
     out = {"num_drafts": drafts, "num_accepted_tokens": acc}
+    if names.finished_requests:  # counters that move per finished request (SGLang): the window's requests
+        out["finished_requests"] = total(names.finished_requests)
     per_pos = metrics.get(names.accepted_per_pos) if names.accepted_per_pos else None
     if per_pos and per_pos.get("series"):
         try:

@@ -25,7 +25,7 @@ from typing import Mapping, Optional, Sequence
 
 from launcher.engines import MetricNames
 from launcher.results import EXTENSION_KEY, Turn, acceptance_doc, chunks_from_server, timing_doc
-from launcher.results import per_position
+from launcher.results import per_position, plausibility
 from launcher.results.layout import dataset_kind
 from launcher.results.records import (  # noqa: F401 (the record model, re-exported)
     PROFILING,
@@ -141,16 +141,33 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
     drafted = sum(r.spec.drafted for r in ok if r.spec is not None)
     window = None
     prometheus_al = None
+    by_request = False
     if prometheus_window is not None and speculative:
         drafts_w, acc_w = prometheus_window["num_drafts"], prometheus_window["num_accepted_tokens"]
-        own = bool(steps) and drafts_w == steps
-        window = {"num_drafts": drafts_w, "num_accepted_tokens": acc_w, "is_the_points_own": own}
+        finished_w = prometheus_window.get("finished_requests")
+        steps_match = bool(steps) and drafts_w == steps
+        if finished_w is not None:
+            # counters that move when a request finishes (SGLang): the window is the point's own
+            # when it finished exactly the point's requests, whatever the stream's chunks say
+            by_request = True
+            own = bool(drafts_w) and not failed and finished_w == len(ok)
+        else:
+            own = steps_match
+        window = {"num_drafts": drafts_w, "num_accepted_tokens": acc_w, "is_the_points_own": own,
+                  "steps_match": steps_match}
+        if finished_w is not None:
+            window["finished_requests"] = finished_w
         prometheus_al = 1.0 + acc_w / drafts_w if own else None
         if own and prometheus_window.get("accepted_per_position"):
             window["per_position"] = per_position.per_position(
                 drafts_w, prometheus_window["accepted_per_position"], "prometheus")
+    stream_al = ((1.0 + accepted / steps) if steps else 1.0) if speculative else None
+    # Counted from the stream, a step is a chunk, and a server may send several steps as one
+    # chunk (SGLang holds text that ends inside a UTF-8 character): where the server's counters
+    # finished exactly the point's requests, they are the server's AL (docs/sglang.md).
+    from_counters = by_request and acceptance_source == "stream_chunks" and prometheus_al is not None
     ext = {
-        "Server_AL": ((1.0 + accepted / steps) if steps else 1.0) if speculative else None,
+        "Server_AL": prometheus_al if from_counters else stream_al,
         "Prometheus_AL": prometheus_al,
         "prometheus_window": window,
         "speculative": speculative,
@@ -163,14 +180,18 @@ def acceptance_rate(records: Sequence, dataset: str, question_ids: Sequence, cat
         "per_position": per_position.from_stats([r.spec for r in ok], None) if speculative else None,
         "Server_AL_request_mean": request_mean_al(ok) if speculative else None,
     }
+    k = max((r.spec.num_spec_tokens or 0 for r in ok if r.spec is not None), default=0)
     if speculative and acceptance_source == "stream_chunks":
-        k = max((r.spec.num_spec_tokens or 0 for r in ok if r.spec is not None), default=0)
         ext["chunks_over_k_plus_1"] = sum(1 for r in ok if r.spec is not None
                                           for a in (r.spec.per_step_accepted or ()) if a > k)
+        ext["stream_AL"] = stream_al
+        ext["Server_AL_source"] = "counters" if from_counters else "stream_chunks"
     kind = dataset_kind(dataset)
     doc = acceptance_doc(kind, turns, question_ids=list(question_ids), categories=list(categories))
     if speculative and steps:
         ext["al_gap"] = al_gap(ok, turns, doc["Average_AL"])
+    if speculative:
+        ext[plausibility.IMPOSSIBLE_FIELD] = plausibility.from_extension(ext, doc["Average_AL"], k or None)
     doc[EXTENSION_KEY] = ext
     return doc
 

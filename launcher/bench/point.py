@@ -22,6 +22,7 @@ from launcher.bench.ttft_split import client_mean_ttft_ms, ttft_split
 from launcher.engines import num_speculative_tokens
 from launcher.results import EXTENSION_KEY, point_problems, PointResult, read_point, ValidityRule
 from launcher.results.goodput import point_goodput, repeats_verdict
+from launcher.results.plausibility import IMPOSSIBLE_FIELD
 from launcher.results.repeats import record as repeat_record
 from launcher.results import schedule_check as schedules
 from launcher.runtime.datasets import DatasetSpec, Question
@@ -53,6 +54,7 @@ def point_values(res: PointResult, duration: Optional[float]) -> dict:
         "num_requests": res.num_requests, "num_turns": res.num_turns,
         "failed_requests": res.failed_requests, "benchmark_duration_s": duration,
         "per_position_rates": res.per_position_rates, "forced_acceptance": res.forced_acceptance,
+        **({"acceptance_impossible": why} if (why := res.acc_ext.get(IMPOSSIBLE_FIELD)) else {}),
         **({"goodput": compact_goodput(g)} if (g := (res.timing.get(EXTENSION_KEY) or {}).get("goodput")) else {}),
         **({"schedule_check": {k: sc.get(k) for k in ("applied", "note", "violating_requests", "requests_checked")}}
            if (sc := (res.timing.get(EXTENSION_KEY) or {}).get("schedule_check")) else {}),
@@ -186,5 +188,7 @@ def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question
         if key in disagg:
             o.values[key] = disagg[key]
     if ctx.stream_counted:  # the point's own window is the check (its repeats: the run's)
-        o.values["acceptance_exact"] = bool((acc[EXTENSION_KEY].get("prometheus_window") or {}).get("is_the_points_own"))
+        w = acc[EXTENSION_KEY].get("prometheus_window") or {}
+        # exact: the window is the point's own and the stream's chunks counted every verify step
+        o.values["acceptance_exact"] = bool(w.get("is_the_points_own") and w.get("steps_match", True))
     o.status, o.reason = ("complete", None) if reason is None else ("failed", reason)

@@ -24,6 +24,7 @@ from typing import Optional
 from launcher.contracts.cpu_cores import cpu_core_sets, disagg_core_sets  # noqa: F401 (launcher.node.disagg imports them here)
 from launcher.contracts.launch import SERVER_LAUNCHES, LaunchSpec
 from launcher.contracts.run_identity import RunIdentity, build as build_identity
+from launcher.engines import ENGINES
 from launcher.runtime.files import write_text_atomic
 from launcher.engines import AcceptanceSource, Engine, num_speculative_tokens, speculation_flags
 
@@ -294,7 +295,13 @@ class JobSpec:
         """The job's run identity: the planner's, else built from the spec's fields the same way."""
         return self.run_identity or build_identity(
             model=self.model, method=self.method, speculative_config=self.speculative_config, engine=self.engine,
-            engine_version=self.engine_version, server_flags=self.server_flags)
+            engine_version=self.engine_version, server_flags=self.server_flags, measured_env=self.measured_env())
+
+    def measured_env(self) -> dict[str, str]:
+        """The job's server.env entries that change what it measures (its engine's ``measured_env``)."""
+        eng = ENGINES.get(self.engine)
+        names = set(eng.measured_env) if eng is not None else set()
+        return {k: str(v) for k, v in self.env.items() if k in names}
 
     def with_run_identity(self) -> "JobSpec":
         """The spec with its run identity filled (the planner's one call)."""

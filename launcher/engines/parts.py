@@ -143,6 +143,15 @@ class ForcedAcceptance(abc.ABC):
     def cpu_sampling_reason(self, gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
         """Why the server would sample on the CPU, or None."""
 
+    # Server environment variables that change what a run measures (the engine reads them, no flag
+    # says them): they are part of the run's identity and its label (launcher.contracts.run_identity).
+    measured_env: tuple[str, ...] = ()
+
+    def speculative_env(self, speculative_config: Optional[Mapping]) -> dict[str, str]:
+        """The server environment a speculative config asks for on top of the recipe's
+        server.env (an engine that forces acceptance through its environment); {} by default."""
+        return {}
+
 
 class Readiness(abc.ABC):
     """The endpoints that say a server is up and which version it runs, and its counters."""

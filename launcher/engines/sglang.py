@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import tempfile
 from pathlib import Path
@@ -17,7 +18,8 @@ from launcher.engines.base import Engine
 from launcher.engines.types import (AcceptanceSource, Capabilities, EngineError, MetricNames, RecipeFacts,
                                     ServerKey, ServingOptions, UserServerArgs)
 from launcher.engines.versions import parse_version
-from launcher.engines.flags import drop_flags
+from launcher.engines.flags import drop_flags, parse_human_int
+import launcher.engines.forced_acceptance as fa
 
 # The speculative algorithms of --speculative-algorithm (srt/server_args.py) for our draft methods.
 ALGORITHMS = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "draft_model": "STANDALONE", "ngram": "NGRAM"}
@@ -35,18 +37,44 @@ MEMORY_FLAGS = ("--mem-fraction-static", "--max-total-tokens")
 
 # Keys of our speculative config that are vLLM's own (--speculative-config JSON): SGLang has
 # no counterpart flag, so a recipe carrying them is refused rather than silently dropped.
-VLLM_ONLY_KEYS = ("prompt_lookup_min", "prompt_lookup_max", "draft_sample_method", "rejection_sample_method",
-                  "synthetic_acceptance_length", "synthetic_acceptance_rates", "draft_tensor_parallel_size")
-# Keys of our speculative config that speculative_flags turns into flags itself.
+VLLM_ONLY_KEYS = ("prompt_lookup_min", "prompt_lookup_max", "draft_sample_method", "synthetic_acceptance_rates",
+                  "draft_tensor_parallel_size")
+# Keys of our speculative config that speculative_flags turns into flags itself, or (the forced
+# acceptance: launcher.engines.forced_acceptance's keys) into the server's environment.
 OWN_KEYS = ("method", "model", "num_speculative_tokens", "eagle_topk", "num_draft_tokens",
-            "use_rejection_sampling")
+            "use_rejection_sampling", fa.METHOD_KEY, fa.LENGTH_KEY)
 
 # The one version whose source was read. Others are unknown (assumed alike, marked unknown).
 READ_VERSION = (0, 5, 17)
 SIMULATE_ACC_ENV = "SGLANG_SIMULATE_ACC_LEN"
+# Its token mode: "fixed" (SGLang's default) emits token id 100 for every token, which the tiny and
+# many real tokenizers decode to an incomplete UTF-8 character, so the server holds the stream's
+# text until the reply ends (one chunk of 63 tokens: docs/sglang.md); "real-draft-token" emits the
+# draft's own tokens, and the stream keeps one chunk per verify step.
+SIMULATE_TOKEN_MODE_ENV = "SGLANG_SIMULATE_ACC_TOKEN_MODE"
+SIMULATE_TOKEN_MODE = "real-draft-token"
+SIMULATE_METHOD_ENV = "SGLANG_SIMULATE_ACC_METHOD"
 # Gauges (batch means of the last logged step, not counters: never differenced).
 ACCEPT_LENGTH_GAUGE = "sglang:spec_accept_length"
 ACCEPT_RATE_GAUGE = "sglang:spec_accept_rate"
+OVERLAP_OFF_FLAG = "--disable-overlap-schedule"
+_SERVER_ARGS_OVERLAP = re.compile(r"server_args=ServerArgs\(.*?\bdisable_overlap_schedule=(True|False)")
+
+
+def chosen_settings(log_text: str) -> dict[str, str]:
+    """The overlap scheduling SGLang chose, from the ServerArgs line its start-up log prints
+    (``disable_overlap_schedule=False``: the scheduler prepares step n+1 while the GPU runs
+    step n; 0.5.17 runs speculative decoding through that overlapped worker unless
+    --disable-overlap-schedule). The last line wins (a restart appends to the log)."""
+    found = _SERVER_ARGS_OVERLAP.findall(log_text or "")
+    return {"overlap_schedule": "off" if found[-1] == "True" else "on"} if found else {}
+
+
+def inferred_chosen_settings(method, version, argv) -> dict[str, str]:
+    """0.5.17's rule where no log was read: overlap scheduling on unless the argv turns it off."""
+    if OVERLAP_OFF_FLAG in list(argv or ()):
+        return {}
+    return {"overlap_schedule": "on"} if parse_version(version) == READ_VERSION else {}
 
 
 class SGLang(Engine):
@@ -68,6 +96,9 @@ class SGLang(Engine):
                           finished_requests="sglang:num_requests")
     # SGLang reads its API key from --api-key (or a --config YAML) only, from no environment variable.
     key_env: Optional[str] = None
+    # What SGLang reads from its environment that changes what is measured (srt/environ.py): the
+    # forced acceptance (its length is the run's forced level, not a setting: draft.forced_acceptance).
+    measured_env = (SIMULATE_ACC_ENV, SIMULATE_TOKEN_MODE_ENV, SIMULATE_METHOD_ENV)
 
     def capabilities(self, version: Optional[str]) -> Capabilities:
         # per_request_stats: the chat endpoint returns meta_info (spec_verify_ct, ...) only with
@@ -164,9 +195,14 @@ class SGLang(Engine):
         if o.dtype:
             f += ["--dtype", o.dtype]
         if o.kv_cache_memory_bytes:
-            raise EngineError("server.kv_cache_memory_bytes: SGLang has no KV-cache cap in bytes (fix: "
-                              "server.gpu_memory_utilization=<fraction>, its --mem-fraction-static, or "
-                              "--max-total-tokens <tokens> in server.extra_args)")
+            # SGLang caps its KV pool in tokens, the target's and the draft's pools alike: the
+            # recipe's budget in bytes over the bytes a token takes in both (launcher.login.kv_budget)
+            if not o.kv_bytes_per_token:
+                raise EngineError(f"server.kv_cache_memory_bytes={o.kv_cache_memory_bytes}: SGLang caps its KV pool in "
+                                  "tokens (--max-total-tokens) and the model's config.json cannot be read here to "
+                                  "convert bytes to tokens (fix: server.extra_args=[--max-total-tokens,<tokens>], or "
+                                  "server.gpu_memory_utilization=<fraction>)")
+            f += ["--max-total-tokens", str(parse_human_int(str(o.kv_cache_memory_bytes)) // o.kv_bytes_per_token)]
         if o.gpu_memory_utilization is not None:
             f += ["--mem-fraction-static", str(o.gpu_memory_utilization)]
         if o.enforce_eager:
@@ -215,9 +251,9 @@ class SGLang(Engine):
         return out
 
     def forced_acceptance_check(self, version: Optional[str], cpu: bool) -> None:
-        raise EngineError("draft.forced_acceptance is vLLM's synthetic rejection sampling; SGLang forces acceptance "
-                          f"through its server environment, which the launcher does not wire or judge yet (fix: remove "
-                          f"draft.forced_acceptance and set server.env.{SIMULATE_ACC_ENV}=<AL>; docs/sglang.md)")
+        """SGLang forces a mean length through SGLANG_SIMULATE_ACC_LEN (read in 0.5.17's source;
+        other versions are assumed alike)."""
+        return None
 
     def server_key(self, key: str, private_dir: Path) -> ServerKey:
         """SGLang reads its key from --api-key or a --config YAML only. The key goes in a YAML
@@ -236,10 +272,20 @@ class SGLang(Engine):
         return "SGLang returns per-request stats only unstreamed (fix: bench.acceptance_source=stream_chunks)"
 
     def forced_acceptance_config(self, length, rates) -> dict:
-        if length is None and rates is None:
+        """The engine-neutral forced keys (launcher.engines.forced_acceptance); speculative_env
+        turns them into SGLang's environment. SGLang forces a mean length, not per-position rates."""
+        if rates is not None:
+            raise EngineError("SGLang forces a mean acceptance length only (SGLANG_SIMULATE_ACC_LEN), not "
+                              "per-position rates (fix: draft.forced_acceptance.length=<AL> instead of .rates)")
+        return fa.speculative_keys(length, None)
+
+    def speculative_env(self, speculative_config) -> dict[str, str]:
+        """SGLANG_SIMULATE_ACC_LEN for a forced config, with the token mode that keeps one streamed
+        chunk per verify step (SIMULATE_TOKEN_MODE); {} otherwise."""
+        forced = fa.forced_from_speculative_config(speculative_config)
+        if not forced or forced.get("length") is None:
             return {}
-        self.forced_acceptance_check(None, cpu=False)
-        return {}
+        return {SIMULATE_ACC_ENV: f"{float(forced['length']):g}", SIMULATE_TOKEN_MODE_ENV: SIMULATE_TOKEN_MODE}
 
     def cpu_sampling_reason(self, gpus_per_node: int, cluster_name: str, server_env: Mapping[str, str]) -> Optional[str]:
         if gpus_per_node <= 0:
@@ -260,22 +306,35 @@ class SGLang(Engine):
     def read_user_args(self, server_args: Sequence[str], model: str) -> UserServerArgs:
         raise EngineError("run.sh starts vLLM servers only (fix: a recipe with engine=sglang, python -m launcher)")
 
+    chosen_settings = staticmethod(chosen_settings)  # its ServerArgs line's overlap scheduling
+    inferred_chosen_settings = staticmethod(inferred_chosen_settings)  # 0.5.17's rule
+
     def recipe_problems(self, facts: RecipeFacts) -> list[tuple[str, str, str]]:
-        """A vLLM image, a draft method without an SGLang algorithm, a known-answer probe at T > 0."""
-        image = (facts.container_image or "").rsplit("/", 1)[-1]
-        if image.startswith("vllm"):
-            return [("cluster.container_image", f"is {facts.container_image}, a vLLM image, with server.engine=sglang",
-                     f"engine=sglang sets the SGLang image; or set cluster.container_image={self.default_image}")]
-        if facts.draft_method not in ("none",) + tuple(ALGORITHMS):
-            return [("draft.method", f"is {facts.draft_method}, which SGLang has no algorithm for",
-                     f"use one of: {', '.join(sorted(ALGORITHMS))} with server.engine=sglang")]
-        if (facts.known_answer and not facts.known_answer_allow_fail and facts.draft_method != "none"
-                and not self.capabilities(facts.engine_version).probabilistic_drafting
-                and any(t > 0 for t in facts.temperatures)):
-            return [("bench.known_answer", "sglang's self-draft probe drafts the argmax, so at T > 0 "
-                     "its drafts are not all accepted (docs/sglang.md)",
-                     "bench.known_answer_allow_fail=true, or sweep.temperatures=[0]")]
-        return []
+        return recipe_problems(self, facts)
+
+
+def recipe_problems(eng: "SGLang", facts: RecipeFacts) -> list[tuple[str, str, str]]:
+    """A vLLM image, a draft method without an SGLang algorithm, a known-answer probe at T > 0,
+    a forced length set by hand in the server's environment."""
+    if SIMULATE_ACC_ENV in (facts.server_env or {}):
+        v = facts.server_env[SIMULATE_ACC_ENV]
+        return [(f"server.env.{SIMULATE_ACC_ENV}", "forces the acceptance behind the launcher's back (its "
+                 "identity, label and forced verdict would not know it)",
+                 f"remove it and set draft.forced_acceptance.length={v} (or sweep.forced_acceptance_lengths=[{v}])")]
+    image = (facts.container_image or "").rsplit("/", 1)[-1]
+    if image.startswith("vllm"):
+        return [("cluster.container_image", f"is {facts.container_image}, a vLLM image, with server.engine=sglang",
+                 f"engine=sglang sets the SGLang image; or set cluster.container_image={eng.default_image}")]
+    if facts.draft_method not in ("none",) + tuple(ALGORITHMS):
+        return [("draft.method", f"is {facts.draft_method}, which SGLang has no algorithm for",
+                 f"use one of: {', '.join(sorted(ALGORITHMS))} with server.engine=sglang")]
+    if (facts.known_answer and not facts.known_answer_allow_fail and facts.draft_method != "none"
+            and not eng.capabilities(facts.engine_version).probabilistic_drafting
+            and any(t > 0 for t in facts.temperatures)):
+        return [("bench.known_answer", "sglang's self-draft probe drafts the argmax, so at T > 0 "
+                 "its drafts are not all accepted (docs/sglang.md)",
+                 "bench.known_answer_allow_fail=true, or sweep.temperatures=[0]")]
+    return []
 
 
 def _yaml_str(value: str) -> str:

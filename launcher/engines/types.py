@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 
 class AcceptanceSource(str, Enum):
@@ -71,6 +71,9 @@ class ServingOptions:
     kv_cache_memory_bytes: Optional[str] = None
     gpu_memory_utilization: Optional[float] = None
     enforce_eager: bool = False
+    # KV bytes per token of the target and its draft (launcher.login.kv_budget), None where their
+    # config.json cannot be read: what an engine capping its KV pool in tokens needs (SGLang)
+    kv_bytes_per_token: Optional[int] = None
 
 
 
@@ -119,6 +122,7 @@ class RecipeFacts:
     known_answer_allow_fail: bool
     temperatures: tuple
     engine_version: Optional[str]
+    server_env: Mapping[str, str] = field(default_factory=dict)  # the recipe's server.env
 
 
 @dataclass(frozen=True)

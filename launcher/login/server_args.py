@@ -15,6 +15,7 @@ from launcher.engines import (Acceptance, AcceptanceSource, Engine, EngineError,
 from launcher.engines.flags import drop_flags, flag_names, kv_cache_cap_bytes, pick_flags
 from launcher.login.config.schema import LauncherConfig, ServerConfig
 from launcher.login.errors import ConfigError
+from launcher.login.kv_budget import model_bytes_per_token
 
 
 def engine_version(cfg: LauncherConfig) -> Optional[str]:
@@ -93,7 +94,10 @@ def server_flags(cfg: LauncherConfig, eng: Engine, k: Optional[int] = None) -> S
     opts = ServingOptions(served_name=m.served_name, tokenizer=m.tokenizer, tp=p.tp, pp=p.pp, dp=p.dp, ep=p.ep,
                           max_model_len=m.max_model_len, max_num_batched_tokens=s.max_num_batched_tokens,
                           dtype=m.dtype, kv_cache_memory_bytes=s.kv_cache_memory_bytes,
-                          gpu_memory_utilization=s.gpu_memory_utilization, enforce_eager=s.enforce_eager)
+                          gpu_memory_utilization=s.gpu_memory_utilization, enforce_eager=s.enforce_eager,
+                          kv_bytes_per_token=model_bytes_per_token(
+                              m.path, cfg.draft.model if cfg.draft.method != "none" else None, m.dtype)
+                          if s.kv_cache_memory_bytes else None)
     spec = speculative_config(cfg, eng, k)
     source = acceptance_source(cfg, eng)
     try:

@@ -141,6 +141,12 @@ class ServerGroup:
         if sp.port is not None and not port_is_free(host, sp.port):
             raise ServerStartError(f"port {sp.port} (SPECDEC_PORT or the spec's port) is already in use on {host}")
         attempts = 1 if sp.port is not None else 1 + PORT_RETRIES
+        # what this server's speculative config asks of its environment (SGLang's forced acceptance)
+        spec_env = self.ctx.engine.speculative_env(sp.speculative_config if speculative_config == "spec"
+                                                   else speculative_config)
+        if spec_env:
+            ctx.log("server environment for its speculative config: "
+                    + " ".join(f"{k}={v}" for k, v in sorted(spec_env.items())))
         for attempt in range(attempts):
             port = sp.port if sp.port is not None else pick_free_port(host)
             rpc_port = pick_free_port(host) if L.nodes > 1 else None
@@ -152,12 +158,12 @@ class ServerGroup:
                                     wrapper=self.rank_record(rank, nodes[rank]))
                 ctx.log(f"starting the {phase} on node {rank} ({nodes[rank] or 'this host'}): {subprocess_line(wargv)}")
                 with open(ctx.paths.node_server_log(rank), "ab") as f:
-                    self.workers.append(spawn(wargv, stdout=f, env=self.server_env()))
+                    self.workers.append(spawn(wargv, stdout=f, env=self.server_env(spec_env)))
             argv = server_step(sp, self.ctx.engine, host, port, node=nodes[0], head=head, rpc_port=rpc_port,
                                speculative_config=speculative_config, wrapper=self.rank_record(0, nodes[0]))
             ctx.log(f"starting {phase} on {host}:{port}"
                     f"{' as a Slurm step' if L.server == 'srun' else ''}: {subprocess_line(argv)}")
-            env, key = self.server_launch()
+            env, key = self.server_launch(spec_env)
             tag = ProcessTag()  # finds the server's processes on this machine (its listening sockets)
             env = tag.apply(env)
             server = ServerProcess(argv + key.argv, probe_host=probe, port=port, served_name=name,

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from launcher.engines.known_defects import names_known_defect
-from launcher.report.marks import FEW, KNOWN_DEFECT, NOISY, SUSPECT, point_marks
+from launcher.report.marks import FEW, IMPOSSIBLE, IMPOSSIBLE_WORDS, KNOWN_DEFECT, NOISY, SUSPECT, point_marks
 
 FORCED = "F"  # the point's acceptance was forced; its level is in the legend
 from launcher.results.disagg_parity import read_parity
@@ -32,13 +32,14 @@ from launcher.results.job_result import known_answer_line
 from launcher.speedup.causes import legend as cause_legend, words as cause_words
 from launcher.speedup.collect import read_speedup
 
-MARK_WORDS = {SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature; no known defect explains it)",
+MARK_WORDS = {IMPOSSIBLE: IMPOSSIBLE_WORDS,
+              SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature; no known defect explains it)",
               KNOWN_DEFECT: f"{KNOWN_DEFECT} known engine defect at this temperature (the known-answer probe failed as "
                             "a documented defect says: named below)",
               FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
               NOISY: f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold)",
               "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)",
-              FORCED: f"{FORCED} forced acceptance ({{levels}}: vLLM's synthetic sampling): Average_AL is set by "
+              FORCED: f"{FORCED} forced acceptance ({{levels}}, the engine's own mechanism): Average_AL is set by "
                       "the server, not earned by the draft"}
 MARK_SEP = " "  # between two marks of one cell: each stands apart
 UNLIKE_WORDS = "unlike here: the speculative server's settings against its baseline's: "
@@ -79,7 +80,8 @@ def _tps(p: Point, marks) -> str:
 def _mark_cell(job: Job, p: Point, marks) -> Text:
     if not p.ok:  # the reason is printed under the table, where it has the whole width
         return Text("FAILED" if p.status != "complete" else "invalid", style="red")
-    parts = [(m, "magenta" if m in (SUSPECT, KNOWN_DEFECT) else "yellow") for m in marks.listed]
+    parts = [(m, "red" if m == IMPOSSIBLE else "magenta" if m in (SUSPECT, KNOWN_DEFECT) else "yellow")
+             for m in marks.listed]
     if marks.tps is not None:
         parts.append((f"n={marks.tps.n}", "dim"))
     if forced(job, p):
@@ -173,7 +175,12 @@ def verdict_lines(job: Job) -> list[str]:
                    + (f"; failed: {', '.join(map(str, bad))}" if bad else "") + ")")
     levels = forced_levels(job)
     if levels:
-        out.append(f"forced: {levels} (vLLM's synthetic acceptance: the AL is set, not the draft's)")
+        out.append(f"forced: {levels} (the engine's forced acceptance: the AL is set, not the draft's)")
+    impossible = [p for p in job.points if p.ok and point_marks(p).impossible]
+    if impossible:
+        out.append(f"acceptance: IMPOSSIBLE at {len(impossible)} of {len(job.points)} point(s) ("
+                   + ", ".join(p.dir for p in impossible[:4]) + ("…" if len(impossible) > 4 else "")
+                   + f": {point_marks(impossible[0]).impossible})")
     parity = read_parity(job.path) or s.get("disagg_parity")
     if isinstance(parity, dict):
         checks = parity.get("checks") or {}
@@ -194,7 +201,7 @@ def print_results(jobs: list[Job], console: Console) -> None:
     for job in jobs:
         table, used = results_table(job, configuration_label(run_identity(job), labels))
         console.print(table)
-        for sym in (SUSPECT, KNOWN_DEFECT, FEW, NOISY, "n", FORCED):
+        for sym in (IMPOSSIBLE, SUSPECT, KNOWN_DEFECT, FEW, NOISY, "n", FORCED):
             if sym in used:
                 console.print(Text(MARK_WORDS[sym].replace("{levels}", forced_levels(job)), style="dim"))
         why, causes_used = why_table(job)
@@ -212,9 +219,13 @@ def print_results(jobs: list[Job], console: Console) -> None:
                 reason = p.reason or ("; ".join(p.problems) if p.problems else p.status)
                 word = "FAILED" if p.status != "complete" else "invalid"
                 console.print(Text(f"{word} {p.dir}: {reason}", style="red"))
+        for p in job.points:
+            why = point_marks(p).impossible
+            if p.ok and why:
+                console.print(Text(f"{IMPOSSIBLE} {p.dir}: impossible acceptance: {why}", style="red"))
         warnings = sorted({str(p.row.engine_warning) for p in job.points if p.row.engine_warning})
         for w in warnings:
             console.print(Text(f"{KNOWN_DEFECT if names_known_defect(w) else SUSPECT} {w}", style="magenta"))
         for line in verdict_lines(job):
-            console.print(Text(line, style="red" if "FAIL" in line else None))
+            console.print(Text(line, style="red" if "FAIL" in line or "IMPOSSIBLE" in line else None))
         console.print()

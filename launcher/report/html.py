@@ -16,7 +16,7 @@ from launcher.results.job_dir import Job, Point
 from launcher.results.summary import PointRow, as_row
 from launcher.results.repeats.record import FAILED_OVER_REPEATS_WORDS, failed_over_repeats
 from launcher.runtime.machine import machines_line
-from launcher.report.marks import FEW, KNOWN_DEFECT, LEGEND, NOISY, point_marks
+from launcher.report.marks import FEW, IMPOSSIBLE, KNOWN_DEFECT, LEGEND, NOISY, point_marks
 from launcher.runtime.source import UNKNOWN_COMMIT
 
 CSS = """
@@ -173,6 +173,8 @@ def _row(job: Job, p: Point) -> str:
     rates = p.result.per_position_rates if p.result else None
     forced_tag = f' <span class="st-failed">{_e(forced.upper())}</span>' if forced else ""
     mk = point_marks(p)
+    if mk.impossible:
+        forced_tag += f' <span class="st-failed" title="{_e(mk.impossible)}">{IMPOSSIBLE} IMPOSSIBLE AL</span>'
     if mk.suspect:
         word = "KNOWN DEFECT" if mk.suspect_mark == KNOWN_DEFECT else "SUSPECT T"
         forced_tag += f' <span class="st-failed" title="{_e(mk.suspect)}">{mk.suspect_mark} {word}</span>'

@@ -1,5 +1,7 @@
 """What a shown figure rests on: the marks every table and plot carries (docs/repeats.md).
 
+* impossible: an AL above k + 1, or per-position rates that contradict the AL
+  (launcher.results.plausibility), whatever the engine: the counting failed;
 * few samples: a timing median over fewer than 5 requests or fewer than half of them
   (launcher.results.validity.thin_sample), e.g. a decode speed from 2 samples;
 * noisy: the point's Output TPS over its repeats has a relative MAD above
@@ -16,10 +18,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 from launcher.engines.known_defects import names_known_defect
+from launcher.results.plausibility import IMPOSSIBLE_FIELD
 from launcher.results.repeats import record
 
-FEW, NOISY, SUSPECT, KNOWN_DEFECT = "†", "~", "!", "D"
-LEGEND = (f"{FEW} few samples (a median over fewer than 5 requests, or fewer than half); "
+FEW, NOISY, SUSPECT, KNOWN_DEFECT, IMPOSSIBLE = "†", "~", "!", "D", "X"
+IMPOSSIBLE_WORDS = (f"{IMPOSSIBLE} impossible acceptance (an AL above k + 1, or per-position rates that contradict "
+                    "the AL: the counting failed, not the draft; launcher.results.plausibility)")
+LEGEND = (f"{IMPOSSIBLE_WORDS}; "f"{FEW} few samples (a median over fewer than 5 requests, or fewer than half); "
           f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold); "
           f"{SUSPECT} suspect temperature (known-answer probe failed: engine defect suspected); "
           f"{KNOWN_DEFECT} known engine defect at this temperature (the probe failed as a documented defect says)")
@@ -32,11 +37,13 @@ class Marks:
     suspect: Optional[str] = None   # the warning (a suspicion, or a documented defect's words)
     repeats: int = 1
     tps: Optional[object] = None    # launcher.results.repeats.stats.Summary of Output TPS, with repeats
+    impossible: Optional[str] = None  # why the point's acceptance cannot be true
 
     @property
     def listed(self) -> list[str]:
         """The marks that apply, one entry each (never run together)."""
-        return [m for m, on in ((FEW, self.few), (NOISY, self.noisy), (self.suspect_mark, self.suspect)) if on]
+        return [m for m, on in ((IMPOSSIBLE, self.impossible), (FEW, self.few), (NOISY, self.noisy),
+                                (self.suspect_mark, self.suspect)) if on]
 
     @property
     def suspect_mark(self) -> str:
@@ -54,5 +61,7 @@ def point_marks(p) -> Marks:
     few = tuple(s for s in ("TTFT Time", "Request Generation Tokens Per Second") if p.thin(s))
     doc = record.read(p.path)
     tps = record.figure(doc, "Output TPS")
+    impossible = p.row.acceptance_impossible or (p.result.acc_ext.get(IMPOSSIBLE_FIELD) if p.result else None)
     return Marks(few=few, noisy=bool((doc or {}).get("noisy")), suspect=p.row.engine_warning,
-                 repeats=int((doc or {}).get("repeats") or 1), tps=tps if tps is not None and tps.n > 1 else None)
+                 repeats=int((doc or {}).get("repeats") or 1), tps=tps if tps is not None and tps.n > 1 else None,
+                 impossible=impossible or None)

@@ -28,6 +28,7 @@ _ROW_KEYS = (
     ("acceptance_exact", "acceptance_exact"), ("kv_transfer", "kv_transfer"), ("forced_verdict", "forced_verdict"),
     ("golden", "golden"), ("engine_warning", "engine_warning"), ("search_probe", "search_probe"),
     ("num_spec_steps", "num_spec_steps"), ("num_accepted_draft_tokens", "num_accepted_draft_tokens"),
+    ("acceptance_impossible", "acceptance_impossible"),
 )
 _ALWAYS = 13
 ROW_KEY = dict(_ROW_KEYS)  # attribute -> summary.json key
@@ -72,6 +73,7 @@ class PointRow:
     search_probe: Optional[bool] = None  # measured by the SLO search, not planned
     num_spec_steps: Optional[int] = None  # the disagg parity's step counts, when a row holds them
     num_accepted_draft_tokens: Optional[int] = None
+    acceptance_impossible: Optional[str] = None  # why its acceptance cannot be true (launcher.results.plausibility)
     held: frozenset = field(default=frozenset(), compare=False)  # optional keys the source row held
     extra: dict = field(default_factory=dict)  # keys this version does not know
 

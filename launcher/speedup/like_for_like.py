@@ -18,7 +18,7 @@ from launcher.engines import EngineError, get_engine
 from launcher.results.identity import run_identity
 from launcher.results.job_dir import Job
 
-SETTING_WORDS = {"async_scheduling": "asynchronous scheduling"}
+SETTING_WORDS = {"async_scheduling": "asynchronous scheduling", "overlap_schedule": "overlap scheduling"}
 
 
 def chosen_diff(spec: dict[str, str], base: dict[str, str], inferred: bool) -> list[str]:

@@ -116,7 +116,8 @@ def test_prometheus_al_only_from_a_window_that_is_the_points_own():
     # a window with a neighbour's steps (a phase boundary, another client) gives no AL, and says by how much
     ext = acc(recs, max_tokens=None, prometheus_window={"num_drafts": 11.0, "num_accepted_tokens": 20.0})[EXTENSION_KEY]
     assert ext["Prometheus_AL"] is None
-    assert ext["prometheus_window"] == {"num_drafts": 11.0, "num_accepted_tokens": 20.0, "is_the_points_own": False}
+    assert ext["prometheus_window"] == {"num_drafts": 11.0, "num_accepted_tokens": 20.0, "is_the_points_own": False,
+                                        "steps_match": False}
     assert acc(recs, max_tokens=None)[EXTENSION_KEY]["prometheus_window"] is None
 
 

@@ -146,10 +146,77 @@ def test_stream_chunks_and_meta_info_count_the_same_request():
     assert SGL.request_stats({"choices": [{"message": {}}]}) is None
 
 
-def test_forced_acceptance_is_refused_with_the_env_named():
+def test_forced_length_travels_as_the_engine_neutral_keys_and_becomes_sglangs_environment():
+    """draft.forced_acceptance.length on SGLang: the speculative config carries the same keys as
+    vLLM's (so identity, label and verdict read it one way), no flag is made of them, and the
+    server's environment gets SGLANG_SIMULATE_ACC_LEN with the token mode that keeps the stream's
+    chunks one per verify step."""
+    from launcher.engines.forced_acceptance import forced_from_speculative_config
+    SGL.forced_acceptance_check("0.5.17", cpu=False)  # no longer refused
+    cfg = {"method": "draft_model", "model": "/d", "num_speculative_tokens": 3, **SGL.forced_acceptance_config(2.5, None)}
+    assert forced_from_speculative_config(cfg) == {"length": 2.5}
+    flags = SGL.speculative_flags(cfg)
+    assert not [f for f in flags if "synthetic" in f or "rejection-sample" in f], flags
+    assert SGL.speculative_env(cfg) == {"SGLANG_SIMULATE_ACC_LEN": "2.5",
+                                        "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
+    assert SGL.speculative_env({"method": "draft_model", "model": "/d", "num_speculative_tokens": 3}) == {}
+    assert SGL.speculative_env(None) == {}
     with pytest.raises(EngineError) as e:
-        SGL.forced_acceptance_check("0.5.17", cpu=False)
-    assert "SGLANG_SIMULATE_ACC_LEN" in str(e.value) and "\n" not in str(e.value)
+        SGL.forced_acceptance_config(None, [0.9, 0.5, 0.1])
+    assert "length" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_forced_sglang_recipe_plans_the_env_into_its_identity_and_label():
+    """The plan of engine=sglang with a forced length: the job's identity says forced AL 2.5 (not
+    the unforced draft's), and the node starts the speculative server with the environment."""
+    from launcher.engines.forced_acceptance import label
+    from launcher.login.plan import make_plan
+    cfg = compose("recipe=gpu_smoke", "engine=sglang", "draft=tiny_noisy", "draft.forced_acceptance.length=2.5",
+                  "server.kv_cache_memory_bytes=null")
+    unforced = compose("recipe=gpu_smoke", "engine=sglang", "draft=tiny_noisy", "server.kv_cache_memory_bytes=null")
+    spec = make_plan(cfg, SGL).jobs[0]
+    ident = spec.resolved_identity()
+    assert ident.forced == {"length": 2.5} and label(ident.forced) == "forced AL 2.5"
+    assert make_plan(unforced, SGL).jobs[0].resolved_identity().forced is None
+    assert make_plan(unforced, SGL).jobs[0].server_id != spec.server_id
+    assert SGL.speculative_env(spec.speculative_config)["SGLANG_SIMULATE_ACC_LEN"] == "2.5"
+
+
+def test_measured_server_env_is_part_of_the_identity():
+    """A server environment setting that changes what is measured (the engine's measured_env)
+    enters the run identity's serving settings, so two such runs never pool and their labels
+    say what differs; other variables (paths, hub settings) do not."""
+    base = dict(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
+                server_flags=[], engine="sglang", speculative_config={"method": "draft_model", "model": "/d",
+                                                                      "num_speculative_tokens": 3})
+    plain = JobSpec(**base, env={"HF_HUB_OFFLINE": "1"}).resolved_identity()
+    other = JobSpec(**base, env={"HF_HUB_OFFLINE": "1", "SGLANG_SIMULATE_ACC_METHOD": "multinomial"}).resolved_identity()
+    assert plain.fingerprint != other.fingerprint
+    assert other.differences(plain) == ["+ env SGLANG_SIMULATE_ACC_METHOD multinomial"]
+    assert JobSpec(**base, env={}).resolved_identity().fingerprint == plain.fingerprint
+
+
+def test_sglangs_kv_pool_follows_the_recipes_budget_in_tokens(tmp_path):
+    """server.kv_cache_memory_bytes becomes --max-total-tokens: the budget over the KV bytes a
+    token takes in the target's and the draft's pools (2 x layers x KV heads x head size x 2 for
+    bf16), read from their config.json; unreadable configs give a one-line error with the fix."""
+    import json
+    from launcher.login.server_args import build_server_argv
+    for name, layers in (("t", 4), ("d", 2)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(
+            {"num_hidden_layers": layers, "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512,
+             "torch_dtype": "bfloat16"}))
+    per_token = 2 * 4 * 2 * 64 * 2 + 2 * 2 * 2 * 64 * 2
+    cfg = compose("recipe=gpu_smoke", "engine=sglang", f"model.path={tmp_path / 't'}", "draft=tiny_noisy",
+                  f"draft.model={tmp_path / 'd'}", "server.kv_cache_memory_bytes=1G")
+    a = build_server_argv(cfg, SGL, "127.0.0.1", 1)
+    assert int(value(a, "--max-total-tokens")) == 1024 ** 3 // per_token
+    assert "--mem-fraction-static" not in a
+    hub = compose("recipe=qwen3_eagle3", "engine=sglang", "server.kv_cache_memory_bytes=20G")
+    with pytest.raises(ConfigError) as e:
+        build_server_argv(hub, SGL, "127.0.0.1", 1)
+    assert "--max-total-tokens" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_off_loopback_the_key_goes_in_a_private_file_not_on_argv(tmp_path):
@@ -187,7 +254,9 @@ def test_qwen3_eagle3_on_sglang_renders_sglang_argv():
 @pytest.mark.parametrize("overrides,field", [
     (("engine=sglang", "draft.method=dflash"), "draft.method"),
     (("engine=sglang", "cluster.container_image=vllm/vllm-openai:v0.32.0"), "cluster.container_image"),
-    (("engine=sglang", "server.kv_cache_memory_bytes=20G"), "server.engine"),
+    (("recipe=qwen3_eagle3", "engine=sglang", "server.kv_cache_memory_bytes=20G"), "server.engine"),
+    (("engine=sglang", "+server.env.SGLANG_SIMULATE_ACC_LEN=2.5"), "server.env.SGLANG_SIMULATE_ACC_LEN"),
+    (("engine=sglang", "draft.forced_acceptance.rates=[0.9,0.5,0.1]"), "draft.forced_acceptance"),
     (("engine=sglang", "bench.acceptance_source=per_request_stats"), "bench.acceptance_source"),
     (("engine=sglang", "draft=ngram"), "draft"),
     (("engine=sglang", "bench.known_answer=true", "bench.known_answer_allow_fail=false",

@@ -40,6 +40,18 @@
 #             and clock-event reasons ($OUT/machine_facts.txt)
 #   parity    tests/benchmarks/bench_parity_specdec_bench.py on the same model, forced AL 2.5, k=3,
 #             C 1/8/32 (specdec_bench's in-process engine against ours)
+# SGLang 0.5.17 (docs/sglang.md; its own site, common/setup/gpu_bundle/build_sglang_bundle.sh into
+# .sglb with PART_MIB=50 so a part and the checkout fit one call):
+#   sN        copy SGLang part N (carry .sglb/pNN; N = 1..11), one per call like 1 2 3
+#   sunpack   the last SGLang part (carry .sglb/p12 .gpu_data), joined and unpacked into
+#             /tmp/sglang-site by the checkout's unpack.sh; the tiny models of
+#             common/setup/make_tiny_models.py from .gpu_data/models into $SH/models
+#   sgl:ka    the known answer on recipe=gpu_smoke_context_free (passes despite STANDALONE's shift)
+#   sgl:ka_tiny  the known answer on recipe=gpu_smoke's tiny target, T=0, C=1 (the documented defect)
+#   sgl:forced   recipe=gpu_smoke with draft=tiny_noisy, draft.forced_acceptance.length=2.5, T=0
+#   sgl:ngram    recipe=gpu_smoke with draft=ngram (k=4)
+#   sle:L[+base] recipe=llama31_eagle3 engine=sglang with the shaped Llama target and EAGLE3 head, k=3,
+#             forced AL L; +base adds its matched SGLang baseline (the seed's settings as for le:)
 # After the stages: launcher.speedup and launcher.report over /tmp/res/gpu_8b, the results
 # tarred to $OUT/<call>.results.tgz, nvidia-smi before and after, the seconds of each stage
 # in $OUT/timings.txt.
@@ -70,9 +82,11 @@ mkdir -p "$OUT"
 CALL=$(echo "$*" | tr ' :+' '_-p' | tr -cd 'A-Za-z0-9_.-' | cut -c1-60)
 : > "$OUT/timings.txt"
 
-env_setup() {
+env_setup() {  # env_setup [sglang]: SGLang's site first (its pins differ from the vLLM bundle's)
   if [ "$DRY" = 1 ]; then
     export PYTHONPATH=$REPO
+  elif [ "${1:-}" = sglang ]; then
+    export PYTHONPATH=/tmp/sglang-site:/tmp/site:$REPO
   else
     export PYTHONPATH=/tmp/site:$REPO
   fi
@@ -273,6 +287,68 @@ parity() {
   return $rc
 }
 
+spart() {  # spart N: copy SGLang part N to /tmp/sgl-parts
+  local d; d=$(printf '%s/.sglb/p%02d' "$REPO" "$1")
+  if [ ! -d "$d" ]; then echo "SGLang part $1: $d not carried"; return 3; fi
+  mkdir -p /tmp/sgl-parts && cp "$d"/* /tmp/sgl-parts/ && (cd /tmp/sgl-parts && sha256sum -c --ignore-missing SHA256SUMS | tail -1)
+}
+
+sunpack() {  # the last SGLang part, the checkout's unpack.sh, the tiny models
+  local last; last=$(ls -d "$REPO"/.sglb/p* 2>/dev/null | tail -1)
+  [ -n "$last" ] || { echo "sunpack: carry the last .sglb part"; return 3; }
+  mkdir -p /tmp/sgl-parts && cp "$last"/* /tmp/sgl-parts/ && cp "$REPO"/common/setup/gpu_bundle/unpack.sh /tmp/sgl-parts/
+  if [ "$DRY" = 1 ]; then echo "DRY: not unpacking (bash /tmp/sgl-parts/unpack.sh)"; else
+    PYTHONPATH=/tmp/site bash /tmp/sgl-parts/unpack.sh /tmp || return $?; fi
+  mkdir -p "$SH/models" "$DATA"
+  cp -r "$REPO"/.gpu_data/models/tiny-* "$SH/models/" || { echo "carry .gpu_data (tiny models)"; return 2; }
+  cp "$REPO"/.gpu_data/mt_bench_question.jsonl "$DATA"/ || return 2
+  env_setup sglang
+  [ "$DRY" = 1 ] && return 0
+  $PY -c "import sglang, sgl_kernel, flashinfer, aiperf, launcher; print('sglang', sglang.__version__)" 2>&1 | tail -1
+}
+
+SGL_COMMON=(engine=sglang "server.extra_args=[--attention-backend,triton]" sweep.num_requests=32 "sweep.datasets=[mtbench]"
+  output_dir="$RES" wait=true)
+
+sgl() {  # sgl ka|ka_tiny|forced|ngram: the tiny model on SGLang through the main command
+  env_setup sglang
+  local sel dry=()
+  [ "$DRY" = 1 ] && dry=(dry_run=true)
+  case "$1" in
+    ka) sel=(recipe=gpu_smoke_context_free) ;;
+    ka_tiny) sel=(recipe=gpu_smoke bench.known_answer=true "sweep.temperatures=[0.0]" "sweep.concurrencies=[1]") ;;
+    forced) sel=(recipe=gpu_smoke draft=tiny_noisy draft.forced_acceptance.length=2.5 bench.known_answer=false
+                 "sweep.temperatures=[0.0]") ;;
+    ngram) sel=(recipe=gpu_smoke draft=ngram '~draft.extra.prompt_lookup_min' '~draft.extra.prompt_lookup_max'
+                bench.known_answer=false) ;;
+    *) echo "sgl: unknown $1"; return 2 ;;
+  esac
+  $PY -m launcher "${sel[@]}" "${SGL_COMMON[@]}" "${dry[@]}" > "$OUT/sgl_$1.launcher.log" 2>&1
+  local rc=$?
+  echo "[sgl:$1] launcher rc=$rc"; tail -30 "$OUT/sgl_$1.launcher.log"
+  return $rc
+}
+
+sle() {  # sle L[+base]: Llama-3.1-8B shape with its EAGLE3 head on SGLang, k=3, forced AL L
+  local spec=$1 base=false
+  case "$spec" in *+base) base=true; spec=${spec%+base} ;; esac
+  env_setup sglang
+  local shape=full dry=()
+  [ "$DRY" = 1 ] && { shape=small; dry=(dry_run=true); }
+  $BUILD_PYTHON "$REPO"/common/setup/make_shaped_models.py "$MODELS" --shape $shape --only eagle3 || return $?
+  # the seed's lent-machine settings (SEED_LOCAL) in SGLang's words: its command and attention backend,
+  # --max-running-requests for vLLM's --max-num-seqs, the same 16G KV budget (--max-total-tokens)
+  $PY -m launcher recipe=llama31_eagle3 engine=sglang model=llama8b_shaped draft=llama8b_shaped_eagle3 \
+    "sweep.num_speculative_tokens=[3]" "sweep.forced_acceptance_lengths=[$spec]" sweep.baseline=$base \
+    cluster=local cluster.gpus_per_node=1 sweep=gpu_8b server.enforce_eager=false server.ready_timeout_s=900 \
+    server.kv_cache_memory_bytes=16G "server.extra_args=[--attention-backend,triton,--max-running-requests,64]" \
+    server.env.HF_HUB_OFFLINE=1 "bench.aiperf=python3 -m aiperf" bench.point_timeout_s=600 bench.known_answer=false \
+    output_dir="$RES" wait=true ${EXTRA:-} "${dry[@]}" > "$OUT/sle_${1//+/p}.launcher.log" 2>&1
+  local rc=$?
+  echo "[sglang llama31_eagle3 $1] launcher rc=$rc"; tail -25 "$OUT/sle_${1//+/p}.launcher.log"
+  return $rc
+}
+
 snapshot() {  # the results so far, tarred (a call cut short still brings back what completed)
   [ -d "$RES" ] && tar czf "$OUT/$CALL.results.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"
   return 0
@@ -310,6 +386,10 @@ for stage in "$@"; do
     qmodels) timed qmodels qmodels || exit $? ;;
     qd:?*|qe:?*|le:?*) ran_launcher=1; timed "$stage" seed "${stage%%:*}" "${stage#*:}" || status=1; snapshot ;;
     parity) timed parity parity || status=1 ;;
+    s[0-9]|s[0-9][0-9]) timed "$stage" spart "${stage#s}" || exit $? ;;
+    sunpack) timed sunpack sunpack || exit $? ;;
+    sgl:*) ran_launcher=1; timed "$stage" sgl "${stage#sgl:}" || status=1; snapshot ;;
+    sle:?*) ran_launcher=1; timed "$stage" sle "${stage#sle:}" || status=1; snapshot ;;
     *) echo "unknown stage $stage (stages: 1 2 3 facts unpack models qmodels base kK:L[+base] e3:L qd:L[+base] qe:L[+base] le:L[+base] qd:base qe:base le:base parity)"; exit 2 ;;
   esac
 done

@@ -43,7 +43,7 @@ def launcher_runner():
 def stub_specdec_home(home: Path) -> Path:
     """The tiny models' folders as the login-side input checks see them (config.json,
     tokenizer files): recipes pointing at them validate without the real models."""
-    for name in ("tiny-target", "tiny-draft-noisy", "tiny-draft-identical", "shaped-8b/target", "shaped-8b/draft",
+    for name in ("tiny-target", "tiny-draft-noisy", "tiny-draft-identical", "tiny-target-context-free", "shaped-8b/target", "shaped-8b/draft",
                  "shaped-8b/eagle3", "shaped-qwen3-8b/target", "shaped-qwen3-8b/dflash", "shaped-qwen3-8b/eagle3"):
         d = home / "models" / name
         d.mkdir(parents=True, exist_ok=True)

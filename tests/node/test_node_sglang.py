@@ -1,15 +1,21 @@
-"""engine=sglang on the node, against a stand-in answering as SGLang 0.5.17 does
-(tests/node/fake_sglang.py, from the facts in docs/sglang.md; no SGLang runs here):
-readiness and the version through the engine's endpoints, the API key off every
-command line and out of every file of the run, the benchmark's preflight probes."""
+"""engine=sglang on the node, against a stand-in that replays the replies of a real
+SGLang 0.5.17 server (tests/node/fake_sglang.py, recorded in
+tests/data/h100_sglang0517_capture/; no SGLang runs here): readiness and the version
+through the engine's endpoints, the API key off every command line and out of every
+file of the run, the benchmark's preflight probes; and that the stand-in answers in the
+recorded shapes, with counters that move as the real server's do."""
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
+from launcher.bench.metrics import counter_deltas, parse_prometheus_text, prometheus_al
 from launcher.bench.preflight import check_stream_usage, engine_version
+from launcher.bench.stream_chunks import stats_from_chunks, stream_chat_chunks
 from launcher.runtime import apikey
 from launcher.engines import get_engine
 from launcher.node.lifecycle import ServerProcess
@@ -20,6 +26,10 @@ from tests.node.node_testlib import FAKE_MODEL, HERE, REPO, job_env, wait_for
 SGL, VLLM = get_engine("sglang"), get_engine("vllm")
 STAND_IN = f"{sys.executable} {HERE / 'fake_sglang.py'}"
 KEY = "user-sg-key-0123456789"
+DATA = REPO / "tests" / "data"
+CAPTURE = DATA / "h100_sglang0517_capture"
+FORCED_RAW = DATA / "h100_sglang0517_forced" / "mtbench" / "t0_c1" / "aiperf" / "profile_export_raw.jsonl"
+FORCED_STEPS = "1," + ",".join(["3"] * 21)  # 64 tokens: the prefill token, then 21 verify steps of 3
 
 
 def files_holding(root: Path, needle: str) -> list[str]:
@@ -82,3 +92,101 @@ def test_an_sglang_job_off_loopback_keeps_its_key_off_argv_and_out_of_the_run(tm
     assert files_holding(tmp_path, KEY) == []  # job.json, server_ready.json, the logs, ...
     key_dir = Path(cmdline[cmdline.index("--config") + 1]).parent
     assert not key_dir.exists()  # the private folder goes with the job
+
+
+# ------------------------------------------------------------------------------------------ the replay
+@contextlib.contextmanager
+def stand_in(*args: str):
+    port = pick_free_port("127.0.0.1")
+    p = subprocess.Popen([sys.executable, str(HERE / "fake_sglang.py"), "--model-path", str(FAKE_MODEL),
+                          "--served-model-name", "tiny", "--port", str(port), "--startup_s", "0", *args],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: get(url, "/health")[0] == 200, 30, what="the stand-in")
+        yield url
+    finally:
+        p.terminate()
+        p.wait(10)
+
+
+def get(url: str, path: str) -> tuple[int | None, bytes]:
+    try:
+        with urllib.request.urlopen(url + path, timeout=5) as r:
+            return r.status, r.read()
+    except OSError:
+        return None, b""
+
+
+def post(url: str, body: dict) -> bytes:
+    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.read()
+
+
+def shape(o):
+    """The structure of a JSON value: keys in order, value types (a list by its first item)."""
+    if isinstance(o, dict):
+        return [(k, shape(v)) for k, v in o.items()]
+    if isinstance(o, list):
+        return [shape(x) for x in o[:1]]
+    return type(o).__name__
+
+
+def events(sse: bytes) -> list[str]:
+    return [ln[len("data: "):] for ln in sse.decode().splitlines() if ln.startswith("data: ")]
+
+
+def metric_labels(text: str) -> set[tuple[str, tuple[str, ...]]]:
+    out = set()
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, rest = line.partition("{")
+            labels = tuple(sorted(kv.split("=", 1)[0] for kv in rest.rsplit("}", 1)[0].split('",') if "=" in kv))
+            out.add((name.split()[0], labels))
+    return out
+
+
+def test_the_stand_in_answers_in_the_recorded_shapes():
+    recorded = json.loads(FORCED_RAW.read_text().splitlines()[0])
+    want = [json.loads(v) if v != "[DONE]" else v
+            for r in recorded["responses"] for pk in r["packets"] if pk["name"] == "data" for v in [pk["value"]]]
+    with stand_in("--chunk_sizes", FORCED_STEPS, "--merge_after", "1") as url:
+        info = json.loads(get(url, "/server_info")[1])
+        models = json.loads(get(url, "/v1/models")[1])
+        metrics = get(url, "/metrics")[1].decode()
+        got = [json.loads(v) if v != "[DONE]" else v for v in events(post(url, dict(recorded["payload"])))]
+        reply = json.loads(post(url, {"model": "tiny", "messages": [{"role": "user", "content": "Say hello."}],
+                                      "max_tokens": 48}))
+    rec_info = json.loads((CAPTURE / "server_info.json").read_text())
+    assert list(info) == list(rec_info) and info["version"] == rec_info["version"] == "0.5.17"
+    assert (info["served_model_name"], info["model_path"]) == ("tiny", str(FAKE_MODEL))
+    assert shape(models) == shape(json.loads((CAPTURE / "models.json").read_text()))
+    assert models["data"][0]["id"] == models["data"][0]["root"] == "tiny"  # root: the served name, as recorded
+    assert metric_labels(metrics) == metric_labels((CAPTURE / "metrics.txt").read_text())
+    # the stream of AIPerf's own request, event by event, as the real server's under SGLANG_SIMULATE_ACC_LEN
+    assert [shape(e) for e in got] == [shape(e) for e in want]
+    assert [e["choices"][0]["delta"].get("content") for e in got[:-2] if isinstance(e, dict)][0] == ""
+    assert [e["usage"]["completion_tokens"] for e in got if isinstance(e, dict) and "usage" in e] == \
+        [e["usage"]["completion_tokens"] for e in want if isinstance(e, dict) and "usage" in e] == [1, 64, 64]
+    assert shape(reply) == shape(json.loads((CAPTURE / "nonstream.json").read_text()))
+    assert reply["usage"]["completion_tokens"] == 48 and SGL.request_stats(reply) is None
+
+
+def test_the_stand_ins_counters_count_verify_steps_that_its_merged_stream_hides():
+    with stand_in("--chunk_sizes", FORCED_STEPS, "--merge_after", "1") as url:
+        before = parse_prometheus_text(get(url, "/metrics")[1].decode())
+        chunks, finish = stream_chat_chunks(url, "tiny", "Say hello.", 64)
+        after = parse_prometheus_text(get(url, "/metrics")[1].decode())
+        short = stream_chat_chunks(url, "tiny", "Say hello.", 10)[0]
+    # the server's warm-up request is counted before any client's (as recorded: 8 tokens, non-streamed)
+    assert (before["sglang:num_requests_total"], before["sglang:generation_tokens_total"]) == (1, 8)
+    assert chunks == [1, 63] and finish == "length"
+    assert stats_from_chunks(chunks, 3)["chunks_over_k_plus_1"] == 1  # the stream alone says AL 64
+    d = {n: after[n] - before[n] for n in after if n.endswith("_total") and n in before}
+    assert (d["sglang:spec_verify_calls_total"], d["sglang:generation_tokens_total"],
+            d["sglang:num_requests_total"]) == (21, 64, 1)
+    assert counter_deltas(before, after, SGL.metrics) == (21, 42)
+    assert prometheus_al(before, after, SGL.metrics) == 3.0  # the counters: every step accepted 2 drafts
+    assert short == [1, 9]  # steps 3, 3, 3 after the first chunk: one chunk

@@ -354,12 +354,15 @@ def test_split_refuses_a_silly_part_size(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ unpack.sh
-def _fake_bundle(tmp_path, packer: str, assumed: str = ""):
-    """A tiny sglang-site archive split into 3 parts, every part folder copied into one /tmp/parts-like folder."""
+def _fake_bundle(tmp_path, packer: str, assumed: str = "", extra: dict | None = None):
+    """A tiny sglang-site archive split into 3 parts, every part folder copied into one /tmp/parts-like folder
+    (``extra``: more files of the site, name under sglang-site/ -> bytes)."""
     buf = io.BytesIO()
+    files = {"sglang-site/sglang/__init__.py": b"__version__ = '0.5.17'\n",
+             "sglang-site/big.bin": bytes(range(256)) * 64,
+             **{f"sglang-site/{k}": v for k, v in (extra or {}).items()}}
     with tarfile.open(fileobj=buf, mode="w") as t:
-        for name, body in {"sglang-site/sglang/__init__.py": b"__version__ = '0.5.17'\n",
-                           "sglang-site/big.bin": bytes(range(256)) * 64}.items():
+        for name, body in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(body)
             t.addfile(info, io.BytesIO(body))
@@ -412,12 +415,53 @@ def test_unpack_exit_3_on_a_missing_part_and_4_on_a_damaged_one(tmp_path):
     assert r.returncode == 3 and "missing parts: sglang-site.tar.02" in r.stderr
 
 
-def test_unpack_exit_7_when_the_machine_lacks_an_assumed_version(tmp_path):
+def _unpack_env(tmp_path, assumed: str, extra: dict | None = None, check: str | None = None):
+    """unpack.sh with assumed.txt on a bare PATH (this Python's folder first); ``check``: UNPACK_IMPORT_CHECK."""
     pytest.importorskip("packaging")
-    flat = _fake_bundle(tmp_path, "none", assumed="pytest>=1\nno-such-package-xyz>=1\n")
-    env_py = Path(sys.executable).parent
-    r = subprocess.run(["bash", str(flat / "unpack.sh"), str(tmp_path / "dest")], capture_output=True, text=True,
-                       timeout=60, env={"PATH": f"{env_py}:/usr/bin:/bin"})
+    flat = _fake_bundle(tmp_path, "none", assumed=assumed, extra=extra)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    if check is not None:
+        env["UNPACK_IMPORT_CHECK"] = check
+    return subprocess.run(["bash", str(flat / "unpack.sh"), str(tmp_path / "dest")], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+UNMET = "pytest>=1\nno-such-package-xyz>=1\n"  # the first is met, the second cannot be
+KEY_MODULES = {f"{m}/__init__.py": b"" for m in ("sgl_kernel", "flashinfer")}
+
+
+def test_unpack_warns_of_unmet_pins_and_exits_0_when_the_site_imports(tmp_path):
+    dest = tmp_path / "dest"
+    # the check runs with the unpacked site first on PYTHONPATH: its sglang, not another
+    site = f"{dest}/sglang-site/"
+    check = f"python3 -c 'import sglang, sys; sys.exit(0 if sglang.__file__.startswith(\"{site}\") else 9)'"
+    r = _unpack_env(tmp_path, UNMET, check=check)
+    assert r.returncode == 0, r.stderr
+    unmet = [ln for ln in r.stderr.splitlines() if "unmet:" in ln]
+    assert unmet == ["unpack.sh: WARNING: unmet: no-such-package-xyz>=1 (machine: None)"]  # pytest>=1 holds
+    assert "imports regardless" in r.stderr
+    assert (dest / "sglang-site" / ".bundle-sha256").exists()
+
+
+def test_unpack_default_import_check_finds_the_sites_key_modules(tmp_path):
+    r = _unpack_env(tmp_path, UNMET, extra=KEY_MODULES)  # sglang, sgl_kernel and flashinfer in the site only
+    assert r.returncode == 0, r.stderr
+    assert "WARNING: unmet: no-such-package-xyz>=1" in r.stderr
+
+
+def test_unpack_exit_7_when_pins_are_unmet_and_the_site_does_not_import(tmp_path):
+    r = _unpack_env(tmp_path, UNMET)  # the default check: the fake site has no sgl_kernel
     assert r.returncode == 7, r.stderr
-    assert "unmet: no-such-package-xyz>=1 (machine: None)" in r.stderr and "pytest" not in r.stderr
+    last = [ln for ln in r.stderr.splitlines() if "does not import" in ln]
+    assert len(last) == 1 and "No module named 'sgl_kernel'" in last[0]
+    assert "no-such-package-xyz>=1 (machine: None)" in last[0] and "pytest" not in last[0]
     assert not (tmp_path / "dest" / "sglang-site" / ".bundle-sha256").exists()  # a rerun checks again
+    again = tmp_path / "again"
+    again.mkdir()
+    r = _unpack_env(again, UNMET, check="false")  # a check that fails silently is named as such
+    assert r.returncode == 7 and "(false: failed)" in r.stderr
+
+
+def test_unpack_imports_nothing_when_every_pin_is_met(tmp_path):
+    r = _unpack_env(tmp_path, "pytest>=1\n", check="false")
+    assert r.returncode == 0 and "WARNING" not in r.stderr, r.stderr

@@ -68,4 +68,9 @@ def test_chosen_diff_names_only_what_both_sides_know_and_differs():
     assert chosen_diff({"async_scheduling": "off"}, {}, True) == []
     assert chosen_diff({"async_scheduling": "off"}, {"async_scheduling": "on"}, True) == [
         "asynchronous scheduling on→off (the engine's choice; inferred from its rule for this method and version)"]
-    assert get_engine("sglang").inferred_chosen_settings("draft_model", "0.5.17", []) == {}  # no rule known
+    sgl = get_engine("sglang")  # SGLang 0.5.17's rule: speculative decoding runs overlapped unless turned off
+    assert sgl.inferred_chosen_settings("draft_model", "0.5.17", []) == {"overlap_schedule": "on"}
+    assert sgl.inferred_chosen_settings("draft_model", "0.5.17", ["--disable-overlap-schedule"]) == {}
+    assert sgl.inferred_chosen_settings("draft_model", "0.4.0", []) == {}  # no rule known for that version
+    assert chosen_diff({"overlap_schedule": "on"}, {"overlap_schedule": "off"}, False) == [
+        "overlap scheduling off→on (the engine's choice)"]

@@ -4,8 +4,12 @@
 # The first line of SHA256SUMS names the archive (e.g. sglang-site.tar.zst -> DEST/sglang-site), the rest its parts.
 # Exit codes (as shared/gpu/build_bundle.sh's unpack.sh): 0 unpacked, or DEST already holds this bundle;
 # 3 a part is missing (the machine went cold between carries? carry every part again); 4 a part is damaged or from
-# another build; 5 the joined archive's sha256 differs; 6 no way to decompress; 7 the site's requirements on the
-# machine's own packages (assumed.txt) do not hold there.
+# another build; 5 the joined archive's sha256 differs; 6 no way to decompress; 7 the site does not import.
+# The site's requirements on the machine's own packages (assumed.txt) are checked there: an unmet one prints a
+# WARNING naming it, then the site's key modules must import with the site first on PYTHONPATH
+# (`python3 -c 'import sglang, sgl_kernel, flashinfer'`; UNPACK_IMPORT_CHECK replaces that command, for tests).
+# They import: exit 0 (on the H100 of 2026-12-07 every import and server worked with five unmet pins). They do not:
+# exit 7, with one line naming the failed import and the unmet pins. With every pin met nothing is imported.
 set -euo pipefail
 P=$(cd "$(dirname "$0")" && pwd); DEST=${1:-/tmp}
 read -r WANT ARCHIVE < "$P/SHA256SUMS"
@@ -51,11 +55,14 @@ rm -f "$DEST/$ARCHIVE"
 mv "$DEST/$SITE.tmp/$SITE" "$DEST/$SITE" && rmdir "$DEST/$SITE.tmp"
 # requirements on the machine's own packages whose versions were unknown where the bundle was built
 if [ -s "$P/assumed.txt" ]; then
-  python3 - "$P/assumed.txt" <<'PY' || { echo "unpack.sh: the machine's packages do not meet the site's requirements above (pin them in the lock and rebuild)" >&2; exit 7; }
+  unmet=$(python3 - "$P/assumed.txt" <<'PY'
 import sys
-from importlib.metadata import PackageNotFoundError, version
-from packaging.requirements import Requirement
-bad = []
+try:
+    from importlib.metadata import PackageNotFoundError, version
+    from packaging.requirements import Requirement
+except ImportError as e:  # no packaging on the machine: the import check below decides
+    print(f"(assumed.txt not checked: {e})")
+    sys.exit(0)
 for line in open(sys.argv[1]):
     if line.strip():
         r = Requirement(line.strip())
@@ -64,11 +71,20 @@ for line in open(sys.argv[1]):
         except PackageNotFoundError:
             v = None
         if v is None or not r.specifier.contains(v, prereleases=True):
-            bad.append(f"{r} (machine: {v})")
-for b in bad:
-    print("unpack.sh: unmet:", b, file=sys.stderr)
-sys.exit(1 if bad else 0)
+            print(f"{r} (machine: {v})")
 PY
+  ) || unmet="(assumed.txt not checked: its reader failed)"
+  if [ -n "$unmet" ]; then
+    while IFS= read -r u; do echo "unpack.sh: WARNING: unmet: $u" >&2; done <<< "$unmet"
+    check=${UNPACK_IMPORT_CHECK:-"python3 -c 'import sglang, sgl_kernel, flashinfer'"}
+    if err=$(PYTHONPATH="$DEST/$SITE${PYTHONPATH:+:$PYTHONPATH}" bash -c "$check" 2>&1 >/dev/null); then
+      echo "unpack.sh: WARNING: the site imports regardless ($check); check the server's start" >&2
+    else
+      why=$(printf '%s\n' "$err" | awk 'NF' | tail -n 1)
+      echo "unpack.sh: the site does not import ($check: ${why:-failed}) and the machine's packages miss: $(printf '%s\n' "$unmet" | paste -sd ';' - | sed 's/;/; /g') (pin them in the lock and rebuild)" >&2
+      exit 7
+    fi
+  fi
 fi
 echo "$WANT" > "$DEST/$SITE/.bundle-sha256"
 echo "unpack.sh: $DEST/$SITE ready ($(du -sm "$DEST/$SITE" | cut -f1) MiB). export PYTHONPATH=$DEST/$SITE"

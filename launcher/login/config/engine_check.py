@@ -43,6 +43,7 @@ def _engine_fit(cfg: LauncherConfig, eng: Engine) -> list[ConfigError]:
     srv, b = cfg.server, cfg.bench
     facts = RecipeFacts(container_image=cfg.cluster.container_image, draft_method=cfg.draft.method,
                         known_answer=bool(b.known_answer), known_answer_allow_fail=bool(b.known_answer_allow_fail),
-                        temperatures=tuple(cfg.sweep.temperatures), engine_version=srv.engine_version)
+                        temperatures=tuple(cfg.sweep.temperatures), engine_version=srv.engine_version,
+                        server_env={str(k): str(v) for k, v in (srv.env or {}).items()})
     problems = eng.recipe_problems(facts)
     return [ConfigError(*problems[0])] if problems else []
