@@ -249,8 +249,10 @@ def forced_check(summary: dict, job: Optional[JobSpec], outcomes: list, save_dir
     if not forced:
         return
     k = job.num_speculative_tokens or 0
+    per_batch = getattr(ENGINES.get(job.engine), "forced_draw_per_batch", False)
     summary["forced_acceptance"] = run_verdicts(forced, k, counter_windows(summary["prometheus_runs"], outcomes,
-                                                                           save_dir))
+                                                                           save_dir),
+                                                batch_of={o.dir: o.concurrency for o in outcomes} if per_batch else None)
     by_point = {pt: r for r in summary["forced_acceptance"]["runs"] for pt in r["points"]}
     for o in outcomes:
         if o.dir in by_point and by_point[o.dir]["passed"] is not None:

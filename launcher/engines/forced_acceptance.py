@@ -170,11 +170,12 @@ def expected_rates(forced: Mapping, k: int) -> list[float]:
     return (rates + [0.0] * k)[:k]
 
 
-def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float) -> dict:
+def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float, draws: Optional[float] = None) -> dict:
     """Measured (the server's counters: 1 + accepted / drafts, the mechanism's own
     definition) against forced. Per step the accepted count A has P(A >= i) = rate i, so
     E[A] = sum(rates) and E[A^2] = sum((2i - 1) * rate i); the tolerance is Z standard
-    errors of the mean over the drafts counted (launcher.golden.noise)."""
+    errors of the mean over the draws (launcher.golden.noise): one per draft counted, or
+    ``draws`` where the mechanism draws once for many (SGLang: once per batch's verify step)."""
     rates = expected_rates(forced, k)
     var = accepted_variance(rates)
     expected = 1.0 + sum(rates)
@@ -182,17 +183,22 @@ def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float) -> 
         return {"expected_al": round(expected, 4), "measured_al": None, "num_drafts": 0, "tolerance": None,
                 "passed": None}
     measured = 1.0 + float(num_accepted) / float(num_drafts)
-    tol = noise_tolerance(var, num_drafts, floor=FLOOR)
+    tol = noise_tolerance(var, min(float(num_drafts), float(draws)) if draws else num_drafts, floor=FLOOR)
     return {"expected_al": round(expected, 4), "measured_al": round(measured, 4), "num_drafts": int(num_drafts),
             "tolerance": round(tol, 4), "passed": abs(measured - expected) <= tol}
 
 
-def run_verdicts(forced: Mapping, k: int, prometheus_runs: Sequence[Mapping]) -> dict:
+def run_verdicts(forced: Mapping, k: int, prometheus_runs: Sequence[Mapping],
+                 batch_of: Optional[Mapping[str, int]] = None) -> dict:
     """The verdict of each multi-point run (one per dataset and temperature) and of the job:
-    "pass", "fail", or "unknown" where the server's counters were not read."""
+    "pass", "fail", or "unknown" where the server's counters were not read. ``batch_of``
+    (point -> its concurrency) where the engine draws one length per batch step: a run's draws
+    are then taken as its drafts over its largest batch (fewer than it made: a wider tolerance)."""
     runs = []
     for r in prometheus_runs:
-        v = verdict(forced, k, r.get("num_drafts") or 0, r.get("num_accepted_tokens") or 0)
+        biggest = max((int((batch_of or {}).get(p) or 1) for p in r.get("points") or []), default=1)
+        v = verdict(forced, k, r.get("num_drafts") or 0, r.get("num_accepted_tokens") or 0,
+                    draws=(r.get("num_drafts") or 0) / biggest if batch_of else None)
         runs.append({"dataset": r.get("dataset"), "temperature": r.get("temperature"),
                      "points": list(r.get("points") or []), **v})
     known = [r["passed"] for r in runs if r["passed"] is not None]

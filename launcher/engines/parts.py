@@ -146,6 +146,9 @@ class ForcedAcceptance(abc.ABC):
     # Server environment variables that change what a run measures (the engine reads them, no flag
     # says them): they are part of the run's identity and its label (launcher.contracts.run_identity).
     measured_env: tuple[str, ...] = ()
+    # Whether forced acceptance draws one length per verify step of the whole batch (SGLang)
+    # rather than per request (vLLM): the forced verdict's tolerance counts fewer draws.
+    forced_draw_per_batch: bool = False
 
     def speculative_env(self, speculative_config: Optional[Mapping]) -> dict[str, str]:
         """The server environment a speculative config asks for on top of the recipe's

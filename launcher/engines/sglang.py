@@ -99,6 +99,7 @@ class SGLang(Engine):
     # What SGLang reads from its environment that changes what is measured (srt/environ.py): the
     # forced acceptance (its length is the run's forced level, not a setting: draft.forced_acceptance).
     measured_env = (SIMULATE_ACC_ENV, SIMULATE_TOKEN_MODE_ENV, SIMULATE_METHOD_ENV)
+    forced_draw_per_batch = True  # spec_utils.py: one simulated length per verify call, for the whole batch
 
     def capabilities(self, version: Optional[str]) -> Capabilities:
         # per_request_stats: the chat endpoint returns meta_info (spec_verify_ct, ...) only with

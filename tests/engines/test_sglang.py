@@ -278,3 +278,21 @@ def test_recipe_errors_name_the_field_and_the_fix(overrides, field):
     assert errs, overrides
     line = str(errs[0])
     assert line.startswith(field) and "fix:" in line and "\n" not in line
+
+
+def test_sglangs_forced_verdict_counts_one_draw_per_batch_step():
+    """SGLang draws one simulated length per verify call of the whole batch, so its counters over
+    N per-request steps at concurrency C hold about N / C draws: the tolerance widens by sqrt(C).
+    The recorded H100 run (forced 2.5, C=8: 1 + 2390/1642 = 2.456) passes either way; a point 0.08
+    off at C=32 fails as 1,642 independent draws and passes as 1,642 / 32 batch draws."""
+    from launcher.engines.forced_acceptance import run_verdicts
+
+    def run(point, accepted):
+        return [{"dataset": "mtbench", "temperature": 0.0, "points": [point], "num_drafts": 1642.0,
+                 "num_accepted_tokens": accepted}]
+    assert run_verdicts({"length": 2.5}, 3, run("c8", 2390.0), batch_of={"c8": 8})["verdict"] == "pass"
+    off = run("c32", 1642.0 * 1.42)
+    per_request, per_batch = run_verdicts({"length": 2.5}, 3, off), run_verdicts({"length": 2.5}, 3, off, {"c32": 32})
+    assert per_request["verdict"] == "fail" and per_batch["verdict"] == "pass"
+    assert per_batch["runs"][0]["tolerance"] == pytest.approx(per_request["runs"][0]["tolerance"] * 32 ** 0.5, rel=0.01)
+    assert SGL.forced_draw_per_batch and not get_engine("vllm").forced_draw_per_batch
