@@ -13,7 +13,7 @@
 #   5 split into part folders of at most $PART_MIB MiB, everything in them counted: OUTDIR/p01, p02, ... each with
 #     its part, SHA256SUMS, unpack.sh, assumed.txt, MANIFEST.txt; the last also holds the zstandard wheel (unpack
 #     without a zstd command), so its part is smaller by the wheel's size
-# Environment: BUNDLE_WORK (/tmp/sglang-bundle-work), PART_MIB (56: a part folder and the checkout must fit one
+# Environment: BUNDLE_WORK (/tmp/sglang-bundle-work), PART_MIB (50: a part folder and the checkout (9 MiB) must fit one
 #              64 MiB carry), ZSTD_LEVEL (10), THREADS (2), KEEP_FLASH_OPS (0: leave out sgl_kernel's FA3 library,
 #              see docs/sglang.md), PYTHON (python3 with pip and packaging; any Python 3 version: the wheels are
 #              chosen and installed for 3.12).
@@ -27,7 +27,7 @@ T0=$(date +%s)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUTDIR=$(realpath -m -- "$1")
 WORK=$(realpath -m -- "${BUNDLE_WORK:-/tmp/sglang-bundle-work}")
-PART_MIB=${PART_MIB:-56}; ZSTD_LEVEL=${ZSTD_LEVEL:-10}; THREADS=${THREADS:-2}; KEEP_FLASH_OPS=${KEEP_FLASH_OPS:-0}
+PART_MIB=${PART_MIB:-50}; ZSTD_LEVEL=${ZSTD_LEVEL:-10}; THREADS=${THREADS:-2}; KEEP_FLASH_OPS=${KEEP_FLASH_OPS:-0}
 PY=${PYTHON:-python3}
 NICE=(nice -n 19)
 SITE=sglang-site; ARCHIVE=$SITE.tar.zst
