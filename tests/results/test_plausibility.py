@@ -72,3 +72,19 @@ def test_the_recorded_sglang_forced_point_gets_its_al_from_the_counters_and_is_m
     assert abs(ext["Server_AL"] - 2.5) < 0.1 and recorded["Server_AL"] > 4
     assert ext["Server_AL_source"] == "counters" and ext["stream_AL"] == pytest.approx(recorded["Server_AL"])
     assert ext["impossible"] and "above k + 1 = 4" in ext["impossible"] and doc["Average_AL"] > 4
+
+
+def test_no_recorded_point_is_marked_but_the_merged_sglang_run():
+    """Every acceptance_rate.json recorded in tests/data (vLLM on GPUs and CPUs, SGLang): the rule
+    marks exactly the SGLang run whose stream merged 63 tokens into one chunk."""
+    data = Path(__file__).resolve().parents[1] / "data"
+    marked, judged = set(), 0
+    for f in sorted(data.glob("**/acceptance_rate.json")):
+        doc = json.loads(f.read_text())
+        doc = doc[0] if isinstance(doc, list) else doc
+        conf = json.loads(f.with_name("configuration.json").read_text()) if f.with_name("configuration.json").exists() else {}
+        k = ((conf.get("specdec_launcher") or {}).get("run_identity") or {}).get("k") or conf.get("draft_length")
+        judged += 1
+        if from_extension(doc.get("specdec_launcher") or {}, doc.get("Average_AL"), k):
+            marked.add(f.relative_to(data).parts[0])
+    assert judged > 100 and marked == {"h100_sglang0517_forced"}
