@@ -87,4 +87,4 @@ def test_no_recorded_point_is_marked_but_the_merged_sglang_run():
         judged += 1
         if from_extension(doc.get("specdec_launcher") or {}, doc.get("Average_AL"), k):
             marked.add(f.relative_to(data).parts[0])
-    assert judged > 100 and marked == {"h100_sglang0517_forced"}
+    assert judged > 50 and marked == {"h100_sglang0517_forced"}
