@@ -29,8 +29,8 @@ from launcher.bench.lossless import run_lossless
 from launcher.bench.outcome import PointOutcome
 from launcher.bench.progress import Progress
 from launcher.bench.resume import resume
-from launcher.contracts.job import (BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec, RuntimeParams,
-                                    SpecError, read_recorded_job)
+from launcher.contracts.job import (IDENTITY_KEYS, BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec,
+                                    RuntimeParams, SpecError, read_recorded_job)
 from launcher.golden.text import summary_line
 from launcher.results import read_point
 from launcher.bench.summary import print_table
@@ -376,10 +376,8 @@ def _new_summary(bench: BenchSpec, save_dir: Path, ready: ServerReady, job: Opti
     summary = {"schema_version": 1, "save_dir": str(save_dir), "model": bench.model, "engine_version": version,
                "server_startup_s": ready.startup_s, "wall_time_s": None, "points": [], "lossless": None,
                "prometheus_runs": []}
-    summary.update({k: (getattr(job, k) or None) if job else None for k in ("recipe", "server_id", "method")})
-    summary["num_speculative_tokens"] = job.num_speculative_tokens if job else None
     # what the job measured and with which server (launcher.contracts.run_identity), with the version found
-    summary["run_identity"] = job.resolved_identity().with_engine_version(version).to_dict() if job else None
+    summary.update(job.identity(version) if job else dict.fromkeys(IDENTITY_KEYS))
     summary["acceptance_source"] = acceptance_source
     return summary
 

@@ -27,11 +27,16 @@ def stat_sum(series: list[dict], stat: str) -> float:
 
 
 def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = None, *,
-                       names: Optional[KvTransferMetrics]) -> Optional[dict]:
+                       names: Optional[KvTransferMetrics], point_prompt_tokens: Optional[int] = None) -> Optional[dict]:
     """The decode servers' KV-transfer counts over a window (None when the export holds no
     `prompt_tokens_by_source`: not a disaggregated server, or not scraped). ``endpoints``:
     only series scraped from these /metrics URLs (the decode servers); ``names``: the engine's
-    counter names (the serving engine's; None: it has none)."""
+    counter names (the serving engine's; None: it has none). ``point_prompt_tokens``: the prompt
+    tokens the point's requests sent (their usage), the check of the window like every other
+    window's: a decode server counts a request's prompt once, so a window that counted another
+    number of prompt tokens holds a neighbour's request or misses one of the point's (a counter
+    updated after the next point began): ``covers_the_point`` is then false and
+    ``every_prompt_transferred`` unknown (None)."""
     n = names
     if n is None:
         return None
@@ -57,6 +62,11 @@ def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = Non
     }
     out["every_prompt_transferred"] = (out["external_kv_transfer_tokens"] > 0 and out["local_compute_tokens"] == 0
                                        and out["local_cache_hit_tokens"] == 0 and out["failed_transfers"] == 0)
+    if point_prompt_tokens is not None:
+        out["point_prompt_tokens"] = int(point_prompt_tokens)
+        out["covers_the_point"] = out["prompt_tokens"] == int(point_prompt_tokens)
+        if not out["covers_the_point"]:
+            out["every_prompt_transferred"] = None
     return out
 
 

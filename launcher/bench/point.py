@@ -148,10 +148,17 @@ def _disagg(ctx: PointContext, aip: Path, ok_records: list) -> dict:
     scraped = ar.server_metrics(aip) or {}
     names = ctx.engine.kv_transfer_metrics
     return {"topology": topology_note(topology),
-            "kv_transfer": kv_transfer_window(scraped, endpoints=ctx.server_ready.metrics_urls or None, names=names),
+            "kv_transfer": kv_transfer_window(scraped, endpoints=ctx.server_ready.metrics_urls or None, names=names,
+                                              point_prompt_tokens=_prompt_tokens(ok_records)),
             "prefix_cache": prefix_cache_window(scraped, topology, router_policy=topology.get("router_policy"),
                                                 names=names),
             "ttft_split": ttft_split(scraped, topology, client_ttft_ms=client_mean_ttft_ms(ok_records), names=names)}
+
+
+def _prompt_tokens(records: list) -> Optional[int]:
+    """The prompt tokens a point's requests sent, by the server's usage; None where one lacks it."""
+    counts = [r.prompt_tokens for r in records]
+    return sum(counts) if counts and all(c is not None for c in counts) else None
 
 
 def process_point(ctx: PointContext, spec: DatasetSpec, questions: list[Question], o, point_dir: Path) -> None:

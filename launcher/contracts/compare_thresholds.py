@@ -56,4 +56,6 @@ class CompareThresholds:
 # inside one run removes (a run-level random effect), added to the interval of a change. Measured
 # with tests/benchmarks/bench_repeats_noise.py on the 2-core CPU stack: 0.16 (docs/repeats.md); set
 # bench.gates.compare_run_floor to your machines' own figure.
-COMPARE_DEFAULTS = CompareThresholds(al=0.02, tps=0.05, single_run_tps=0.35, noisy_rel_mad=0.1, run_floor=0.16)
+NOISY_REL_MAD = 0.1  # bench.gates.noisy_rel_mad's default (vLLM tune_speculative_k's rule): the one definition
+COMPARE_DEFAULTS = CompareThresholds(al=0.02, tps=0.05, single_run_tps=0.35, noisy_rel_mad=NOISY_REL_MAD,
+                                     run_floor=0.16)

@@ -25,6 +25,9 @@ from launcher.contracts.cpu_cores import cpu_core_sets, disagg_core_sets  # noqa
 from launcher.contracts.launch import SERVER_LAUNCHES, LaunchSpec
 from launcher.contracts.run_identity import RunIdentity, build as build_identity
 from launcher.engines import ENGINES
+
+# summary.json's keys for what a job measured and with which server (JobSpec.identity, the one builder)
+IDENTITY_KEYS = ("recipe", "server_id", "method", "num_speculative_tokens", "run_identity")
 from launcher.runtime.files import write_text_atomic
 from launcher.engines import AcceptanceSource, Engine, num_speculative_tokens, speculation_flags
 
@@ -307,10 +310,11 @@ class JobSpec:
         """The spec with its run identity filled (the planner's one call)."""
         return replace(self, run_identity=self.resolved_identity())
 
-    def identity(self) -> dict:
-        """What summary.json records of the job: recipe, server_id, method, k and the run identity."""
-        i = self.resolved_identity()
-        return {"recipe": self.recipe, "server_id": self.server_id, "method": i.method,
+    def identity(self, engine_version: Optional[str] = None) -> dict:
+        """What summary.json records of the job (IDENTITY_KEYS): recipe, server_id, method, k and the
+        run identity, with ``engine_version`` where the node found it."""
+        i = self.resolved_identity().with_engine_version(engine_version)
+        return {"recipe": self.recipe or None, "server_id": self.server_id or None, "method": i.method,
                 "num_speculative_tokens": i.k if i.method != "none" else None, "run_identity": i.to_dict()}
 
     # -- JSON

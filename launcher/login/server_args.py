@@ -126,5 +126,6 @@ def build_server_flags(cfg: LauncherConfig, eng: Engine, k: Optional[int] = None
 
 def build_server_argv(cfg: LauncherConfig, eng: Engine, host: str, port: int | str,
                       k: Optional[int] = None) -> list[str]:
-    """Recipe -> the complete server argv (used by dry runs and tests)."""
+    """Recipe -> the complete server argv: the engine's command and model around server_flags
+    (the tests' view of a recipe's server; the plan and the dry run render JobSpec.server_argv)."""
     return eng.server_argv(cfg.server.command, cfg.model.path, build_server_flags(cfg, eng, k), host, port)

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from launcher.engines.known_defects import names_known_defect
-from launcher.report.marks import FEW, IMPOSSIBLE, IMPOSSIBLE_WORDS, KNOWN_DEFECT, NOISY, SUSPECT, point_marks
+from launcher.report.marks import FEW, IMPOSSIBLE, KNOWN_DEFECT, NOISY, SUSPECT, WORDS as MARKS_WORDS, point_marks
 
 FORCED = "F"  # the point's acceptance was forced; its level is in the legend
 from launcher.results.disagg_parity import read_parity
@@ -32,12 +32,7 @@ from launcher.results.job_result import known_answer_line
 from launcher.speedup.causes import legend as cause_legend, words as cause_words
 from launcher.speedup.collect import read_speedup
 
-MARK_WORDS = {IMPOSSIBLE: IMPOSSIBLE_WORDS,
-              SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature; no known defect explains it)",
-              KNOWN_DEFECT: f"{KNOWN_DEFECT} known engine defect at this temperature (the known-answer probe failed as "
-                            "a documented defect says: named below)",
-              FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
-              NOISY: f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold)",
+MARK_WORDS = {**MARKS_WORDS,  # the marks' own words (launcher.report.marks), and the console's two more
               "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)",
               FORCED: f"{FORCED} forced acceptance ({{levels}}, the engine's own mechanism): Average_AL is set by "
                       "the server, not earned by the draft"}

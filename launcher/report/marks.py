@@ -22,12 +22,20 @@ from launcher.results.plausibility import IMPOSSIBLE_FIELD
 from launcher.results.repeats import record
 
 FEW, NOISY, SUSPECT, KNOWN_DEFECT, IMPOSSIBLE = "†", "~", "!", "D", "X"
-IMPOSSIBLE_WORDS = (f"{IMPOSSIBLE} impossible acceptance (an AL above k + 1, or per-position rates that contradict "
-                    "the AL: the counting failed, not the draft; launcher.results.plausibility)")
-LEGEND = (f"{IMPOSSIBLE_WORDS}; "f"{FEW} few samples (a median over fewer than 5 requests, or fewer than half); "
-          f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the threshold); "
-          f"{SUSPECT} suspect temperature (known-answer probe failed: engine defect suspected); "
-          f"{KNOWN_DEFECT} known engine defect at this temperature (the probe failed as a documented defect says)")
+# Each mark's words, the one place they are written: the console's legend prints them, the report's and
+# the plots' legend (LEGEND) joins them.
+WORDS = {
+    IMPOSSIBLE: f"{IMPOSSIBLE} impossible acceptance (an AL above k + 1, or per-position rates that contradict the AL: "
+                "the counting failed, not the draft; launcher.results.plausibility)",
+    SUSPECT: f"{SUSPECT} suspect T (known-answer probe failed at this temperature; no known defect explains it)",
+    KNOWN_DEFECT: f"{KNOWN_DEFECT} known engine defect at this temperature (the known-answer probe failed as a "
+                  "documented defect says: named below)",
+    FEW: f"{FEW} few samples (a timing median over < 5 requests, or < half)",
+    NOISY: f"{NOISY} noisy (Output TPS repeats: relative MAD, or one repeat's distance from the median, above the "
+           "threshold)",
+}
+IMPOSSIBLE_WORDS = WORDS[IMPOSSIBLE]
+LEGEND = "; ".join(WORDS[m] for m in (IMPOSSIBLE, FEW, NOISY, SUSPECT, KNOWN_DEFECT))
 
 
 @dataclass(frozen=True)

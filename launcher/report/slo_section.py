@@ -8,6 +8,7 @@ from pathlib import Path
 
 from launcher.report.markup import esc as _e, figures, num as _num
 from launcher.report.plots import _MARKERS, _save, concurrency_axes, panel_grid
+from launcher.speedup.slo import TIE_REL
 
 
 def goodput_vs_concurrency(groups: list[dict], path: Path, description: str) -> Path | None:
@@ -107,6 +108,6 @@ def slo_section(res: dict | None, out: Path) -> str:
     return (f'<section id="slo"><h2>At your SLO</h2>'
             f'<p>SLO: <b>{_e(res["description"])}</b> ({_e(res.get("source") or "")}). A request is good when '
             f"it meets every limit; a point meets the SLO when each limit holds at its percentile. {_e(agree)} "
-            f"Ties within noise (or {res.get('tie_rel', 0.05):.0%}) go to the simpler configuration: no "
+            f"Ties within noise (or {res.get('tie_rel', TIE_REL):.0%}) go to the simpler configuration: no "
             f"speculation, then the smaller k (docs/slo.md).</p>"
             f"{figures(figs)}{''.join(tables(g) for g in res['groups'])}</section>")

@@ -69,7 +69,8 @@ def post_transfer_steps(disagg: PointRow) -> Optional[float]:
     scrape can shift by a transfer between neighbouring points (the run's window is exact:
     summary.json's prometheus_runs)."""
     kv = disagg.kv_transfer or {}
-    if disagg.num_turns is not None and (kv.get("every_prompt_transferred") or kv.get("transfers") is None):
+    if disagg.num_turns is not None and (kv.get("every_prompt_transferred") or kv.get("transfers") is None
+                                         or kv.get("covers_the_point") is False):  # its transfers: a neighbour's too
         return float(disagg.num_turns)
     n = kv.get("transfers")
     return float(n) if n is not None else None
@@ -112,7 +113,9 @@ def point_parity(disagg: PointRow, aggregated: PointRow, tolerance: float,
     if not_judged is not None:
         row["why_not_judged"] = not_judged
     kv = disagg.kv_transfer or {}
-    row["transferred"] = bool(kv.get("every_prompt_transferred"))
+    # None: the point's window did not cover its requests (kv_transfer.covers_the_point), so not known
+    row["transferred"] = (None if kv.get("covers_the_point") is False and kv.get("every_prompt_transferred") is None
+                          else bool(kv.get("every_prompt_transferred")))
     steps = [x.num_spec_steps for x in (disagg, aggregated)]
     if None not in steps and disagg.num_turns:  # verify steps decode took beyond the aggregated server's
         row["extra_verify_steps_per_turn"] = round((steps[0] - steps[1]) / disagg.num_turns, 4)
@@ -158,7 +161,7 @@ def parity_verdict(disagg_summary, aggregated_summary, tolerance: float,
         if r["outputs_equal"] is False:
             problems.append(f"{r['point']}: T=0 outputs differ for {len(r['outputs_differing'])} of "
                             f"{r['outputs_compared']} questions")
-        if not r["transferred"]:
+        if r["transferred"] is False:
             kv = r["kv_transfer"] or {}
             problems.append(f"{r['point']}: not every request's prompt came by transfer (decode computed "
                             f"{kv.get('local_compute_tokens')}, cache hits {kv.get('local_cache_hit_tokens')}, "
@@ -170,7 +173,7 @@ def parity_verdict(disagg_summary, aggregated_summary, tolerance: float,
         "outputs_equal_at_t0": (all(r["outputs_equal"] for r in compared if r["outputs_equal"] is not None)
                                 if any(r["outputs_equal"] is not None for r in compared) else None),
         "acceptance_within_tolerance": all(r["al_ok"] for r in judged) if judged else None,
-        "every_request_transferred": all(r["transferred"] for r in compared) if compared else None,
+        "every_request_transferred": _all_known([r["transferred"] for r in compared]),
     }
     verdict = "fail" if problems and compared else ("incomplete" if not compared else "pass")
     if verdict == "fail" and all(v is not False for v in checks.values()):
@@ -180,6 +183,10 @@ def parity_verdict(disagg_summary, aggregated_summary, tolerance: float,
     bases = sorted({r["al_basis"] for r in compared})
     not_judged = [f"{r['point']}: acceptance not judged ({r['why_not_judged']})"
                   for r in compared if not r["acceptance_judged"]]
+    not_judged += [f"{r['point']}: transfers not judged (its decode window counted "
+                   f"{(r['kv_transfer'] or {}).get('prompt_tokens')} prompt tokens, its requests sent "
+                   f"{(r['kv_transfer'] or {}).get('point_prompt_tokens')}: a counter updated outside the point's time)"
+                   for r in compared if r["transferred"] is None]
     return {"schema_version": 2, "verdict": verdict, "al_tolerance": tolerance, "al_basis": bases,
             "checks": checks, "points": rows, "problems": problems, "not_judged": not_judged}
 
@@ -241,3 +248,10 @@ def one_line(verdict: Mapping) -> str:
     return (head + (f"; {probs[0]}" + (f" (+{len(probs) - 1} more)" if len(probs) > 1 else "") if probs else "")
             + (f"; acceptance not judged on {len(skipped)} point(s) where the known-answer probe failed"
                if skipped else ""))
+
+
+def _all_known(values: list) -> Optional[bool]:
+    """False if any is False, None if none is False but one is unknown (or there are none), else True."""
+    if any(v is False for v in values):
+        return False
+    return None if not values or any(v is None for v in values) else True

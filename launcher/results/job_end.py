@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from launcher.contracts.job import point_dir_name
+from launcher.contracts.job import IDENTITY_KEYS, point_dir_name
 from launcher.results.layout import COMPLETE_FILE
 from launcher.results.status import read_progress, write_progress
 from launcher.results.summary import PointRow, as_row, change_summary, point_rows, row_dicts
@@ -124,7 +124,7 @@ def _ended(job_dir: Path, summary: Optional[dict], rc: int, cause, reason, point
     if summary is None or not point_rows(summary):
         summary = {**(summary or {}), "schema_version": 1, "save_dir": str(job_dir),
                    "points": planned_rows(points)}
-        for k in ("recipe", "server_id", "method", "num_speculative_tokens", "run_identity"):
+        for k in IDENTITY_KEYS:
             summary.setdefault(k, (identity or {}).get(k))
     complete = [p.dir for p in point_rows(summary) if p.dir and (job_dir / p.dir / COMPLETE_FILE).is_file()]
     point_cause = cause or (reason if rc != 0 else None)  # pending points of a failed job were not run

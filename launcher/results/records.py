@@ -53,6 +53,7 @@ class TurnRecord:
     spec: SpecStats | None
     completion_tokens: int | None = None   # the server's usage figure (EOS included)
     chunk_gaps_ms: tuple = ()              # inter_chunk_latency: gaps between streamed chunks
+    prompt_tokens: int | None = None       # the server's usage figure of the prompt (usage_prompt_tokens)
 
     @property
     def label(self) -> str:
@@ -234,7 +235,13 @@ def parse_record(obj: object, where: str) -> TurnRecord:
         spec=spec,
         completion_tokens=_completion_tokens(metrics, raw_spec, label),
         chunk_gaps_ms=_chunk_gaps(metrics, label),
+        prompt_tokens=_whole(_metric_value(metrics, "usage_prompt_tokens", label)),
     )
+
+
+def _whole(v) -> int | None:
+    """A token count as an int (None when absent or not a whole number)."""
+    return int(v) if v is not None and float(v).is_integer() and v >= 0 else None
 
 
 def _completion_tokens(metrics: Mapping, raw_spec: object, label: str) -> int | None:

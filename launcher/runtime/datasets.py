@@ -48,15 +48,15 @@ class DatasetSpec:
     """One benchmark dataset.
 
     ``reader(path, num_requests)`` returns the questions (``num_requests``
-    None = all). ``responses_file`` is the ``<dataset>_responses.jsonl`` name.
-    ``request_key(question)`` is the key of the question in
+    None = all). The responses file a point writes is named by
+    launcher.results.layout.responses_file (specdec_bench's metric class: SPEED-Bench
+    splits write ``specbench_responses.jsonl``), its one owner. ``request_key(question)`` is the key of the question in
     ``acceptance_rate.json``'s ``Request_AL`` and the AIPerf ``session_id``
     (AIPerf reports it back as ``metadata.conversation_id``).
     """
 
     name: str
     reader: Callable[[Path, int | None], list[Question]]
-    responses_file: str
     request_key: Callable[[Question], str]
 
 
@@ -299,12 +299,12 @@ def speed_dataset(split: str) -> str:
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    "mtbench": DatasetSpec("mtbench", read_mtbench, "mtbench_responses.jsonl", question_key),
-    "specbench": DatasetSpec("specbench", read_specbench, "specbench_responses.jsonl", question_key),
+    "mtbench": DatasetSpec("mtbench", read_mtbench, question_key),
+    "specbench": DatasetSpec("specbench", read_specbench, question_key),
 }
 for _split in SPEED_SPLITS:
     _name = speed_dataset(_split)
-    DATASETS[_name] = DatasetSpec(_name, read_speed, f"{_name}_responses.jsonl", question_key)
+    DATASETS[_name] = DatasetSpec(_name, read_speed, question_key)
 del _split, _name
 
 
@@ -329,7 +329,7 @@ def get_dataset(name: str) -> DatasetSpec:
     if name in DATASETS:
         return DATASETS[name]
     if re.fullmatch(r"speed_[A-Za-z0-9_]+", name):
-        return DatasetSpec(name, read_speed, f"{name}_responses.jsonl", question_key)
+        return DatasetSpec(name, read_speed, question_key)
     raise DatasetError(
         f"unknown dataset {name!r}; choose one of {', '.join(sorted(DATASETS))} "
         "(or speed_<split>)"

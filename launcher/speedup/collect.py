@@ -333,9 +333,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--slo", default=None, metavar="KEY=VALUE,...",
                     help="judge every point against this SLO (ttft_ms, itl_ms or tpot_ms, e2e_ms, percentile, "
                          "good_share; e.g. ttft_ms=300,tpot_ms=40); default: the recipe's sweep.slo (docs/slo.md)")
-    ap.add_argument("--slo-tie", type=float, default=0.05, metavar="REL",
+    ap.add_argument("--slo-tie", type=float, default=slo_mod.TIE_REL, metavar="REL",
                     help="goodputs within this relative difference (or within the repeats' MAD) are a tie, "
-                         "which goes to the simpler configuration (default 0.05)")
+                         f"which goes to the simpler configuration (default {slo_mod.TIE_REL:g})")
     ap.add_argument("--at-al", type=float, nargs="+", default=None, metavar="AL",
                     help="predict each configuration's speedup at these acceptance lengths from the step costs its "
                          "forced runs measured, with a 95%% interval (docs/speedup.md)")

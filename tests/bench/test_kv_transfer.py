@@ -75,3 +75,29 @@ def test_the_multiphase_config_scrapes_the_decode_servers(tmp_path):
         "enabled": True, "formats": ["json", "jsonl"], "urls": [DECODE]}
     # without more endpoints AIPerf scrapes the URL's own /metrics; every scrape is written with its time
     assert multiphase_config(**kw)["benchmark"]["serverMetrics"] == {"enabled": True, "formats": ["json", "jsonl"]}
+
+
+def test_a_window_is_checked_against_the_prompt_tokens_its_point_sent():
+    """The fresh-clone failure of 2026-12-07: a C=1 point sent 4 requests of 215 + 304 + 194 + 301 =
+    1,014 prompt tokens, its decode window counted 3 transfers and 713 tokens (the last request's
+    counters appeared after the next point began). The window says it does not cover the point,
+    and whether every prompt was transferred is then unknown, not true."""
+    lagged = kv_transfer_window(_export(external=713.0, transfers=3), names=KV_NAMES, point_prompt_tokens=1014)
+    assert lagged["covers_the_point"] is False and lagged["every_prompt_transferred"] is None
+    assert (lagged["prompt_tokens"], lagged["point_prompt_tokens"]) == (713, 1014)
+    whole = kv_transfer_window(_export(external=1014.0), names=KV_NAMES, point_prompt_tokens=1014)
+    assert whole["covers_the_point"] is True and whole["every_prompt_transferred"] is True
+    # a covered window still says when decode computed a prompt itself
+    computed = kv_transfer_window(_export(external=997.0, compute=17.0), names=KV_NAMES, point_prompt_tokens=1014)
+    assert computed["covers_the_point"] is True and computed["every_prompt_transferred"] is False
+    assert "covers_the_point" not in kv_transfer_window(_export(), names=KV_NAMES)  # no usage: no check
+
+
+def test_a_point_records_the_prompt_tokens_of_its_requests():
+    from launcher.bench.point import _prompt_tokens
+    from launcher.results.records import parse_record
+    rec = lambda n, usage: parse_record({"metadata": {"conversation_id": "81", "turn_index": n},  # noqa: E731
+                                         "metrics": ({"usage_prompt_tokens": {"value": usage, "unit": "tokens"}}
+                                                     if usage is not None else {})}, f"x:{n}")
+    assert _prompt_tokens([rec(0, 215), rec(1, 304)]) == 519
+    assert _prompt_tokens([rec(0, 215), rec(1, None)]) is None

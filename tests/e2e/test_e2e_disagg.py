@@ -94,7 +94,9 @@ def test_disagg_sweep_through_the_router_with_kv_transfer_and_an_injected_loss_f
     for p in summary["points"]:
         res = read_point(disagg / p["dir"])
         kv = res.conf_ext["kv_transfer"]
-        assert kv["every_prompt_transferred"], kv
+        # a window whose counters lagged a request says so (covers_the_point false), and leaves it unknown
+        assert kv["every_prompt_transferred"] or (kv["covers_the_point"] is False
+                                                  and kv["every_prompt_transferred"] is None), kv
         assert kv["external_kv_transfer_tokens"] > 0 and kv["bytes"] > 0 and kv["transfers"] > 0, kv
         assert res.conf_ext["topology"]["prefix_cache_control"].startswith("prefix caching off")
         assert res.server_al is not None and res.server_al > 1.0  # decode kept speculating after the transfer
@@ -183,7 +185,11 @@ def test_cache_aware_finds_more_prefixes_on_the_prefill_servers_than_round_robin
     assert ca["router_policy"] == "cache_aware" and rr["router_policy"] == "round_robin"
     # the same workload: the same prompt tokens reach the prefill servers, every one transferred once
     assert ca["prefill_queries"] == rr["prefill_queries"] > 0, (ca, rr)
-    assert ca_kv["transfers"] == rr_kv["transfers"] == 4, (ca_kv, rr_kv)
+    for kv in (ca_kv, rr_kv):  # every prompt transferred once, where the point's window holds its requests
+        if kv["covers_the_point"]:
+            assert kv["transfers"] == 4, (ca_kv, rr_kv)
+        else:  # the decode counters of its last request appeared after the next point began: said, not hidden
+            assert kv["every_prompt_transferred"] is None and kv["prompt_tokens"] != kv["point_prompt_tokens"], kv
     # round_robin used both servers; cache_aware found at least 2 blocks of 32 tokens per conversation more
     rr_by = {s["server"]: s for s in rr["servers"]}
     assert rr_by["prefill0"]["queries"] > 0 and rr_by["prefill1"]["queries"] > 0, rr

@@ -152,3 +152,20 @@ def test_the_verdicts_reader_takes_the_failed_temperatures_from_known_answer_jso
     found = defective_temperatures(tmp_path)
     assert list(found) == [0.7] and found[0.7].startswith("known-answer probe failed: ")
     assert "known-answer AL 1.01 at T=0.7, expected k+1 = 4" in found[0.7]
+
+
+def test_a_window_that_missed_a_request_leaves_the_transfers_unknown_not_failed():
+    """A decode window whose counters lagged its last request (covers_the_point false): the parity
+    neither fails on it nor passes it; it says the transfers were not judged there."""
+    lagged = {"every_prompt_transferred": None, "covers_the_point": False, "prompt_tokens": 713,
+              "point_prompt_tokens": 1014, "transfers": 3, "local_compute_tokens": 0, "local_cache_hit_tokens": 0,
+              "failed_transfers": 0}
+    a = {"points": [_row("m/t0_c1", 0.0, 2.0, kv=None), _row("m/t0_c2", 0.0, 2.0, kv=None)]}
+    d = {"points": [_row("m/t0_c1", 0.0, 2.0, kv=lagged), _row("m/t0_c2", 0.0, 2.0)]}
+    v = parity_verdict(d, a, 0.05, {})
+    assert v["checks"]["every_request_transferred"] is None and v["verdict"] == "pass", v
+    assert v["points"][0]["transferred"] is None and not v["problems"]
+    assert any("transfers not judged" in n and "713" in n and "1014" in n for n in v["not_judged"])
+    failed = dict(lagged, every_prompt_transferred=False, covers_the_point=True)
+    v = parity_verdict({"points": [_row("m/t0_c1", 0.0, 2.0, kv=failed), _row("m/t0_c2", 0.0, 2.0)]}, a, 0.05, {})
+    assert v["checks"]["every_request_transferred"] is False and v["verdict"] == "fail"

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 from statistics import mean, median, stdev
 from typing import Optional, Sequence
 
+from launcher.contracts.compare_thresholds import NOISY_REL_MAD  # noqa: F401 (its one definition; re-exported)
+
 # Two-sided 95% critical values of Student's t (the 0.975 quantile) by degrees
 # of freedom. Between tabulated values the next smaller df is used, which gives
 # a slightly larger (conservative) value.
@@ -60,7 +62,6 @@ class Interval:
         return self.has_interval and (self.lo > 0 or self.hi < 0)
 
 
-NOISY_REL_MAD = 0.1  # bench.gates.noisy_rel_mad's default (vLLM tune_speculative_k's rule)
 
 
 @dataclass(frozen=True)
