@@ -16,6 +16,7 @@ from launcher.contracts.job import BenchSpec
 from launcher.engines import num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.runtime import machine
+from launcher.runtime.telemetry import gpu_uuids
 from launcher.runtime.datasets import DatasetSpec
 from launcher.runtime.source import git_sha, tool_version
 
@@ -29,7 +30,17 @@ def job_dir(point_dir: Path) -> str:
 def point_machine(gpu: str, ok_records: list, job_dir: Optional[str]) -> dict:
     """configuration.json's ``machine``: the GPU, the host, and the node's samples over the
     point's requests (launcher.runtime.machine)."""
-    return {"gpu": gpu, "host": machine.host_facts(), "window": requests_window(ok_records, job_dir)}
+    return {"gpu": gpu, "gpu_uuids": _gpu_uuids(), "host": machine.host_facts(),
+            "window": requests_window(ok_records, job_dir)}
+
+
+_UUIDS: list = []  # the visible GPUs' uuids, read once per benchmark process (NVML opened once)
+
+
+def _gpu_uuids() -> list[str]:
+    if not _UUIDS:
+        _UUIDS.append(gpu_uuids())
+    return list(_UUIDS[0])
 
 
 def requests_window(ok_records: list, job_dir: Optional[str]) -> Optional[dict]:

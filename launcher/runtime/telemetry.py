@@ -79,6 +79,7 @@ __all__ = [
     "NO_GPU_LABEL",
     "GpuMemorySampler",
     "gpu_names",
+    "gpu_uuids",
     "gpu_name_list",
 ]
 
@@ -433,6 +434,19 @@ def gpu_name_list(*, nvml: Any = None, visible_devices: str | None = ...) -> lis
     try:
         sampler._open()
         return [g["name"] for g in sampler._gpus] if sampler._available else []
+    except Exception:
+        return []
+    finally:
+        sampler._shutdown()
+
+
+def gpu_uuids(*, nvml: Any = None, visible_devices: str | None = ...) -> list[str]:  # type: ignore[assignment]
+    """UUIDs of the visible NVIDIA GPUs in NVML index order ("GPU-7c41ac40-..."); [] when there are none
+    or NVML gives none: what tells two machines of one GPU model apart."""
+    sampler = GpuMemorySampler(nvml=nvml, visible_devices=visible_devices)
+    try:
+        sampler._open()
+        return [g["uuid"] for g in sampler._gpus if g.get("uuid")] if sampler._available else []
     except Exception:
         return []
     finally:

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from statistics import median
 from typing import Optional, Sequence
 
-HOST_BOUND, GPU_BOUND, CLOCK_CAPPED, STEAL, UNLIKE, OTHER_GPU, OTHER_HOST = (
-    "host-bound", "GPU-bound", "clock-capped", "steal", "unlike", "other-GPU", "other-host")
+HOST_BOUND, GPU_BOUND, CLOCK_CAPPED, STEAL, UNLIKE, OTHER_GPU, OTHER_HOST, OTHER_MACHINE = (
+    "host-bound", "GPU-bound", "clock-capped", "steal", "unlike", "other-GPU", "other-host", "other-machine")
 WORDS = {
     HOST_BOUND: "the engine used about one CPU core while the GPU waited (GPU under {gpu_busy_pct:g} % busy)",
     GPU_BOUND: "the GPU was busy (at least {gpu_busy_pct:g} % of the time)",
@@ -36,6 +36,8 @@ WORDS = {
     UNLIKE: "not like for like: a serving setting differs from the baseline's",
     OTHER_GPU: "the baseline ran on another GPU model",
     OTHER_HOST: "the baseline ran on another host",
+    OTHER_MACHINE: "the baseline ran on another machine of the same kind (another boot or GPU; one stage differs "
+                   "by up to 12 % between such machines: docs/gpu.md)",
 }
 
 
@@ -148,7 +150,30 @@ def other_machine(spec_machine: Optional[dict], base_machine: Optional[dict]) ->
     if h1 and h2 and h1 != h2:
         out.append(Cause(OTHER_HOST, f"other host: the speculative point ran on {h1[0]} ({h1[2]} x {h1[1]}), "
                                      f"its baseline on {h2[0]} ({h2[2]} x {h2[1]})."))
+    elif not out:  # alike by name, model and cores: two guests of one kind differ by their boot and their GPUs
+        m1, m2 = machine_identity(spec_machine), machine_identity(base_machine)
+        if m1 and m2 and _differ(m1, m2):
+            out.append(Cause(OTHER_MACHINE, f"other machine: the speculative point ran on {_named(m1)}, "
+                                            f"its baseline on {_named(m2)}."))
     return out
+
+
+def machine_identity(m: Optional[dict]) -> Optional[dict]:
+    """What tells one machine from another of its kind, as recorded: the host's boot id and the
+    GPUs' uuids (configuration.json's machine); None when neither was recorded."""
+    boot = ((m or {}).get("host") or {}).get("boot_id")
+    uuids = tuple((m or {}).get("gpu_uuids") or ())
+    return {"boot_id": boot, "gpu_uuids": uuids} if boot or uuids else None
+
+
+def _differ(a: dict, b: dict) -> bool:
+    """Two recorded machines differ where both recorded a field and it differs."""
+    return any(a[k] and b[k] and a[k] != b[k] for k in ("boot_id", "gpu_uuids"))
+
+
+def _named(m: dict) -> str:
+    parts = ([f"boot {m['boot_id'][:8]}"] if m["boot_id"] else []) + [u[:12] for u in m["gpu_uuids"]]
+    return " ".join(parts)
 
 
 def causes(spec: Sequence[Optional[dict]], base: Sequence[Optional[dict]], differing: Sequence[str],

@@ -139,3 +139,21 @@ def test_each_machines_line_says_where_its_points_were_measured():
     assert across.lines(comp, {"gpu:GPU-a": "M1", "gpu:GPU-b": "M2"}) == [
         "M1 = gpu:GPU-a: NVIDIA H100 on 16 x Xeon; one core 61.5 ms for 2e6 Python additions, best of 5",
         "M2 = gpu:GPU-b"]
+
+
+def test_a_baseline_of_another_machine_of_the_same_kind_is_named(tmp_path):
+    """DFlash's jobs (machine M1) in one folder with the Qwen3 baseline of machine M4: two H100
+    guests alike in hostname, CPU model and cores. The pairing names the other machine by its
+    boot id (recorded per point), beside the causes it named before."""
+    from launcher.speedup.collect import main as speedup_main
+    mixed = results_copy(DATA / "h100_vllm026_dflash_2starts", tmp_path / "mixed")
+    own_base = next(mixed.glob("qwen3-8b-shaped-none-*"))
+    shutil.rmtree(own_base)
+    other = results_copy(DATA / "h100_vllm026_qwen3_eagle3_2starts", tmp_path / "m4")
+    shutil.move(str(next(other.glob("qwen3-8b-shaped-none-*"))), str(mixed / own_base.name))
+    assert speedup_main([str(mixed)]) == 0
+    rows = json.loads((mixed / "speedup_summary.json").read_text())["points"]
+    words = {c["word"] for r in rows for c in (r.get("causes") or [])}
+    assert "other-machine" in words, words
+    text = next(c["sentence"] for r in rows for c in r["causes"] if c["word"] == "other-machine")
+    assert "boot 30a59545" in text and "boot 9e2093bb" in text

@@ -75,3 +75,19 @@ def test_the_rows_are_the_machine_modules_compact_rows():
     row = machine.compact({"gpus": [{"util_pct": {"median": 100.0}, "sm_mhz": {"median": 1980.0},
                                       "slowed_share": 0.0}], "cpu_steal_share": 0.0, "engine_cores": 0.5})
     assert names([row]) == ["GPU-bound"]
+
+
+def test_two_guests_of_one_kind_are_told_apart_by_boot_and_gpu():
+    """Hostname, CPU model and cores alike (two KVM guests "vm" of 16 Xeon cores): the boot id and
+    the GPUs' uuids say whether the baseline ran on the same machine."""
+    h = {"hostname": "vm", "cpu_model": "Intel(R) Xeon(R) Processor", "cores": 16}
+    m1 = {"gpu": "H100", "host": {**h, "boot_id": "30a59545-aaaa"}, "gpu_uuids": ["GPU-641e43a7-1111"]}
+    m4 = {"gpu": "H100", "host": {**h, "boot_id": "9e2093bb-bbbb"}, "gpu_uuids": ["GPU-20590ea1-2222"]}
+    got = causes([rep()], [rep()], (), m1, m4)
+    assert [c.word for c in got][-1] == "other-machine"
+    assert "boot 30a59545 GPU-641e43a7" in got[-1].sentence and "boot 9e2093bb GPU-20590ea1" in got[-1].sentence
+    assert names([rep()], [rep()], (), m1, dict(m1)) == ["GPU-bound"]
+    no_uuids = {k: v for k, v in m4.items() if k != "gpu_uuids"}  # recorded before the uuids: the boot id tells
+    assert names([rep()], [rep()], (), m1, no_uuids)[-1] == "other-machine"
+    same_boot = {**m1, "gpu_uuids": []}
+    assert names([rep()], [rep()], (), m1, same_boot) == ["GPU-bound"]  # nothing recorded differs
