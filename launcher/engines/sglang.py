@@ -1,8 +1,9 @@
 """SGLang behind the engine seam: its server flags, endpoints, metric names and
-what its versions have. Every fact here was read from SGLang 0.5.17's source (the
-PyPI wheel sglang-0.5.17-cp312-cp312-manylinux_2_34_x86_64.whl); docs/sglang.md
-names the file of each. Nothing of this module has run against a live SGLang
-server: SGLang has no CPU build, and the tests build their inputs from the source.
+what its versions have. The facts were read from SGLang 0.5.17's source (the PyPI
+wheel sglang-0.5.17-cp312-cp312-manylinux_2_34_x86_64.whl; docs/sglang.md names the
+file of each) and checked against a real server on an H100 through the main command
+(its replies are tests/data/h100_sglang0517_*). SGLang has no CPU build: CI runs this
+module against a stand-in that replays those replies (tests/node/fake_sglang.py).
 """
 from __future__ import annotations
 

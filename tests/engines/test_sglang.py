@@ -1,10 +1,10 @@
 """SGLang behind the engine seam: argv per algorithm, its Prometheus names, its
 per-request meta_info, and the recipe errors of engine=sglang.
 
-NOTHING HERE WAS RECORDED FROM A SERVER. The Prometheus text and the meta_info below
-are built by hand from the metric names, types and fields in SGLang 0.5.17's source
-(srt/observability/metrics_collector.py, srt/managers/tokenizer_manager.py; see
-docs/sglang.md); SGLang has no CPU build, so no server ran here.
+The Prometheus text and the meta_info below are built by hand from the metric names, types
+and fields in SGLang 0.5.17's source (srt/observability/metrics_collector.py,
+srt/managers/tokenizer_manager.py; docs/sglang.md); a real server's replies are checked in
+tests/engines/test_sglang_recorded.py and test_sglang_checks.py.
 """
 from __future__ import annotations
 
