@@ -3,6 +3,7 @@ config, and our extension (what ran, where, with which tool), built from the run
 settings and what the server and the job folder recorded; written by launcher.bench.point."""
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -16,9 +17,9 @@ from launcher.contracts.job import BenchSpec
 from launcher.engines import num_speculative_tokens
 from launcher.engines.forced_acceptance import forced_from_speculative_config
 from launcher.runtime import machine
-from launcher.runtime.telemetry import gpu_uuids
 from launcher.runtime.datasets import DatasetSpec
 from launcher.runtime.source import git_sha, tool_version
+from launcher.runtime.telemetry import gpu_uuids
 
 
 def job_dir(point_dir: Path) -> str:
@@ -34,13 +35,14 @@ def point_machine(gpu: str, ok_records: list, job_dir: Optional[str]) -> dict:
             "window": requests_window(ok_records, job_dir)}
 
 
-_UUIDS: list = []  # the visible GPUs' uuids, read once per benchmark process (NVML opened once)
+@functools.cache
+def _visible_gpu_uuids() -> tuple[str, ...]:
+    """The visible GPUs' uuids, read once per benchmark process (NVML opened once)."""
+    return tuple(gpu_uuids())
 
 
 def _gpu_uuids() -> list[str]:
-    if not _UUIDS:
-        _UUIDS.append(gpu_uuids())
-    return list(_UUIDS[0])
+    return list(_visible_gpu_uuids())
 
 
 def requests_window(ok_records: list, job_dir: Optional[str]) -> Optional[dict]:

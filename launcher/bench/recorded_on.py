@@ -10,10 +10,9 @@ the engine does not report it.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from launcher.runtime.checkpoint import DTYPE_NAMES, checkpoint_config  # noqa: F401 (re-exported)
 from launcher.runtime.cpuinfo import cpu_flags as read_cpu_flags
 from launcher.runtime.cpuinfo import parse_cpu_flags as cpu_flags  # noqa: F401 (the text form, re-exported)
 from launcher.engines import Engine
@@ -21,28 +20,13 @@ from launcher.engines.flags import flag_values
 from launcher.golden import Platform
 
 NO_GPU = "cpu"  # configuration.json's gpu field without a visible NVIDIA GPU (launcher.runtime.telemetry)
-_DTYPE_NAMES = {"half": "float16", "float16": "float16", "fp16": "float16", "bfloat16": "bfloat16",
-                "bf16": "bfloat16", "float": "float32", "float32": "float32", "fp32": "float32"}
-
-
-def checkpoint_config(model: Optional[str]) -> dict:
-    """A local checkpoint's config.json ({} for a hub id or an unreadable file)."""
-    if not model:
-        return {}
-    try:
-        v = json.loads((Path(model) / "config.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return v if isinstance(v, dict) else {}
-
-
 def served_dtype(server_argv: Sequence[str], config: Mapping) -> Optional[str]:
     """The dtype the server computes in: its --dtype, else (auto) the checkpoint's 16-bit dtype;
     "auto" where the engine decides (a float32 or unknown checkpoint)."""
     given = (flag_values(list(server_argv or []), "--dtype") or [None])[0]
     if given and given.lower() != "auto":
-        return _DTYPE_NAMES.get(given.lower(), given.lower())
-    ckpt = _DTYPE_NAMES.get(str(config.get("dtype") or config.get("torch_dtype") or "").lower())
+        return DTYPE_NAMES.get(given.lower(), given.lower())
+    ckpt = DTYPE_NAMES.get(str(config.get("dtype") or config.get("torch_dtype") or "").lower())
     return ckpt if ckpt in ("bfloat16", "float16") else "auto"
 
 

@@ -24,12 +24,11 @@ from typing import Optional
 from launcher.contracts.cpu_cores import cpu_core_sets, disagg_core_sets  # noqa: F401 (launcher.node.disagg imports them here)
 from launcher.contracts.launch import SERVER_LAUNCHES, LaunchSpec
 from launcher.contracts.run_identity import RunIdentity, build as build_identity
-from launcher.engines import ENGINES
+from launcher.runtime.files import write_text_atomic
+from launcher.engines import ENGINES, AcceptanceSource, Engine, num_speculative_tokens, speculation_flags
 
 # summary.json's keys for what a job measured and with which server (JobSpec.identity, the one builder)
 IDENTITY_KEYS = ("recipe", "server_id", "method", "num_speculative_tokens", "run_identity")
-from launcher.runtime.files import write_text_atomic
-from launcher.engines import AcceptanceSource, Engine, num_speculative_tokens, speculation_flags
 
 BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1

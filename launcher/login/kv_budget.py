@@ -9,11 +9,11 @@ pool of the same number of tokens, so the budget pays for both.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Mapping, Optional
 
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "bf16": 2, "fp16": 2, "float32": 4, "float": 4, "fp32": 4}
+from launcher.runtime.checkpoint import DTYPE_NAMES, checkpoint_config
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}  # by launcher.runtime.checkpoint's names
 
 
 def bytes_per_token(config: Mapping, dtype: Optional[str] = None) -> Optional[int]:
@@ -30,28 +30,16 @@ def bytes_per_token(config: Mapping, dtype: Optional[str] = None) -> Optional[in
     if head_dim <= 0:
         return None
     name = str(dtype if dtype not in (None, "auto") else cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-    return 2 * layers * kv_heads * head_dim * DTYPE_BYTES.get(name.lower(), 2)
-
-
-def read_config(model: Optional[str]) -> Optional[dict]:
-    """A local model folder's config.json, or None (a hub id, a missing or unreadable file)."""
-    if not model:
-        return None
-    path = Path(str(model)).expanduser() / "config.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    return 2 * layers * kv_heads * head_dim * DTYPE_BYTES.get(DTYPE_NAMES.get(name.lower(), ""), 2)
 
 
 def model_bytes_per_token(model: Optional[str], draft: Optional[str], dtype: Optional[str]) -> Optional[int]:
     """KV bytes per token of the target plus, where it has its own cache, the draft; None when the
     target's config cannot be read here (a draft's that cannot be read adds nothing)."""
-    target = bytes_per_token(read_config(model) or {}, dtype)
+    target = bytes_per_token(checkpoint_config(model), dtype)
     if target is None:
         return None
-    draft_cfg = read_config(draft) if draft else None
-    return target + ((bytes_per_token(draft_cfg, dtype) or 0) if draft_cfg else 0)
+    return target + (bytes_per_token(checkpoint_config(draft), dtype) or 0)
 
 
-__all__ = ["bytes_per_token", "model_bytes_per_token", "read_config"]
+__all__ = ["bytes_per_token", "model_bytes_per_token"]

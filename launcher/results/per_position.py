@@ -21,6 +21,9 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Optional, Sequence
 
 
+STEP_SOURCE = "per_step_accepted"  # the source of rates counted from each step's accepted drafts (capped at k)
+
+
 def counts_from_steps(per_step_accepted: Iterable[int], k: int) -> tuple[int, list[int]]:
     """(drafts, accepted count per position 1..k) from each step's accepted drafts."""
     counts = [0] * k
@@ -65,7 +68,7 @@ def from_stats(stats: Iterable, k: Optional[int]) -> Optional[dict]:
                 else counts_from_histogram(s.histogram, k))
         drafts += d
         counts = [x + y for x, y in zip(counts, c)]
-    return per_position(drafts, counts, "per_step_accepted" if detailed else "acceptance_histogram")
+    return per_position(drafts, counts, STEP_SOURCE if detailed else "acceptance_histogram")
 
 
 def counts_from_series(series: Iterable[Mapping], value_key=lambda s: s["stats"]["total"]) -> list[float]:

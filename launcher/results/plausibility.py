@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from launcher.results.per_position import STEP_SOURCE
+
 # Slack for float arithmetic only: the rules are exact for counts.
 EPS = 1e-6
 # 1 + sum(rates) against the AL of the same counts: equal up to rounding of written files.
 RATES_AL_TOL = 0.01
 IMPOSSIBLE_FIELD = "impossible"
-CHUNK_SOURCE = "per_step_accepted"  # launcher.results.per_position's source for rates counted from chunks
 
 
 def impossible_acceptance(k: Optional[int], als: dict[str, Optional[float]],
@@ -41,8 +42,9 @@ def impossible_acceptance(k: Optional[int], als: dict[str, Optional[float]],
     if rates:
         # rates counted from streamed chunks cap each chunk at k accepted drafts: with chunks over k + 1
         # (merged steps, named by acceptance_exact) they cannot give the chunks' own AL, by construction
-        capped = (per_position or {}).get("source") == CHUNK_SOURCE and chunks_over_k_plus_1
-        why += _rate_problems(rates, None if capped else al_of_rates, (per_position or {}).get("source") or "per-position")
+        source = (per_position or {}).get("source") or "per-position"
+        capped = source == STEP_SOURCE and chunks_over_k_plus_1
+        why += _rate_problems(rates, None if capped else al_of_rates, source)
     if not why:
         return None
     line = "; ".join(why)
