@@ -95,7 +95,7 @@ def defect_message(entry: dict) -> str:
     return f"{known} ({measured})" if known else f"engine defect suspected: {measured}"
 
 
-def summarize(entries: list[dict], k: int, draft_sample_method: str = "probabilistic",
+def probe_verdict(entries: list[dict], k: int, draft_sample_method: str = "probabilistic",
               acceptance_source: str = "per_request_stats") -> dict:
     """The probe's result. With greedy drafting (an engine without probabilistic
     drafting) the known answer holds only at T=0: a T>0 entry is kept with its figures
@@ -308,7 +308,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         record(save_dir, result)
         print(one_line(result), file=sys.stderr)
         return 2
-    result = summarize(entries, a.k, a.draft_sample_method, a.acceptance_source)
+    result = probe_verdict(entries, a.k, a.draft_sample_method, a.acceptance_source)
     result = known_defects.annotate(result, a.engine, engine_version(a.url.rstrip("/"), eng),
                                     known_defects.build_of(gpu_names()))
     record(save_dir, result)

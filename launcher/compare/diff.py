@@ -21,9 +21,9 @@ from launcher.contracts.compare_thresholds import CompareThresholds
 from launcher.results.identity import run_identity
 from launcher.results.job_dir import Job, Point
 from launcher.results.repeats import record
-from launcher.results.repeats.stats import Difference, difference, summarize, Summary
-from launcher.speedup.collect import read_speedup
-from launcher.speedup.stats import Paired, paired_interval
+from launcher.stats.repeats import Difference, difference, summarize, Summary
+from launcher.speedup.analysis import read_speedup
+from launcher.stats.paired import Paired, paired_interval
 
 REGRESSION, IMPROVEMENT, NOISE, MISSING, SUSPECT = "regression", "improvement", "ok", "missing", "suspect"
 

@@ -4,12 +4,14 @@ One definition of the keys and of their defaults (``COMPARE_DEFAULTS``: the reci
 defaults, compare's when a run recorded none, the texts of compare's --help): the planner writes the
 same keys for every job of a plan (its jobs and the matched baseline), and compare reads them back
 through :meth:`CompareThresholds.recorded` and judges by :meth:`CompareThresholds.first_set`.
-Standard library only.
+Standard library and launcher.stats only.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from typing import Iterable, Optional
+
+from launcher.stats.repeats import NOISY_REL_MAD  # bench.gates.noisy_rel_mad's default
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,5 @@ class CompareThresholds:
 # inside one run removes (a run-level random effect), added to the interval of a change. Measured
 # with tests/benchmarks/bench_repeats_noise.py on the 2-core CPU stack: 0.16 (docs/repeats.md); set
 # bench.gates.compare_run_floor to your machines' own figure.
-NOISY_REL_MAD = 0.1  # bench.gates.noisy_rel_mad's default (vLLM tune_speculative_k's rule): the one definition
 COMPARE_DEFAULTS = CompareThresholds(al=0.02, tps=0.05, single_run_tps=0.35, noisy_rel_mad=NOISY_REL_MAD,
                                      run_floor=0.16)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
-from launcher.golden.noise import Z, accepted_variance, noise_tolerance  # noqa: F401 (Z: the one definition)
+from launcher.stats.acceptance_noise import Z, accepted_variance, noise_tolerance  # noqa: F401 (Z: the one definition)
 
 SYNTHETIC = "synthetic"
 METHOD_KEY = "rejection_sample_method"
@@ -151,7 +151,7 @@ def label(forced: Optional[Mapping]) -> str:
 # ---------------------------------------------------------------- the known answer
 
 # A forced run's server counters must give the forced AL up to the sampling noise of the
-# mechanism: Z standard errors of the mean accepted drafts per step (launcher.golden.noise,
+# mechanism: Z standard errors of the mean accepted drafts per step (launcher.stats.acceptance_noise,
 # the one definition), and at least FLOOR (an integer length has no noise at all).
 FLOOR = 0.005
 
@@ -174,7 +174,7 @@ def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float, dra
     """Measured (the server's counters: 1 + accepted / drafts, the mechanism's own
     definition) against forced. Per step the accepted count A has P(A >= i) = rate i, so
     E[A] = sum(rates) and E[A^2] = sum((2i - 1) * rate i); the tolerance is Z standard
-    errors of the mean over the draws (launcher.golden.noise): one per draft counted, or
+    errors of the mean over the draws (launcher.stats.acceptance_noise): one per draft counted, or
     ``draws`` where the mechanism draws once for many (SGLang: once per batch's verify step)."""
     rates = expected_rates(forced, k)
     var = accepted_variance(rates)

@@ -7,7 +7,7 @@ drafts over the per-request stats, or the mean of each request's when the
 reference was made that way) and per-position rates (accepted at position i /
 drafts) with the entry's. Each figure's tolerance is the entry's relative one or
 the sampling noise of the two counts (Z standard errors over the run's drafts and
-the reference's, launcher.golden.noise), whichever is wider; a figure whose noise
+the reference's, launcher.stats.acceptance_noise), whichever is wider; a figure whose noise
 alone would hide the loss of half of it is not judged ("too_small_to_judge").
 Where the run and the reference were recorded (engine, version, build, CPU kernel
 or GPU, dtype) is compared and the differences named. docs/golden.md.

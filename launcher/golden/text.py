@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from launcher.golden.noise import Z
+from launcher.stats.acceptance_noise import Z
 from launcher.golden.verdict import FAIL, NOT_COMPARABLE, PASS, PLATFORM_KEYS, TOO_SMALL
 
 

@@ -1,13 +1,13 @@
 """The verdict of one measurement against a golden reference (docs/golden.md): each figure
 against the entry's with its tolerance (the entry's relative one or the sampling noise of the
-two counts, launcher.golden.noise, the wider), the workload and the platform compared, the
+two counts, launcher.stats.acceptance_noise, the wider), the workload and the platform compared, the
 likely causes of a failure. Pure, standard library."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from typing import Mapping, Optional, Sequence
 
-from launcher.golden.noise import Z, accepted_variance, noise_tolerance, rate_variance
+from launcher.stats.acceptance_noise import Z, accepted_variance, noise_tolerance, rate_variance
 
 # What lowers a measured acceptance below a sound reference, most likely first.
 LIKELY_CAUSES = (

@@ -172,23 +172,35 @@ def shared_fields(cfg: LauncherConfig, flags: ServerFlags, num_gpus: int) -> dic
                 compare_thresholds=compare_thresholds(cfg.bench.gates).to_dict())
 
 
+def _server_folder(cfg: LauncherConfig, method: str, flags: list, suffix: str = "",
+                   topology: Optional[dict] = None, pd: str = "") -> str:
+    """A job's folder name (speculative or baseline): readable (model, method, ``suffix`` for k and
+    the forced level, the parallel layout, ``pd`` for a disaggregated topology), and a digest of what
+    makes its server. The one place the name is built."""
+    par, cl = cfg.parallel, cfg.cluster
+    identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
+                "env": cfg.server.env, "cluster": cl.name, "image": cl.container_image}
+    if topology is not None:
+        identity["topology"] = topology
+    readable = (f"{_slug(cfg.model.served_name)}-{method}{suffix}"
+                + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "")
+                + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else "") + pd)
+    return f"{readable}-{_digest(identity)}"
+
+
 def _server_id(cfg: LauncherConfig, flags: ServerFlags, topology: Optional[TopologySpec]) -> str:
-    """A speculative job's folder name: readable, and a digest of what makes its server."""
-    par, cl, spec = cfg.parallel, cfg.cluster, flags.speculative_config
+    """A speculative job's folder name (_server_folder): k, the k schedule and the forced level in it."""
+    spec = flags.speculative_config
     k_eff = spec["num_speculative_tokens"] if spec else None
     forced_len = cfg.draft.forced_acceptance.length
-    identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags.all,
-                "env": cfg.server.env, "cluster": cl.name, "image": cl.container_image}
     sched = "-sched" if (spec or {}).get("num_speculative_tokens_per_batch_size") else ""
-    readable = (f"{_slug(cfg.model.served_name)}-{cfg.draft.method}" + (f"-k{k_eff}{sched}" if k_eff else "")
-                + (f"-fal{float(forced_len):g}" if forced_len is not None else "")
-                + f"-tp{par.tp}" + (f"-pp{par.pp}" if par.pp > 1 else "") + (f"-dp{par.dp}" if par.dp > 1 else "")
-                + (f"-ep{par.ep}" if par.ep > 1 else "") + (f"-n{cl.nodes}" if cl.nodes > 1 else ""))
-    if topology is not None:
-        identity["topology"] = {k2: v for k2, v in json.loads(json.dumps(
-            topology.__dict__, default=lambda o: None)).items() if k2 != "parity"}
-        readable += f"-pd{topology.prefill}x{topology.decode}"
-    return f"{readable}-{_digest(identity)}"
+    suffix = ((f"-k{k_eff}{sched}" if k_eff else "")
+              + (f"-fal{float(forced_len):g}" if forced_len is not None else ""))
+    if topology is None:
+        return _server_folder(cfg, cfg.draft.method, flags.all, suffix)
+    topo = {k2: v for k2, v in json.loads(json.dumps(topology.__dict__, default=lambda o: None)).items()
+            if k2 != "parity"}
+    return _server_folder(cfg, cfg.draft.method, flags.all, suffix, topo, f"-pd{topology.prefill}x{topology.decode}")
 
 
 def make_plan(cfg: LauncherConfig, eng: Engine) -> Plan:
@@ -286,16 +298,13 @@ def baseline_job(cfg: LauncherConfig, first: ServerFlags, points: list[ClientPoi
     without the speculative ones (as the lossless reference restarts it), the same client points,
     no acceptance gates, no preflight and no lossless check (``shared``: every job's fields)."""
     flags = first.serving
-    identity = {"model": cfg.model.path, "command": cfg.server.command, "flags": flags,
-                "env": cfg.server.env, "cluster": cfg.cluster.name, "image": cfg.cluster.container_image}
-    readable = f"{_slug(cfg.model.served_name)}-none-tp{cfg.parallel.tp}" + \
-               (f"-ep{cfg.parallel.ep}" if cfg.parallel.ep > 1 else "")
     t = cfg.topology
     if t.kind == "disagg":  # the same topology without speculation: its own folder (docs/disagg.md)
-        identity["topology"] = {"kind": t.kind, "prefill": t.prefill, "decode": t.decode,
-                                "router_policy": t.router_policy}
-        readable += f"-pd{t.prefill}x{t.decode}"
-    server_id = f"{readable}-{_digest(identity)}"
+        server_id = _server_folder(cfg, "none", flags, "", {"kind": t.kind, "prefill": t.prefill, "decode": t.decode,
+                                                            "router_policy": t.router_policy},
+                                   f"-pd{t.prefill}x{t.decode}")
+    else:
+        server_id = _server_folder(cfg, "none", flags)
     job_dir = results_dir / server_id
     base = copy.deepcopy(cfg)
     base.draft.method = "none"

@@ -10,7 +10,7 @@ from launcher.report.speedup_section import speedup_section
 from launcher.report.why_section import why_link, why_page
 from launcher.results.identity import identity
 from launcher.results.job_dir import Job, Point, load_results, read_json
-from launcher.speedup.collect import SLO_FILE, load_analysis
+from launcher.speedup.analysis import SLO_FILE, load_analysis
 
 
 def earned(job: Job, points: list[Point]) -> list[Point]:

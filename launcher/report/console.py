@@ -30,7 +30,7 @@ from launcher.results.identity import (configuration_label, describe, folder_lab
 from launcher.results.job_dir import Job, Point
 from launcher.results.job_result import known_answer_line
 from launcher.speedup.causes import legend as cause_legend, words as cause_words
-from launcher.speedup.collect import read_speedup
+from launcher.speedup.analysis import read_speedup
 
 MARK_WORDS = {**MARKS_WORDS,  # the marks' own words (launcher.report.marks), and the console's two more
               "n": "n=N: Output TPS is the mean ± the 95% half-interval over N repeats (repeats.json)",

@@ -44,7 +44,7 @@ class Marks:
     noisy: bool = False
     suspect: Optional[str] = None   # the warning (a suspicion, or a documented defect's words)
     repeats: int = 1
-    tps: Optional[object] = None    # launcher.results.repeats.stats.Summary of Output TPS, with repeats
+    tps: Optional[object] = None    # launcher.stats.repeats.Summary of Output TPS, with repeats
     impossible: Optional[str] = None  # why the point's acceptance cannot be true
 
     @property

@@ -1,7 +1,7 @@
 """The report's "At your SLO" section (docs/slo.md): goodput against concurrency per
 configuration with the SLO boundary marked, the max load under the SLO per
 configuration, and the recommended configuration per load range. Reads
-launcher.speedup.collect.write_slo's slo_summary.json (or the same analysis in memory)."""
+launcher.speedup.analysis.write_slo's slo_summary.json (or the same analysis in memory)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """The report's speedup figures (sweep.baseline=true): speedup against
 concurrency, one curve per k, and the predicted speedup beside the measured
-one. Rows are launcher.speedup.collect.analyse()'s ``points``."""
+one. Rows are launcher.speedup.analysis.analyse()'s ``points``."""
 from __future__ import annotations
 
 from collections import defaultdict

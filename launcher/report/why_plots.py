@@ -4,7 +4,7 @@
 Per concurrency: the forced points (the speedup over the repeats with its 95 % interval, at the
 server's AL), the line AL / step cost the forced runs predict with its interval as a band
 (launcher.speedup.at_al), the break-even (where that line crosses 1, at AL = step cost) and the
-points measured with the real drafter (stars). Rows are launcher.speedup.collect.analyse()'s.
+points measured with the real drafter (stars). Rows are launcher.speedup.analysis.analyse()'s.
 """
 from __future__ import annotations
 

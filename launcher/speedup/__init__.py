@@ -6,9 +6,9 @@
 * ``decompose``, ``causes``, ``like_for_like``, ``at_al``: why a speedup is what it is (AL / step
   cost, the causes named from the machine records and the differing settings, the speedup at any
   AL from the forced runs' step costs); ``why`` puts them on each point row;
-* ``collect`` the shell: matches speculative points with baseline points in a
-  results folder, writes ``speedup.json`` beside each point and the
-  recipe-level ``speedup_summary.json`` (``python -m launcher.speedup DIR``).
+* ``analysis`` matches speculative points with baseline points in a results folder, writes
+  ``speedup.json`` beside each point and the recipe-level ``speedup_summary.json``;
+  ``console`` prints it; ``cli`` is ``python -m launcher.speedup DIR``.
 
 docs/speedup.md defines every figure.
 """

@@ -1,5 +1,5 @@
 import sys
 
-from launcher.speedup.collect import main
+from launcher.speedup.cli import main
 
 sys.exit(main())

@@ -21,7 +21,7 @@ from launcher.speedup.break_even import break_even, point_al
 _AT = ("dataset", "temperature", "concurrency", "k")
 
 
-def step_costs(rows: list[dict]) -> list[dict]:
+def configuration_costs(rows: list[dict]) -> list[dict]:
     """Per configuration and (dataset, T, C, k): the forced runs' step cost with its interval
     (break_even over that configuration's forced rows only). Rows carry ``drafter`` (launcher.speedup.why: the configuration in words)."""
     out = []

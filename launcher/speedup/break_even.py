@@ -6,7 +6,7 @@ the same in every forced level: ``cost`` baseline steps. A step then yields AL t
 the baseline's yields one, so the throughput speedup is AL / cost and the break-even AL is the
 cost itself. Each measured repeat gives one estimate, server AL / that repeat's speedup
 (repeat i over the baseline's repeat i); the break-even is their mean over every level and
-repeat, with the 95 % Student-t interval (launcher.results.repeats.stats), and the spread of
+repeat, with the 95 % Student-t interval (launcher.stats.repeats), and the spread of
 the per-level means says whether the cost is indeed constant. Beside it, the straight-line
 interpolation between the two measured levels that bracket 1x (None when none do), the
 estimate docs/gpu.md used before. Pure.
@@ -17,7 +17,7 @@ from statistics import mean
 from typing import Optional
 
 from launcher.results.identity import tag
-from launcher.results.repeats.stats import summarize
+from launcher.stats.repeats import summarize
 
 
 def _key(r: dict) -> tuple:
@@ -37,13 +37,13 @@ def repeat_speedups(r: dict) -> list[float]:
     return [s for s in (r.get("throughput_per_repeat") or [(r.get("speedup") or {}).get("throughput")]) if s]
 
 
-def step_costs(r: dict) -> list[float]:
+def repeat_step_costs(r: dict) -> list[float]:
     """One step-cost estimate per repeat, in baseline steps: AL / that repeat's speedup ([] without an AL)."""
     al = point_al(r)
     return [al / s for s in repeat_speedups(r)] if al else []
 
 
-def decode_step_costs(r: dict) -> list[float]:
+def repeat_decode_step_costs(r: dict) -> list[float]:
     """One decode-only step-cost estimate per repeat, in baseline steps: AL x that repeat's time
     per output token after the first over the baseline's (TPOT, repeats.json). It leaves out the
     prefill that makes the first token, which the throughput's step cost spreads over the
@@ -76,7 +76,7 @@ def break_even(rows: list[dict]) -> list[dict]:
             str(kv[0][0]), float(kv[0][1]), int(kv[0][2]), kv[0][3] or 0, kv[0][5], str(kv[0][4]))):
         estimates, per_level, levels = [], [], []
         for r in rs:
-            al, speedups, costs = point_al(r), repeat_speedups(r), step_costs(r)
+            al, speedups, costs = point_al(r), repeat_speedups(r), repeat_step_costs(r)
             estimates += costs
             if costs:
                 per_level.append({"forced": r["forced_acceptance"].get("length"), "al": al,

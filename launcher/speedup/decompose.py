@@ -8,28 +8,28 @@ emits one, and costs ``step_cost`` baseline steps, so
 A speedup below the AL the server measured is the step cost at work, not the acceptance: at
 C=1 the recorded H100 DFlash server (forced AL 4, server AL 3.98) ran 3.07x, so one of its steps
 cost 1.30 baseline steps (docs/speedup.md "Why a speedup is what it is"). Each repeat gives one
-estimate (launcher.speedup.break_even.step_costs: AL over repeat i's speedup over the
+estimate (launcher.speedup.break_even.repeat_step_costs: AL over repeat i's speedup over the
 baseline's repeat i); the step cost is their mean with its 95 % Student-t interval
-(launcher.results.repeats.stats). Pure.
+(launcher.stats.repeats). Pure.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from launcher.results.repeats.stats import summarize
-from launcher.speedup.break_even import decode_step_costs, point_al, step_costs
+from launcher.stats.repeats import summarize
+from launcher.speedup.break_even import repeat_decode_step_costs, point_al, repeat_step_costs
 
 
 def decomposition(row: dict) -> Optional[dict]:
     """``{"speedup", "al", "step_cost", "lo", "hi", "n", "decode_step_cost"}`` of one
     launcher.speedup point row; None without an AL or a speedup. ``lo``/``hi`` are None with one
     repeat. ``decode_step_cost`` (``{"mean", "lo", "hi", "n"}``, None without per-repeat TPOTs):
-    the same step without the prefill's share (launcher.speedup.break_even.decode_step_costs)."""
+    the same step without the prefill's share (launcher.speedup.break_even.repeat_decode_step_costs)."""
     al, speedup = point_al(row), (row.get("speedup") or {}).get("throughput")
-    s = summarize(step_costs(row))
+    s = summarize(repeat_step_costs(row))
     if al is None or not speedup or s is None:
         return None
-    d = summarize(decode_step_costs(row))
+    d = summarize(repeat_decode_step_costs(row))
     return {"speedup": speedup, "al": al, "step_cost": s.mean, "lo": s.lo, "hi": s.hi, "n": s.n,
             "decode_step_cost": {"mean": d.mean, "lo": d.lo, "hi": d.hi, "n": d.n} if d else None}
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from statistics import mean, median, stdev
 from typing import Callable, Iterable, Optional
 
-from launcher.speedup.stats import t_critical
+from launcher.stats.paired import t_critical
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def recommend_at(rows: list[dict], tie_rel: float = TIE_REL) -> Optional[dict]:
     return min(ties, key=simplicity)
 
 
-def analyse(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
+def recommend(rows: Iterable[dict], tie_rel: float = TIE_REL) -> list[dict]:
     """Per (dataset, temperature): curves per configuration, max load, recommendation ranges."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:

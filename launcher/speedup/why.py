@@ -1,7 +1,7 @@
 """Why each speculative point's speedup is what it is: the shell that reads what the run
 recorded and hands it to the pure parts.
 
-For each point row of launcher.speedup.collect.analyse it adds
+For each point row of launcher.speedup.analysis.analyse it adds
 
 * ``decomposition``: speedup = AL / step cost, the step cost with its interval over repeats
   (launcher.speedup.decompose);
@@ -68,6 +68,6 @@ def explain(rows: list[dict], jobs: list[Job]) -> dict:
         r["causes"] = [c.to_dict() for c in causes(machine_rows(p), machine_rows(bp), diff or [],
                                                      p.machine if p else None, bp.machine if bp else None)]
         r["drafter"] = label
-    costs = at_al.step_costs(rows)
+    costs = at_al.configuration_costs(rows)
     return {"cause_thresholds": THRESHOLDS.to_dict(), "step_costs": costs,
             "measured_vs_predicted": at_al.measured_vs_predicted(rows, costs)}

@@ -46,7 +46,7 @@ def test_no_steps_is_not_a_pass():
 
 def test_summary_points_of_the_failed_temperature_are_marked():
     entries = [ka.verdict([stats([0, 0, 0, 16])], 3, 0.0), ka.verdict([stats([37, 13, 0, 0])], 3, 0.7)]
-    res = ka.summarize(entries, 3)
+    res = ka.probe_verdict(entries, 3)
     assert res["status"] == "failed" and res["failed_temperatures"] == [0.7]
     summary = {"points": [{"dir": "mtbench/t0_c1", "temperature": 0.0, "status": "complete"},
                           {"dir": "mtbench/t0.7_c1", "temperature": 0.7, "status": "complete"}]}
@@ -61,7 +61,7 @@ def test_summary_points_of_the_failed_temperature_are_marked():
 def test_record_writes_the_file_and_updates_summary(tmp_path):
     import json
     (tmp_path / "summary.json").write_text(json.dumps({"points": [{"dir": "a", "temperature": 0.7}]}))
-    res = ka.summarize([ka.verdict([stats([37, 13, 0, 0])], 3, 0.7)], 3)
+    res = ka.probe_verdict([ka.verdict([stats([37, 13, 0, 0])], 3, 0.7)], 3)
     ka.record(tmp_path, res)
     assert json.loads((tmp_path / "known_answer.json").read_text())["passed"] is False
     s = json.loads((tmp_path / "summary.json").read_text())
@@ -78,7 +78,7 @@ def test_memory_check_needs_two_copies_of_the_weights(tmp_path):
 
 
 def test_report_block_shows_the_verdict_per_temperature_and_the_flagged_points():
-    res = ka.summarize([ka.verdict([stats([0, 0, 0, 16])], 3, 0.0), ka.verdict([stats([37, 13, 0, 0])], 3, 0.7)], 3)
+    res = ka.probe_verdict([ka.verdict([stats([0, 0, 0, 16])], 3, 0.0), ka.verdict([stats([37, 13, 0, 0])], 3, 0.7)], 3)
     html = known_answer_block(res, [{"dir": "mtbench/t0.7_c1", "engine_warning": "engine defect suspected: x"}])
     assert "FAILED" in html and "engine defect suspected" in html and "mtbench/t0.7_c1" in html
     assert _known_word(res) == "FAILED at T=0.7"
@@ -146,7 +146,7 @@ def test_server_cross_check_without_counters_says_none(before, after):
 
 def test_one_line_shows_the_servers_al_beside_the_probes():
     entries = [dict(ka.verdict([stats([0, 0, 0, 16])], 3, 0.7), server_al=3.5)]
-    line = ka.one_line(ka.summarize(entries, 3))
+    line = ka.one_line(ka.probe_verdict(entries, 3))
     assert "T=0.7 FAIL" not in line and "server 3.50" in line
 
 
@@ -164,7 +164,7 @@ def test_gpu_numeric_rejections_at_t_gt_0_pass_within_the_tolerance():
     assert not e["passed"]  # two short steps in one request
     e = ka.within_numeric_tolerance(e, 3)
     assert e["passed"] and e["rejected_share"] == round(1 - 193 / 195, 4) and e["within_tolerance"] == 0.05
-    assert "T=0.7 pass within 5% (1.0% rejected)" in ka.one_line(ka.summarize([e], 3))
+    assert "T=0.7 pass within 5% (1.0% rejected)" in ka.one_line(ka.probe_verdict([e], 3))
 
 
 def test_the_cpu_defect_is_far_outside_the_tolerance():

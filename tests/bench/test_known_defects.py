@@ -17,7 +17,7 @@ def stats(hist):
 
 def probe_result(engine="vllm", version="0.32.0", build="cpu"):
     entries = [ka.verdict([stats([0, 0, 0, 16])], 3, 0.0), ka.verdict([stats([37, 13, 0, 0])], 3, 0.7)]
-    return kd.annotate(ka.summarize(entries, 3), engine, version, build)
+    return kd.annotate(ka.probe_verdict(entries, 3), engine, version, build)
 
 
 def test_the_registry_matches_engine_version_range_build_and_condition():

@@ -90,7 +90,7 @@ def figure_flags(pairs: list[tuple[Path, Path]], floor: float, threshold: float)
     """Had every repeated figure been judged by compare's throughput rule (beyond the threshold
     AND the interval), how many identical pairs would it flag, per (figure, concurrency)."""
     from launcher.results.repeats import record
-    from launcher.results.repeats.stats import difference
+    from launcher.stats.repeats import difference
 
     out: dict[tuple[str, int], list[int]] = {}
     for a_dir, b_dir in pairs:
@@ -127,7 +127,7 @@ def alternatives(pairs: list[tuple[Path, Path]], threshold: float) -> dict:
     place of Student's t for Output TPS, and TTFT judged on every request pooled over the
     repeats (requests as if independent samples: pseudo-replication)."""
     from launcher.results.repeats import record
-    from launcher.results.repeats.stats import summarize
+    from launcher.stats.repeats import summarize
 
     z = pooled = n = 0
     for a_dir, b_dir in pairs:

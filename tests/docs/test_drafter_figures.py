@@ -12,7 +12,7 @@ from statistics import mean
 
 import pytest
 
-from launcher.speedup.collect import main
+from launcher.speedup.cli import main
 from tests.speedup.recorded import DATA, results_copy
 
 ROOT = Path(__file__).resolve().parents[2]

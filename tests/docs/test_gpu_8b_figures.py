@@ -1,6 +1,6 @@
 """docs/gpu.md's 8B-shaped figures are the H100 run's files (tests/data/h100_vllm026_8b_repeats,
 PROVENANCE.md there: k=3 at forced AL 2.5 and 3.5 against the matched baseline, 2 server starts
-x 3 repeats), read through the product's own readers (launcher.speedup.collect and break_even,
+x 3 repeats), read through the product's own readers (launcher.speedup.analysis and break_even,
 launcher.results' job and repeats readers, launcher.runtime.machine): a number in the page that
 drifts from the evidence fails here. The page keeps one sentence of the earlier H200 single pass
 (tests/data/h200_vllm026_8b), checked against its files, and the table of issue 37's recorded
@@ -16,11 +16,11 @@ from statistics import mean
 
 from launcher.results.job_dir import load_results, read_json
 from launcher.results.repeats import record
-from launcher.results.repeats.stats import summarize
+from launcher.stats.repeats import summarize
 from launcher.results.summary import read_summary
 from launcher.runtime import machine
 from launcher.speedup import break_even as break_even_mod
-from launcher.speedup.collect import SUMMARY_FILE, forced_table, per_repeat_speedups, throughput_repeats
+from launcher.speedup.analysis import SUMMARY_FILE, forced_table, per_repeat_speedups, throughput_repeats
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "tests" / "data" / "h100_vllm026_8b_repeats"

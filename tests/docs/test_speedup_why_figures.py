@@ -9,7 +9,7 @@ import pytest
 
 from launcher.results.job_dir import load_results
 from launcher.speedup.at_al import predict
-from launcher.speedup.collect import analyse
+from launcher.speedup.analysis import analyse
 from tests.speedup.recorded import ASYNC_PAIR, DFLASH, DFLASH_JOB, DRAFT_JOB, results_copy
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "speedup.md"

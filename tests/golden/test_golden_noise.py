@@ -1,4 +1,4 @@
-"""The golden check's tolerance from the sample size (launcher.golden.noise, the one
+"""The golden check's tolerance from the sample size (launcher.stats.acceptance_noise, the one
 definition the forced verdict uses too), on recorded numbers: the tiny reference judged on
 the run of issue 27 (an AMX Xeon, 261 drafts), a real loss, a sample too small to judge."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from launcher.engines import forced_acceptance as fa
 from launcher import golden
-from launcher.golden import noise
+from launcher.stats import acceptance_noise as noise
 
 TINY = golden.lookup("tiny_noisy_mtbench_sample")
 LLAMA = golden.lookup("vllm_ci_llama31_8b_eagle3")

@@ -1,7 +1,7 @@
 """The noise rule over the H100 run's own repeats (tests/data/h100_vllm026_8b_repeats, issue 37:
 k=3 at forced AL 2.5 and 3.5 and the matched baseline, 2 server starts x 3 repeats): every point's
 repeats.json and every speedup_summary.json row are judged not noisy by the product's rule
-(launcher.results.repeats.stats: relative MAD or one repeat more than 0.1 from the median), and
+(launcher.stats.repeats: relative MAD or one repeat more than 0.1 from the median), and
 the stored verdicts are the ones the rule gives when recomputed from the repeats. Beside
 test_noise_rule_recorded.py, which holds the issue's hand-copied figures."""
 from pathlib import Path
@@ -10,7 +10,7 @@ import pytest
 
 from launcher.results.job_dir import read_json
 from launcher.results.repeats import record
-from launcher.results.repeats.stats import NOISY_REL_MAD, is_noisy, summarize
+from launcher.stats.repeats import NOISY_REL_MAD, is_noisy, summarize
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "h100_vllm026_8b_repeats"
 POINTS = sorted(p.parent for p in RUN.glob("*/mtbench/*/repeats.json"))

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from launcher.results.repeats import record
-from launcher.results.repeats.stats import NOISY_REL_MAD, is_noisy, summarize
+from launcher.stats.repeats import NOISY_REL_MAD, is_noisy, summarize
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu_repeats_issue37" / "recorded.json"
 RECORDED = json.loads(DATA.read_text())["machines"]

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from launcher.results.repeats import record
-from launcher.results.repeats.stats import difference, intervals_separate, summarize
+from launcher.stats.repeats import difference, intervals_separate, summarize
 
 
 def test_summary_of_three_repeats():

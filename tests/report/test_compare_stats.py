@@ -4,7 +4,7 @@ from statistics import mean, stdev
 
 import pytest
 
-from launcher.speedup.stats import paired_interval, t_critical
+from launcher.stats.paired import paired_interval, t_critical
 
 
 def test_t_critical_table():

@@ -24,7 +24,7 @@ ROWS = [
 
 
 def test_max_load_per_configuration():
-    (g,) = slo.analyse(ROWS)
+    (g,) = slo.recommend(ROWS)
     by = {c["label"]: c for c in g["configs"]}
     assert [c["label"] for c in g["configs"]] == ["baseline", "k=1", "k=3"]  # simplest first
     assert (by["baseline"]["max_concurrency"], by["baseline"]["first_not_met"]) == (4, 8)
@@ -32,13 +32,13 @@ def test_max_load_per_configuration():
 
 
 def test_recommendation_per_load_range_ties_go_to_the_simpler():
-    (g,) = slo.analyse(ROWS)
+    (g,) = slo.recommend(ROWS)
     # judged where every configuration was measured (1 and 2). C=1: k3 1.55 vs k1 1.5: within 5 % -> k=1;
     # C=2: k3's max load is 1; k1 2.0 vs baseline 1.95: within 5 % -> baseline, up to its max load (4)
     assert [(p["concurrency"], p["label"]) for p in g["per_concurrency"]] == [(1, "k=1"), (2, "baseline")]
     assert [(r["from"], r["to"], r["label"]) for r in g["recommendation"]] == \
         [(1, 1, "k=1"), (2, 4, "baseline"), (5, None, "none meets the SLO")]
-    (strict,) = slo.analyse(ROWS, tie_rel=0.0)
+    (strict,) = slo.recommend(ROWS, tie_rel=0.0)
     # no ties: k=3 at 1; at 2 k=1 (2.0) up to its max load 2, then the baseline up to 4
     assert [(r["from"], r["to"], r["label"]) for r in strict["recommendation"]] == \
         [(1, 1, "k=3"), (2, 2, "k=1"), (3, 4, "baseline"), (5, None, "none meets the SLO")]
@@ -48,7 +48,7 @@ def test_a_schedule_point_the_engine_did_not_apply_is_not_recommended():
     sched = [[1, 1, 3], [2, 8, 1]]
     rows = ROWS + [dict(row("sched", None, c, 9.0), schedule=sched, schedule_check={"applied": c == 1})
                    for c in (1, 2)]
-    (g,) = slo.analyse(rows)
+    (g,) = slo.recommend(rows)
     assert [(p["concurrency"], p["label"]) for p in g["per_concurrency"]] == [(1, "schedule"), (2, "baseline")]
 
 
@@ -76,7 +76,7 @@ def test_report_section_renders_the_plot_and_the_tables(tmp_path):
     from launcher.report.slo_section import slo_section
 
     res = {"description": "p90 TTFT <= 300 ms", "source": "--slo", "tie_rel": 0.05,
-           "goodput_agrees_with_aiperf": {"points_compared": 9, "agree": 9}, "groups": slo.analyse(ROWS)}
+           "goodput_agrees_with_aiperf": {"points_compared": 9, "agree": 9}, "groups": slo.recommend(ROWS)}
     html = slo_section(res, tmp_path)
     assert "At your SLO" in html and "agrees with AIPerf" in html and "9 of 9" in html
     assert (tmp_path / "slo_goodput_vs_concurrency.png").stat().st_size > 10_000
@@ -89,7 +89,7 @@ def test_a_schedule_point_is_predicted_by_the_fixed_k_it_gives_that_batch_size()
     rows = ROWS + [dict(row("sched", None, 1, 1.4), schedule=sched, output_tps=50.0),
                    dict(row("sched", None, 2, 1.0), schedule=sched, output_tps=60.0)]
     rows = [dict(r, output_tps=r.get("output_tps", r["goodput_rps"] * 30)) for r in rows]
-    (g,) = slo.analyse(rows)
+    (g,) = slo.recommend(rows)
     s = next(c for c in g["configs"] if c["label"] == "schedule")
     assert [(p["concurrency"], p["predicted"]["k"], p["predicted"]["goodput_rps"]) for p in s["points"]] == \
         [(1, 3, 1.55), (2, 1, 2.0)]
@@ -98,6 +98,6 @@ def test_a_schedule_point_is_predicted_by_the_fixed_k_it_gives_that_batch_size()
 
 def test_an_open_last_range_says_how_far_it_was_measured():
     rows = [row("base", 0, 1, 1.0), row("base", 0, 4, 3.0), row("k1", 1, 1, 0.5), row("k1", 1, 4, 0.5, "failed")]
-    (g,) = slo.analyse(rows)
+    (g,) = slo.recommend(rows)
     assert [(r["from"], r["to"], r["label"], r.get("note")) for r in g["recommendation"]] == \
         [(1, None, "baseline", "met up to 4, the highest measured")]

@@ -14,7 +14,7 @@ import pytest
 
 from launcher.results.job_dir import load_results
 from launcher.speedup import across
-from launcher.speedup.collect import main
+from launcher.speedup.cli import main
 from tests.speedup.recorded import DATA, results_copy
 
 TWO_STARTS = DATA / "h100_vllm026_dflash_2starts"      # this session's H100: 2 starts x 3 repeats
@@ -145,7 +145,7 @@ def test_a_baseline_of_another_machine_of_the_same_kind_is_named(tmp_path):
     """DFlash's jobs (machine M1) in one folder with the Qwen3 baseline of machine M4: two H100
     guests alike in hostname, CPU model and cores. The pairing names the other machine by its
     boot id (recorded per point), beside the causes it named before."""
-    from launcher.speedup.collect import main as speedup_main
+    from launcher.speedup.cli import main as speedup_main
     mixed = results_copy(DATA / "h100_vllm026_dflash_2starts", tmp_path / "mixed")
     own_base = next(mixed.glob("qwen3-8b-shaped-none-*"))
     shutil.rmtree(own_base)

@@ -1,13 +1,13 @@
 """The speedup at any AL from a configuration's forced step costs (launcher.speedup.at_al), and a
 real drafter's measured speedup beside the prediction at its AL, on made-up point rows shaped like
-launcher.speedup.collect.analyse()'s."""
+launcher.speedup.analysis.analyse()'s."""
 from __future__ import annotations
 
 from statistics import mean
 
 import pytest
 
-from launcher.speedup.at_al import lines, measured_vs_predicted, predict, step_costs
+from launcher.speedup.at_al import lines, measured_vs_predicted, predict, configuration_costs
 
 
 def row(conf, c, al, per_repeat, forced=True, causes=()) -> dict:
@@ -24,7 +24,7 @@ FORCED = [row("A", 1, 3.0, [1.50, 1.52, 1.48]), row("A", 1, 2.0, [1.0, 1.01, 0.9
 
 
 def test_each_configuration_has_its_own_step_cost():
-    costs = {c["drafter"]: c for c in step_costs(FORCED)}
+    costs = {c["drafter"]: c for c in configuration_costs(FORCED)}
     assert set(costs) == {"A", "B"}
     expected_a = mean([3.0 / s for s in (1.50, 1.52, 1.48)] + [2.0 / s for s in (1.0, 1.01, 0.99)])
     assert costs["A"]["step_cost"] == pytest.approx(expected_a) and costs["A"]["n"] == 6
@@ -38,7 +38,7 @@ def test_the_prediction_is_al_over_the_cost_with_the_interval_inverted():
 
 
 def test_a_real_drafter_is_set_beside_the_prediction_and_a_gap_is_marked_with_its_causes():
-    costs = step_costs(FORCED)
+    costs = configuration_costs(FORCED)
     cost_a = next(c for c in costs if c["drafter"] == "A")
     near = row("A", 1, 2.6, [2.6 / cost_a["step_cost"]] * 2, forced=False)
     far = row("A", 1, 2.6, [1.0, 1.02], forced=False, causes=("host-bound",))
@@ -51,5 +51,5 @@ def test_a_real_drafter_is_set_beside_the_prediction_and_a_gap_is_marked_with_it
 
 def test_at_al_lines_without_forced_runs_say_so():
     assert lines([], [2.7]) == ["--at-al: no forced runs with a matched baseline here, so no step cost to predict from"]
-    text = lines(step_costs(FORCED), [2.7, 4.25])
+    text = lines(configuration_costs(FORCED), [2.7, 4.25])
     assert len(text) == 2 and all("AL 2.7: " in t and "AL 4.25: " in t for t in text)

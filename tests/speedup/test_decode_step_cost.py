@@ -16,8 +16,8 @@ from statistics import mean
 import pytest
 
 from launcher.speedup import across
-from launcher.speedup.break_even import decode_step_costs
-from launcher.speedup.collect import main
+from launcher.speedup.break_even import repeat_decode_step_costs
+from launcher.speedup.cli import main
 from launcher.speedup.decompose import decode_cost_text, decomposition
 from tests.speedup.recorded import DATA, results_copy
 
@@ -33,7 +33,7 @@ def _row(al: float, speedups: list[float], tpot_ratios: list[float]) -> dict:
 
 def test_the_decode_cost_is_the_al_times_each_repeats_tpot_ratio():
     row = _row(2.0, [1.6, 1.7], [0.58, 0.59])
-    assert decode_step_costs(row) == pytest.approx([1.16, 1.18])
+    assert repeat_decode_step_costs(row) == pytest.approx([1.16, 1.18])
     d = decomposition(row)
     assert d["decode_step_cost"]["mean"] == pytest.approx(1.17)
     assert d["decode_step_cost"]["lo"] < 1.17 < d["decode_step_cost"]["hi"]
@@ -42,10 +42,10 @@ def test_the_decode_cost_is_the_al_times_each_repeats_tpot_ratio():
 
 def test_no_tpots_no_decode_cost():
     row = _row(2.0, [1.6, 1.7], [])
-    assert decode_step_costs(row) == []
+    assert repeat_decode_step_costs(row) == []
     assert decomposition(row)["decode_step_cost"] is None
     assert decode_cost_text(decomposition(row)) == "–"
-    assert decode_step_costs({"speedup": {"throughput": 1.5}, "tpot_ratio_per_repeat": [0.5]}) == []  # no AL
+    assert repeat_decode_step_costs({"speedup": {"throughput": 1.5}, "tpot_ratio_per_repeat": [0.5]}) == []  # no AL
 
 
 def _cost(m: float, lo: float, hi: float) -> dict:

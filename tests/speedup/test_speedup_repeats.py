@@ -1,7 +1,7 @@
 """The best k and "beats the baseline" with repeats (docs/repeats.md)."""
-from launcher.results.repeats.stats import summarize
+from launcher.stats.repeats import summarize
 from launcher.speedup import best_k, paired
-from launcher.speedup.collect import throughput_repeats
+from launcher.speedup.analysis import throughput_repeats
 
 
 def _row(c, k, tps_values, beats=None):

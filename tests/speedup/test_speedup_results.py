@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.speedup import collect
+from launcher.speedup import analysis, cli
 
 DATA = Path(__file__).parent / "data" / "smoke_baseline"
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def _step_ratio(spec_point, base_point):
 
 
 def test_speedups_written_beside_each_point_and_summarised(run):
-    res = collect.write_all(run)
+    res = analysis.write_all(run)
     jobs = _jobs(run)
     assert not (jobs[None] / "mtbench" / "t0_c1" / "speedup.json").exists()   # the baseline has none
     ratios = {}
@@ -115,7 +115,7 @@ def test_unusable_folder_is_one_line_exit_2(tmp_path):
 
 
 def test_report_has_the_speedup_section(run, tmp_path):
-    collect.write_all(run)
+    analysis.write_all(run)
     from launcher.report.build import build_report
     index = build_report(run, tmp_path / "report")
     html = index.read_text()
@@ -132,10 +132,10 @@ def test_step_times_that_resolve_no_draft_cost_predict_nothing_and_the_report_sa
     the report says why in place of the figure."""
     from launcher.report.speedup_section import speedup_section
 
-    res = collect.write_all(run)
+    res = analysis.write_all(run)
     for r in res["points"]:
         r["step_time"]["ratio"] = {1: 5.0, 3: 1.0}[r["k"]]      # r = v + c k: c = -2
-    collect._add_predictions(res["points"])
+    analysis._add_predictions(res["points"])
     assert all(r["prediction"]["predicted_speedup"] is None for r in res["points"])
     slower = [r for r in res["points"] if r["speedup"]["throughput"] < 1]
     assert slower and all("negative draft cost (c = -2.00" in r["prediction"]["diagnosis"] for r in slower)
@@ -152,7 +152,7 @@ def _compare(a, b):
 
 
 def test_compare_reports_speedup_deltas_and_gates_on_them(run, tmp_path):
-    collect.write_all(run)
+    analysis.write_all(run)
     b = tmp_path / "b"
     shutil.copytree(run, b)
     p = _compare(run, b)
@@ -184,7 +184,7 @@ def test_compare_reports_speedup_deltas_and_gates_on_them(run, tmp_path):
 def test_an_unreadable_export_leaves_that_point_out(run):
     jobs = _jobs(run)
     (jobs[3] / "mtbench" / "t0_c2" / "aiperf" / "profile_export.jsonl").write_text("{not json\n")
-    res = collect.write_all(run)
+    res = analysis.write_all(run)
     assert len(res["points"]) == 3 and len(res["skipped"]) == 1 and "t0_c2" in res["skipped"][0]
     assert not (jobs[3] / "mtbench" / "t0_c2" / "speedup.json").exists()
 
@@ -206,7 +206,7 @@ def test_each_draft_has_its_own_best_k_and_forced_runs_are_never_candidates(run)
     spec = json.loads((k3 / "job.json").read_text())["speculative_config"]
     _clone_job(k3, "tiny-other-draft-k3", model=spec["model"] + "-other")
     _clone_job(k3, "tiny-forced-k3", rejection_sample_method="synthetic", synthetic_acceptance_length=2.5)
-    res = collect.analyse(collect.load_results(run))
+    res = analysis.analyse(analysis.load_results(run))
     drafts = {c["draft"] for c in res["best_k"]}
     assert drafts == {spec["model"], spec["model"] + "-other"}
     for c in res["best_k"]:  # one draft's choice never lists another draft's k
@@ -226,7 +226,7 @@ def test_step_time_counts_the_servers_tokens_not_aiperfs_retokenized_text(run):
     random-weight model's text it was 1261 for the server's 256 (H200, vLLM
     0.26). The per-request figures use the server's usage count, so inflating
     AIPerf's figure changes nothing."""
-    before = json.loads(json.dumps(collect.write_all(run)))
+    before = json.loads(json.dumps(analysis.write_all(run)))
     base = _jobs(run)[None]
     for export in base.glob("*/t*/aiperf/profile_export.jsonl"):
         rows = _records(export.parent.parent)
@@ -234,7 +234,7 @@ def test_step_time_counts_the_servers_tokens_not_aiperfs_retokenized_text(run):
             assert r["metrics"]["usage_completion_tokens"]["value"] >= 1  # the server's figure is there
             r["metrics"]["output_sequence_length"]["value"] *= 5
         export.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    after = collect.write_all(run)
+    after = analysis.write_all(run)
     for b, a in zip(before["points"], after["points"]):
         assert a["step_time"] == pytest.approx(b["step_time"])
         assert a["speedup"]["decode"] == pytest.approx(b["speedup"]["decode"])

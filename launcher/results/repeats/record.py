@@ -16,7 +16,7 @@ from statistics import median
 from typing import Optional, Sequence
 
 from launcher.results.layout import EXTENSION_KEY
-from launcher.results.repeats.stats import NOISY_REL_MAD, Summary, summarize
+from launcher.stats.repeats import NOISY_REL_MAD, Summary, summarize
 from launcher.results.point import stat
 
 REPEATS_FILE = "repeats.json"

@@ -1,6 +1,5 @@
-"""Pair each speculative point with its baseline point and write the speedups.
-
-    python -m launcher.speedup RESULTS_DIR [--job JOB_DIR]
+"""Pair each speculative point with its baseline point and write the speedups (the analysis:
+``launcher.speedup.cli`` is its command line, ``launcher.speedup.console`` its printing).
 
 RESULTS_DIR holds the jobs of one recipe (``results/<recipe>/``): the
 baseline job (``sweep.baseline=true``: the same server without speculation)
@@ -17,8 +16,6 @@ the speedup.
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -29,7 +26,7 @@ from launcher.results.job_dir import Job, load_results, Point, read_json, Result
 from launcher.results.goodput import slo_from_dict
 from launcher.results.records import RecordError, profiling_records, read_profile_export  # the one reader of the exports
 from launcher.results.repeats import record
-from launcher.results.repeats.stats import NOISY_REL_MAD, summarize
+from launcher.stats.repeats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.runtime import machine
 from launcher.results.summary import change_summary
@@ -98,7 +95,7 @@ def write_slo(root: Path, slo_arg: Optional[str], tie_rel: float) -> Optional[di
     res = {"schema_version": SCHEMA_VERSION, "slo": slo.to_dict(), "description": slo.describe(),
            "source": "--slo" if slo_arg else "the recipe's sweep.slo", "tie_rel": tie_rel,
            "goodput_agrees_with_aiperf": _agreement(rows),
-           "groups": slo_mod.analyse(rows, tie_rel)}
+           "groups": slo_mod.recommend(rows, tie_rel)}
     write_json_atomic(Path(root) / SLO_FILE, res)
     return res
 
@@ -219,7 +216,7 @@ def forced_table(rows: list[dict]) -> list[dict]:
 def throughput_repeats(rep_spec: Optional[dict], rep_base: Optional[dict]) -> Optional[dict]:
     """The throughput speedup over repeats: repeat i of the speculative point over repeat
     i of the baseline (both run their repeats in rounds, in the same order), summarised
-    like every repeated figure (launcher.results.repeats.stats); None without repeats on both sides."""
+    like every repeated figure (launcher.stats.repeats); None without repeats on both sides."""
     if not rep_spec or not rep_base:
         return None
     ratios = per_repeat_speedups(rep_spec, rep_base)
@@ -319,140 +316,3 @@ def write_all(root: Path, only_job: Optional[Path] = None, borrowed: Sequence[Jo
                    "schedules": res["schedules"], "file": str(Path(root) / SUMMARY_FILE)}
         change_summary(job.path, lambda s: None if s is None else {**s, "speedup": speedup}, allow_nan=False)
     return res
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m launcher.speedup", description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", nargs="+",
-                    help="the recipe's results folder (results/<recipe>); several folders (recipes, machines): each "
-                         "analysed, then one comparison across them: drafters side by side, between-machine spread")
-    ap.add_argument("--job", default=None, help="update only this job's summary.json (one results folder)")
-    ap.add_argument("--out", default=None, metavar="FILE.json",
-                    help="write the comparison (one folder or several) here, and beside it FILE.png (speedup "
-                         "against AL, one line per drafter and machine, one panel per concurrency)")
-    ap.add_argument("--slo", default=None, metavar="KEY=VALUE,...",
-                    help="judge every point against this SLO (ttft_ms, itl_ms or tpot_ms, e2e_ms, percentile, "
-                         "good_share; e.g. ttft_ms=300,tpot_ms=40); default: the recipe's sweep.slo (docs/slo.md)")
-    ap.add_argument("--slo-tie", type=float, default=slo_mod.TIE_REL, metavar="REL",
-                    help="goodputs within this relative difference (or within the repeats' MAD) are a tie, "
-                         f"which goes to the simpler configuration (default {slo_mod.TIE_REL:g})")
-    ap.add_argument("--at-al", type=float, nargs="+", default=None, metavar="AL",
-                    help="predict each configuration's speedup at these acceptance lengths from the step costs its "
-                         "forced runs measured, with a 95%% interval (docs/speedup.md)")
-    args = ap.parse_args(argv)
-    if len(args.results) > 1:
-        if args.job:
-            print("error: --job updates one job's summary: give one results folder with it", file=sys.stderr)
-            return 2
-        return several(args)
-    try:
-        res = write_all(Path(args.results[0]), Path(args.job) if args.job else None)
-        slo_res = write_slo(Path(args.results[0]), args.slo, args.slo_tie) if args.job is None else None
-    except (ResultsError, OSError, ValueError) as e:
-        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
-    if slo_res is not None:
-        print_slo(slo_res, Path(args.results[0]) / SLO_FILE)
-    print_analysis(Path(args.results[0]), res, args.at_al)
-    if args.out and res is not None and args.job is None:  # one folder's comparison: its drafters, levels, costs
-        root = Path(args.results[0])
-        compare([(str(root), across.folder_machine(load_results(root)) or f"folder:{root}", res)], args.out)
-    return 0
-
-
-def several(args) -> int:
-    """Each folder analysed (a folder without its baseline borrows one another folder ran on the
-    same machine for the same target and serving settings), then one comparison across them."""
-    roots = [Path(r) for r in args.results]
-    analyses = []
-    try:
-        loaded = {str(r): load_results(r) for r in roots}
-        for r in roots:
-            others = {k: v for k, v in loaded.items() if k != str(r)}
-            res = write_all(r, borrowed=across.borrowable(loaded[str(r)], others), jobs=loaded[str(r)])
-            print_analysis(r, res, args.at_al)
-            if res is not None:
-                analyses.append((str(r), across.folder_machine(loaded[str(r)]) or f"folder:{r}", res))
-    except (ResultsError, OSError, ValueError) as e:
-        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
-    compare(analyses, args.out)
-    return 0
-
-
-def compare(analyses: list[tuple[str, str, dict]], out_file: Optional[str]) -> None:
-    """The comparison across analysed folders (one or more): printed, and with ``out_file`` written
-    with its plot beside it."""
-    comp = across.comparison(analyses)
-    legend = across.machine_names([(f, m) for f, m, _ in analyses])
-    comp["machines"] = {name: {"machine": mach, "folders": [f for f, m, _ in analyses if m == mach],
-                               "measured_on": next(res["measured_on"] for f, m, res in analyses if m == mach)}
-                        for mach, name in legend.items()}
-    print(f"comparison of {len(analyses)} folder(s) on {len(legend)} machine(s):")
-    for line in across.lines(comp, legend):
-        print(f"  {line}")
-    if out_file:
-        out = Path(out_file)
-        write_json_atomic(out, {"schema_version": SCHEMA_VERSION, **comp})
-        plot = comparison_plot.draw(comp, legend, out.with_suffix(".png"))
-        print(f"comparison: {out}" + (f", {plot}" if plot else ""))
-
-
-def print_analysis(root: Path, res: Optional[dict], at_als: Optional[list[float]]) -> None:
-    """One folder's speedups as the console prints them."""
-    if res is None:
-        print(f"{root}: no baseline job (run the recipe with sweep.baseline=true); no speedups written")
-        return
-    print(f"speedup: {len(res['points'])} point(s) against the baseline; {root / SUMMARY_FILE}")
-    print(f"  measured on: {res['measured_on']}")
-    for src in sorted({r["baseline_from"] for r in res["points"] if r.get("baseline_from")}):
-        print(f"  baseline borrowed from {src}: the same machine, target and serving settings")
-    drafts = {c.get("draft") for c in res["best_k"]}
-    for c in res["best_k"]:
-        sp = c["speedup"]
-        who = (f" [{Path(c['draft']).name}]" if len(drafts) > 1 and c.get("draft") else "") \
-            + tag((c.get("configuration") or {}).get("label"))
-        print(f"  {c['dataset']} T={c['temperature']:g} C={c['concurrency']}{who}: best k={c['k']} "
-              f"({c['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x, "
-              f"beats baseline: {c['beats_baseline']})" + (f" {c['suspect']}" if c.get("suspect") else ""))
-
-    for f in res.get("forced") or []:
-        sp, al, srv = f["speedup"], f["measured_al"], f["server_al"]
-        print(f"  {label(f['forced'])} k={f['k']}{tag((f.get('configuration') or {}).get('label'))}: {f['dataset']} T={f['temperature']:g} C={f['concurrency']}: "
-              f"measured AL {'-' if al is None else f'{al:.3f}'} (server {'-' if srv is None else f'{srv:.3f}'}), "
-              f"{f['output_tps']:.1f} tok/s, speedup {'-' if sp is None else f'{sp:.2f}'}x")
-    for b in res.get("break_even") or []:
-        print(f"  {break_even.one_line(b)}")
-    for r in res["points"]:  # why: speedup = AL / step cost, and the causes (launcher.speedup.why)
-        d = r.get("decomposition")
-        if d:
-            print(f"  why {r['drafter']}: {r['dataset']} T={r['temperature']:g} C={r['concurrency']}: "
-                  f"{d['speedup']:.2f}x = AL {d['al']:.2f} / step cost {cost_text(d)}"
-                  + (f" (decode only {decode_cost_text(d)})" if d.get("decode_step_cost") else "")
-                  + f"; {cause_words(r.get('causes') or [])}")
-    for m in res.get("measured_vs_predicted") or []:
-        print(f"  {at_al.comparison_line(m)}")
-    for line in (at_al.lines(res.get("step_costs") or [], at_als) if at_als else []):
-        print(f"  at AL: {line}")
-
-
-def print_slo(res: dict, path: Path) -> None:
-    print(f"at the SLO ({res['description']}): {path}")
-    ag = res["goodput_agrees_with_aiperf"]
-    if ag["points_compared"]:
-        print(f"  goodput agrees with AIPerf's on {ag['agree']} of {ag['points_compared']} point(s)")
-    for g in res["groups"]:
-        print(f"  {g['dataset']} T={g['temperature']:g}:")
-        for c in g["configs"]:
-            curve = ", ".join(f"C={p['concurrency']}: {p['goodput_rps']:.2f}" + ("" if p["verdict"] == "met" else
-                                                                               f" ({p['verdict']})")
-                              + (" (schedule not applied)" if (p.get("schedule_check") or {}).get("applied") is False
-                                 else "")
-                              for p in c["points"] if p["goodput_rps"] is not None)
-            print(f"    {c['label']:>9}: max concurrency {c['max_concurrency']} ({c['max_load_note']}); "
-                  f"goodput req/s {curve}")
-        for r in g["recommendation"]:
-            span = f"{r['from']}+" if r["to"] is None else (f"{r['from']}" if r["to"] == r["from"]
-                                                            else f"{r['from']}-{r['to']}")
-            print(f"    load {span}: {r['label']}" + (f" ({r['note']})" if r.get("note") else "")
-                  + (f" {r['suspect']}" if r.get("suspect") else ""))

@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from statistics import mean, stdev
 
-from launcher.results.repeats.stats import T975, Interval, t_critical  # noqa: F401 (one table of t)
+from launcher.stats.repeats import Interval, t_critical
 
 
 @dataclass

@@ -28,7 +28,9 @@ from dataclasses import asdict, dataclass
 from statistics import mean, median, stdev
 from typing import Optional, Sequence
 
-from launcher.contracts.compare_thresholds import NOISY_REL_MAD  # noqa: F401 (its one definition; re-exported)
+# The noisy rule's threshold (vLLM tune_speculative_k's rule; bench.gates.noisy_rel_mad's default): its one
+# definition (launcher.contracts.compare_thresholds reads it from here).
+NOISY_REL_MAD = 0.1
 
 # Two-sided 95% critical values of Student's t (the 0.975 quantile) by degrees
 # of freedom. Between tabulated values the next smaller df is used, which gives
