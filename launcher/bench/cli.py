@@ -217,7 +217,8 @@ def counter_windows(prometheus_runs: list[dict], outcomes: list, save_dir: Path)
         w = (read_point(save_dir / o.dir).acc_ext.get("prometheus_window") or {})
         if w.get("is_the_points_own") and w.get("num_drafts"):
             out.append({"dataset": o.dataset, "temperature": o.temperature, "points": [o.dir],
-                        "num_drafts": w["num_drafts"], "num_accepted_tokens": w["num_accepted_tokens"]})
+                        "num_drafts": w["num_drafts"], "num_accepted_tokens": w["num_accepted_tokens"],
+                        **({"finished_requests": w["finished_requests"]} if w.get("finished_requests") else {})})
     return out
 
 

@@ -170,12 +170,28 @@ def expected_rates(forced: Mapping, k: int) -> list[float]:
     return (rates + [0.0] * k)[:k]
 
 
-def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float, draws: Optional[float] = None) -> dict:
+def cut_allowance(forced: Mapping, k: int, num_drafts: float, cut_requests: Optional[float]) -> float:
+    """How far below the forced AL a count of emitted tokens may fall because each request's
+    last verify step is cut at max_tokens: up to the most drafts a step accepts (L - 1 for an
+    integer length, which every step accepts; k otherwise) lost once per finished request.
+    0 where the counters count drafts accepted before the cut (``cut_requests`` None)."""
+    if not cut_requests or not num_drafts:
+        return 0.0
+    length = forced.get("length")
+    most = (min(k, int(length) - 1) if length is not None and float(length).is_integer() else k)
+    return float(cut_requests) * most / float(num_drafts)
+
+
+def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float, draws: Optional[float] = None,
+            cut_requests: Optional[float] = None) -> dict:
     """Measured (the server's counters: 1 + accepted / drafts, the mechanism's own
     definition) against forced. Per step the accepted count A has P(A >= i) = rate i, so
     E[A] = sum(rates) and E[A^2] = sum((2i - 1) * rate i); the tolerance is Z standard
     errors of the mean over the draws (launcher.stats.acceptance_noise): one per draft counted, or
-    ``draws`` where the mechanism draws once for many (SGLang: once per batch's verify step)."""
+    ``draws`` where the mechanism draws once for many (SGLang: once per batch's verify step).
+    ``cut_requests``: the requests finished in the window where the counters count emitted tokens
+    (SGLang): each one's last step may be cut at max_tokens, so the measured AL may also fall
+    below by :func:`cut_allowance` (``cut_allowance`` in the verdict)."""
     rates = expected_rates(forced, k)
     var = accepted_variance(rates)
     expected = 1.0 + sum(rates)
@@ -184,8 +200,10 @@ def verdict(forced: Mapping, k: int, num_drafts: float, num_accepted: float, dra
                 "passed": None}
     measured = 1.0 + float(num_accepted) / float(num_drafts)
     tol = noise_tolerance(var, min(float(num_drafts), float(draws)) if draws else num_drafts, floor=FLOOR)
-    return {"expected_al": round(expected, 4), "measured_al": round(measured, 4), "num_drafts": int(num_drafts),
-            "tolerance": round(tol, 4), "passed": abs(measured - expected) <= tol}
+    cut = cut_allowance(forced, k, num_drafts, cut_requests)
+    out = {"expected_al": round(expected, 4), "measured_al": round(measured, 4), "num_drafts": int(num_drafts),
+           "tolerance": round(tol, 4), "passed": -(tol + cut) <= measured - expected <= tol}
+    return out | ({"cut_allowance": round(cut, 4)} if cut_requests else {})
 
 
 def run_verdicts(forced: Mapping, k: int, prometheus_runs: Sequence[Mapping],
@@ -198,7 +216,8 @@ def run_verdicts(forced: Mapping, k: int, prometheus_runs: Sequence[Mapping],
     for r in prometheus_runs:
         biggest = max((int((batch_of or {}).get(p) or 1) for p in r.get("points") or []), default=1)
         v = verdict(forced, k, r.get("num_drafts") or 0, r.get("num_accepted_tokens") or 0,
-                    draws=(r.get("num_drafts") or 0) / biggest if batch_of else None)
+                    draws=(r.get("num_drafts") or 0) / biggest if batch_of else None,
+                    cut_requests=r.get("finished_requests"))
         runs.append({"dataset": r.get("dataset"), "temperature": r.get("temperature"),
                      "points": list(r.get("points") or []), **v})
     known = [r["passed"] for r in runs if r["passed"] is not None]
@@ -209,6 +228,7 @@ def run_verdicts(forced: Mapping, k: int, prometheus_runs: Sequence[Mapping],
 def verdict_line(result: Mapping) -> str:
     """One line for the job log and the launcher's table."""
     parts = [f"{r['dataset']} T={r['temperature']:g}: measured {r['measured_al']} vs {r['expected_al']} "
-             f"(tolerance {r['tolerance']})" for r in result.get("runs") or [] if r.get("measured_al") is not None]
+             f"(tolerance {r['tolerance']}" + (f", last steps cut at max_tokens: -{r['cut_allowance']}"
+                                               if r.get("cut_allowance") else "") + ")" for r in result.get("runs") or [] if r.get("measured_al") is not None]
     return f"{label(result.get('forced'))}: {result.get('verdict', 'unknown').upper()}" + \
         (" (" + "; ".join(parts) + ")" if parts else " (no server counters read)")
