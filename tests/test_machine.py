@@ -68,12 +68,14 @@ class FakeNvml:
     NVML_CLOCK_SM = 1
     NVML_TEMPERATURE_GPU = 0
 
-    def __init__(self):
+    def __init__(self, count: int = 1):
         self.shut = False
+        self.count = count
+        self.energy = 0
 
     def nvmlInit(self): pass
     def nvmlShutdown(self): self.shut = True
-    def nvmlDeviceGetCount(self): return 1
+    def nvmlDeviceGetCount(self): return self.count
     def nvmlDeviceGetHandleByIndex(self, i): return i
     def nvmlDeviceGetClockInfo(self, h, kind): return 1980
     def nvmlDeviceGetUtilizationRates(self, h): return type("U", (), {"gpu": 97})()
@@ -81,9 +83,14 @@ class FakeNvml:
     def nvmlDeviceGetTemperature(self, h, kind): return 61
     def nvmlDeviceGetCurrentClocksEventReasons(self, h): return 0x4
 
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):  # mJ since the driver loaded: it only rises
+        self.energy += 1000 * (h + 1)
+        return 10 ** 9 * h + self.energy
 
-def test_sampler_writes_one_line_a_sample_with_the_engine_cpu_time(tmp_path):
+
+def test_sampler_writes_one_line_a_sample_with_the_engine_cpu_time(tmp_path, monkeypatch):
     import os
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     nv = FakeNvml()
     path = tmp_path / "logs" / machine.SAMPLES_FILE
     s = machine.MachineSampler(path, interval_s=0.05, engine_pids=lambda: [os.getpid()], nvml=nv).start()
@@ -93,7 +100,10 @@ def test_sampler_writes_one_line_a_sample_with_the_engine_cpu_time(tmp_path):
     rows = machine.read_samples(path)
     assert len(rows) >= 2 and nv.shut
     g = rows[-1]["gpus"][0]
-    assert g == {"sm_mhz": 1980, "util_pct": 97, "power_w": 612.3, "temp_c": 61, "reasons": 4}
+    assert {k: v for k, v in g.items() if k != "energy_mj"} == \
+        {"sm_mhz": 1980, "util_pct": 97, "power_w": 612.3, "temp_c": 61, "reasons": 4}
+    counters = [r["gpus"][0]["energy_mj"] for r in rows]  # the energy counter, read in every sample
+    assert all(isinstance(e, int) for e in counters) and counters == sorted(counters) and counters[-1] > counters[0]
     assert rows[-1]["engine_cpu_s"] > 0 and len(rows[-1]["cpu"]) == 8
     path.write_text(path.read_text() + '{"t": 1, "gpus"')  # a torn last line is skipped
     assert len(machine.read_samples(path)) == len(rows)

@@ -224,6 +224,7 @@ class JobSpec:
     launch: LaunchSpec = field(default_factory=LaunchSpec)
     container_image: Optional[str] = None
     compare_thresholds: dict = field(default_factory=dict)  # read by launcher.compare
+    gpu_hour_price: Optional[float] = None  # cluster.gpu_hour_price (USD): launcher.speedup's dollar figures
     role: str = "speculative"  # or "baseline": the matched no-speculation configuration
     bench_module: str = BENCH_MODULE
     python: Optional[str] = None  # the benchmark's python (None: the node side's own)

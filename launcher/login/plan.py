@@ -169,7 +169,7 @@ def shared_fields(cfg: LauncherConfig, flags: ServerFlags, num_gpus: int) -> dic
                 num_gpus=num_gpus, container_image=cl.container_image, launch=launch_spec(cfg), engine=flags.engine,
                 engine_version=flags.engine_version, acceptance_source=flags.acceptance_source.value,
                 acceptance_requested=cfg.bench.acceptance_source,
-                compare_thresholds=compare_thresholds(cfg.bench.gates).to_dict())
+                compare_thresholds=compare_thresholds(cfg.bench.gates).to_dict(), gpu_hour_price=cl.gpu_hour_price)
 
 
 def _server_folder(cfg: LauncherConfig, method: str, flags: list, suffix: str = "",

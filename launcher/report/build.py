@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from launcher.report import html, plots
+from launcher.report.fleet_section import fleet_section
 from launcher.report.slo_section import slo_section
 from launcher.report.speedup_section import speedup_section
 from launcher.report.why_section import why_link, why_page
@@ -57,7 +58,7 @@ def _overview(jobs: list[Job], out: Path) -> str:
 def _speedup(results_dir: Path, jobs: list[Job], out: Path) -> str:
     """The speedup section when the results hold a matched baseline, and the link to the "why" page."""
     analysis = load_analysis(results_dir, jobs)
-    return why_link(why_page(analysis, out)) + speedup_section(analysis, out)
+    return why_link(why_page(analysis, out)) + speedup_section(analysis, out) + fleet_section(analysis, out)
 
 
 def _slo(results_dir: Path, out: Path) -> str:

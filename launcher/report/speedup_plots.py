@@ -4,8 +4,9 @@ one. Rows are launcher.speedup.analysis.analyse()'s ``points``."""
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from launcher.engines.forced_acceptance import label
 from launcher.report.plots import _MARKERS, _save, concurrency_axes, panel_grid, plt
 from launcher.results.identity import tag
 
@@ -14,23 +15,39 @@ def _g(d) -> float | None:
     return (d or {}).get("geomean")
 
 
-def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
-    """One panel per (dataset, temperature); per k the throughput speedup (solid)
-    and the per-request end-to-end speedup with its 95% interval (dotted);
-    the baseline is the line at 1."""
+def curves(rows: list[dict]) -> dict[tuple, dict[str, list[dict]]]:
+    """Per (dataset, temperature) panel, one curve per configuration: k x forced level x server (two
+    servers or two forced levels are never one curve), named ("k=3 forced AL 2 [+ --async-scheduling]",
+    the draft's name first where a panel holds several), its rows in concurrency order."""
     panels: dict[tuple, dict[tuple, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:  # one curve per k and server configuration (two servers are never one curve)
+    for r in rows:
         if r["speedup"].get("throughput") is not None:
-            curve = (r["k"], (r.get("configuration") or {}).get("label") or "")
-            panels[(r["dataset"], r["temperature"])][curve].append(r)
+            key = (r["k"], (r.get("configuration") or {}).get("label") or "", label(r.get("forced_acceptance")),
+                   str(r.get("draft") or ""), (r.get("forced_acceptance") or {}).get("length") or 0)
+            panels[(r["dataset"], r["temperature"])][key].append(r)
+    out: dict[tuple, dict[str, list[dict]]] = {}
+    for panel, cs in panels.items():
+        drafts = {c[3] for c in cs}
+        out[panel] = {}
+        for (k, server, forced, draft, _), rs in sorted(cs.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][4],
+                                                                                      kv[0][2], kv[0][3])):
+            name = (f"{PurePosixPath(draft).name} " if len(drafts) > 1 and draft else "") + f"k={k}" \
+                + (f" {forced}" if forced else "") + tag(server)
+            out[panel][name] = sorted(rs, key=lambda r: r["concurrency"])
+    return out
+
+
+def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
+    """One panel per (dataset, temperature); per configuration (``curves``) the throughput speedup
+    (solid) and the per-request end-to-end speedup with its 95% interval (dotted); the baseline is
+    the line at 1."""
+    panels = curves(rows)
     if not panels:
         return None
     keys = sorted(panels)
     fig, axes = panel_grid(len(keys), 5.6, 3.9)
     for ax, key in zip(axes, keys):
-        for i, ((k, server), rs) in enumerate(sorted(panels[key].items(), key=lambda kv: (kv[0][0] or 0, kv[0][1]))):
-            name = f"k={k}" + tag(server)
-            rs.sort(key=lambda r: r["concurrency"])
+        for i, (name, rs) in enumerate(panels[key].items()):
             cs = [r["concurrency"] for r in rs]
             line, = ax.plot(cs, [r["speedup"]["throughput"] for r in rs], marker=_MARKERS[i % len(_MARKERS)],
                             label=f"{name} throughput")
@@ -45,7 +62,7 @@ def speedup_vs_concurrency(rows: list[dict], path: Path) -> Path | None:
         ax.axhline(1.0, color="black", lw=1.0, ls="--", label="baseline = 1")
         concurrency_axes(ax, {r["concurrency"] for rs in panels[key].values() for r in rs},
                          f"{key[0]}, T={key[1]:g}", "concurrency", "speedup over no speculation", legend_size=7)
-    fig.suptitle("Speedup vs concurrency (one curve per k; baseline = 1)", fontsize=11)
+    fig.suptitle("Speedup vs concurrency (one curve per k and forced level; baseline = 1)", fontsize=11)
     fig.tight_layout()
     return _save(fig, path)
 

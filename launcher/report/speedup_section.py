@@ -1,11 +1,16 @@
 """The report's speedup section (sweep.baseline=true): the figures, the best-k
-table with the vLLM schedule, and predicted vs measured per point."""
+table with the vLLM schedule, and predicted vs measured per point. Each part shows what
+applies to the folder, or one line saying why it does not: forced points are never best-k
+candidates, and the E / (k c + 1) model needs the drafter's own acceptance, so forced levels
+are checked against the prediction from their configuration's other levels instead
+(launcher.report.held_out_section)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from launcher.contracts.job import point_dir_name
+from launcher.report import held_out_section
 from launcher.report.markup import esc as _e, figures, num as _num
 from launcher.results.identity import tag
 from launcher.report.speedup_plots import predicted_vs_measured, speedup_vs_concurrency
@@ -34,7 +39,16 @@ def _beats(v) -> str:
         v, '<span class="sub">cannot tell</span>')
 
 
+def _forced_only(analysis: dict) -> bool:
+    return all(r.get("forced_acceptance") for r in analysis["points"])
+
+
 def best_k_table(analysis: dict) -> str:
+    if not analysis["best_k"]:
+        why = ("every point here ran at a forced acceptance, which measures the serving system, not a drafter"
+               if _forced_only(analysis) else "no point ran with its drafter's own acceptance")
+        return (f'<p class="sub">No best k: {_e(why)}; forced points are never candidates '
+                f'(<a href="{held_out_section.WHY_PAGE}">why each speedup is what it is</a>).</p>')
     ks = sorted({int(k) for c in analysis["best_k"] for k in c["candidates"]})
     head = ["dataset", "T", "concurrency", "best k"] + [f"Output TPS k={k}" for k in ks] + \
            ["speedup", "beats baseline (beyond noise)"]
@@ -62,7 +76,10 @@ def prediction_table(analysis: dict) -> str:
             "predicted", "measured (step times)", "measured decode [95% CI]", "measured throughput",
             "TTFT ratio", "e2e latency ratio [95% CI]", "paired requests", "diagnosis"]
     rows = []
-    for r in sorted(analysis["points"], key=lambda r: (r["dataset"], r["temperature"], r["concurrency"], r["k"] or 0)):
+    mine = [r for r in analysis["points"] if not r.get("forced_acceptance")]  # forced: the held-out check below
+    if not mine:
+        return ""
+    for r in sorted(mine, key=lambda r: (r["dataset"], r["temperature"], r["concurrency"], r["k"] or 0)):
         pr, sp = r["prediction"], r["speedup"]
         cost = pr.get("draft_cost") or {}
         cells = [_e(point_dir_name(r["dataset"], r["temperature"], r["concurrency"])) + _server(r), str(r["k"]),
@@ -73,7 +90,7 @@ def prediction_table(analysis: dict) -> str:
                  _e(pr.get("diagnosis") or "")]
         rows.append("<tr>" + "".join(f'<td{" class=l" if i in (0, len(cells) - 1) else ""}>{x}</td>'
                                      for i, x in enumerate(cells)) + "</tr>")
-    methods = sorted({(r["prediction"].get("draft_cost") or {}).get("method", "") for r in analysis["points"]} - {""})
+    methods = sorted({(r["prediction"].get("draft_cost") or {}).get("method", "") for r in mine} - {""})
     return (f'<table class="pvm"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in head)}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'
             f'<p class="sub">Predicted = E / (k c + 1), the expected-tokens-per-step over cost-per-step model of '
@@ -96,15 +113,21 @@ def speedup_section(analysis: dict | None, out: Path) -> str:
     predicted = predicted_vs_measured(analysis["points"], out / "speedup_predicted_vs_measured.png")
     made = [(speedup_vs_concurrency(analysis["points"], out / "speedup_vs_concurrency.png"),
              "Throughput speedup (solid) and per-request end-to-end speedup with its 95% interval (dotted) "
-             "against concurrency, one curve per k; the dashed line at 1 is the matched baseline.", True),
+             "against concurrency, one curve per k and forced level; the dashed line at 1 is the matched baseline.",
+             True),
             (predicted, "Measured speedup against the speedup the measured acceptance predicts.", False)]
     figs = [(p.relative_to(out).as_posix(), cap, wide) for p, cap, wide in made if p is not None]
-    missing = "" if predicted is not None else \
+    forced = sum(1 for r in analysis["points"] if r.get("forced_acceptance"))
+    missing = "" if predicted is not None or _forced_only(analysis) else \
         f'<p class="warn">No predicted-vs-measured figure: {_e(no_prediction(analysis["points"]))}</p>'
+    forced_note = (f'<p class="sub">{forced} forced point(s): forced acceptance sets what a step accepts, so the '
+                   "E / (k c + 1) model, which needs the drafter's own per-position acceptance, does not apply to "
+                   "them; each forced level is predicted from its configuration's other levels instead.</p>"
+                   + held_out_section.table(analysis)) if forced else ""
     return (f'<section id="speedup"><h2>Speedup over the matched baseline</h2>'
             f'<p class="sub">Baseline job(s): {_e(", ".join(analysis["baseline_jobs"]))}: the same server '
             f"without speculation, the same client points.</p>"
             + "".join(f'<p class="warn">No speedup for {_e(x)}</p>' for x in analysis.get("skipped") or [])
             + f"{figures(figs)}{missing}"
             f"<h3>Best k per load</h3>{best_k_table(analysis)}"
-            f"<h3>Predicted vs measured</h3>{prediction_table(analysis)}</section>")
+            f"<h3>Predicted vs measured</h3>{prediction_table(analysis)}{forced_note}</section>")

@@ -2,9 +2,9 @@
 (configuration, launcher.speedup.why) and (dataset, T), one colour per concurrency.
 
 Per concurrency: the forced points (the speedup over the repeats with its 95 % interval, at the
-server's AL), the line AL / step cost the forced runs predict with its interval as a band
-(launcher.speedup.at_al), the break-even (where that line crosses 1, at AL = step cost) and the
-points measured with the real drafter (stars). Rows are launcher.speedup.analysis.analyse()'s.
+server's AL), the speedup the forced runs predict at every AL with its interval as a band (each
+request's prefill and verify steps: launcher.speedup.at_al.model_predict), the break-even (the
+step cost, where AL / step cost crosses 1) and the points measured with the real drafter (stars). Rows are launcher.speedup.analysis.analyse()'s.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from launcher.report.plots import _MARKERS, _save, legend_beside, panel_grid, plt
-from launcher.speedup.at_al import predict
+from launcher.speedup.at_al import model_predict
 from launcher.speedup.break_even import point_al
 
 
@@ -54,8 +54,8 @@ def speedup_vs_al(analysis: dict, path: Path) -> Path | None:
             cost = costs.get((conf, ds, t, c))
             if cost:
                 xs = [1.0 + j * (top - 1.0) / 40 for j in range(41)]
-                preds = [predict(cost, x) for x in xs]
-                ax.plot(xs, [p["speedup"] for p in preds], color=col, lw=1.2, label=f"C={c} predicted AL / step cost")
+                preds = [model_predict(rows, cost, x) for x in xs]
+                ax.plot(xs, [p["speedup"] for p in preds], color=col, lw=1.2, label=f"C={c} predicted")
                 if preds[0]["lo"] is not None:
                     ax.fill_between(xs, [p["lo"] for p in preds], [p["hi"] for p in preds], color=col, alpha=0.15)
                 ax.plot([cost["step_cost"]], [1.0], marker="|", ms=14, mew=2, color=col, ls="none",
@@ -68,6 +68,6 @@ def speedup_vs_al(analysis: dict, path: Path) -> Path | None:
         ax.set_ylabel("throughput speedup over the baseline")
         ax.grid(alpha=0.3)
     legend_beside(fig, axes)
-    fig.suptitle("Speedup vs acceptance length: forced points, the line AL / step cost, break-even at 1", fontsize=11)
+    fig.suptitle("Speedup vs acceptance length: forced points, the prediction across ALs, break-even at 1", fontsize=11)
     fig.tight_layout()
     return _save(fig, path)

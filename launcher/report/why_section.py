@@ -57,8 +57,9 @@ def why_page(analysis: Optional[dict], out: Path) -> Optional[Path]:
     fig = speedup_vs_al(analysis, out / "why_speedup_vs_al.png")
     figs = [(fig.relative_to(out).as_posix(),
              "Speedup against acceptance length per drafter (panel) and concurrency (colour): forced points with "
-             "their 95% interval over repeats, the line AL / step cost the forced runs predict (band: its interval), "
-             "break-even where it crosses 1, stars where the real drafter ran.", True)] if fig else []
+             "their 95% interval over repeats, the speedup the forced runs predict at every AL from each request's "
+             "prefill and verify steps (band: its interval), the break-even (AL = step cost), stars where the real "
+             "drafter ran.", True)] if fig else []
     t = analysis.get("cause_thresholds") or {}
     words = "".join(f"<li><b>{_e(w)}</b>: {_e(m)}</li>" for w, m in legend().items())
     body = (f'<section id="why"><h2>Why each speedup is what it is</h2>'

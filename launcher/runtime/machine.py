@@ -8,12 +8,14 @@ The node samples (:class:`MachineSampler`, a daemon thread) every ``interval_s``
 one JSON object a line::
 
     {"t": wall-clock s,
-     "gpus": [{"sm_mhz", "util_pct", "power_w", "temp_c", "reasons": bitmask}] | [],
+     "gpus": [{"sm_mhz", "util_pct", "power_w", "temp_c", "reasons": bitmask,
+               "energy_mj": the GPU's energy counter | null}] | [],   # the GPUs this process sees
      "cpu": [user, nice, system, idle, iowait, irq, softirq, steal] jiffies (/proc/stat) | null,
      "load1": float | null, "engine_cpu_s": user+system s of the engine's processes | null}
 
 The benchmark summarises the samples inside a point's window (:func:`window_summary`) into
-the point's ``configuration.json`` (``machine``), beside :func:`host_facts`. Every reader
+the point's ``configuration.json`` (``machine``), beside :func:`host_facts`; each GPU's energy over
+the window comes from its counter (launcher.runtime.energy). Every reader
 here is best-effort: a host without NVML, /proc or psutil gives nulls, never an error.
 Standard library only; pynvml and psutil are imported lazily (optional on the node).
 """
@@ -29,6 +31,9 @@ import timeit
 from pathlib import Path
 from statistics import median
 from typing import Any, Callable, Iterable, Optional
+
+from launcher.runtime.energy import window_energy
+from launcher.runtime.telemetry import visible_handles
 
 SAMPLES_FILE = "machine_samples.jsonl"
 
@@ -176,8 +181,7 @@ class MachineSampler:
         try:
             if self._nvml is not None:
                 self._nvml.nvmlInit()
-                self._handles = [self._nvml.nvmlDeviceGetHandleByIndex(i)
-                                 for i in range(int(self._nvml.nvmlDeviceGetCount()))]
+                self._handles = visible_handles(self._nvml)  # the job's GPUs (CUDA_VISIBLE_DEVICES)
         except Exception:  # no driver, no GPU: CPU-side samples only
             self._handles = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,7 +206,8 @@ class MachineSampler:
                           ("util_pct", lambda: nv.nvmlDeviceGetUtilizationRates(h).gpu),
                           ("power_w", lambda: round(nv.nvmlDeviceGetPowerUsage(h) / 1000.0, 1)),
                           ("temp_c", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-                          ("reasons", lambda: self._reasons(h))):
+                          ("reasons", lambda: self._reasons(h)),
+                          ("energy_mj", lambda: int(nv.nvmlDeviceGetTotalEnergyConsumption(h)))):
             try:
                 row[key] = read()
             except Exception:
@@ -274,12 +279,16 @@ def window_summary(samples: list[dict], t0: float, t1: float) -> dict:
         seen = 0
         for m in masks:
             seen |= m
+        energy = window_energy([(s["t"], s["gpus"][i].get("energy_mj")) for s in samples
+                                if len(s.get("gpus") or []) > i], t0, t1)
         gpus.append({"sm_mhz": _stats([r.get("sm_mhz") for r in rows]),
                      "util_pct": _stats([r.get("util_pct") for r in rows]),
                      "power_w": _stats([r.get("power_w") for r in rows]),
                      "temp_c": _stats([r.get("temp_c") for r in rows]),
                      "reasons_seen": reason_names(seen) if masks else None,
-                     "slowed_share": round(sum(1 for m in masks if m & SLOWING) / len(masks), 3) if masks else None})
+                     "slowed_share": round(sum(1 for m in masks if m & SLOWING) / len(masks), 3) if masks else None,
+                     "energy_j": energy and energy["energy_j"],
+                     "energy_covered_share": energy and energy["covered_share"]})
     out["gpus"] = gpus
     # CPU shares from the jiffies just before and at the end of the window
     # (a window too short for the sampler, or one it missed under load, closes on the first
@@ -315,15 +324,19 @@ def window_summary(samples: list[dict], t0: float, t1: float) -> dict:
 def compact(window: Optional[dict]) -> Optional[dict]:
     """A window's headline for one repeat's row of repeats.json: the first GPU's median SM clock,
     utilisation and power, the share of samples with a slowing reason, the host's busy and
-    steal shares and the engine's cores' worth of CPU. Pure."""
+    steal shares and the engine's cores' worth of CPU; and every GPU's energy over the window (J, from
+    its counter: ``gpu_energy_j``, None where no counter was read) with the window's length. Pure."""
     if not window:
         return None
     g = (window.get("gpus") or [None])[0] or {}
+    energy = [x.get("energy_j") for x in window.get("gpus") or []]
     med = lambda k: (g.get(k) or {}).get("median")  # noqa: E731
     return {"sm_mhz": med("sm_mhz"), "util_pct": med("util_pct"), "power_w": med("power_w"),
             "slowed_share": g.get("slowed_share"), "cpu_busy_share": window.get("cpu_busy_share"),
             "cpu_steal_share": window.get("cpu_steal_share"), "load1_max": window.get("load1_max"),
-            "engine_cores": window.get("engine_cores"), "samples": window.get("samples")}
+            "engine_cores": window.get("engine_cores"), "samples": window.get("samples"),
+            "gpu_energy_j": energy if energy and all(isinstance(e, (int, float)) for e in energy) else None,
+            "window_s": window.get("window_s")}
 
 
 def machines_line(machines: Iterable[Optional[dict]]) -> str:

@@ -81,6 +81,7 @@ __all__ = [
     "gpu_names",
     "gpu_uuids",
     "gpu_name_list",
+    "visible_handles",
 ]
 
 
@@ -413,6 +414,17 @@ def _visible_handles(nvml: Any, errors: tuple, count: int, selection) -> list[tu
             break
         handles.append((idx, nvml.nvmlDeviceGetHandleByIndex(idx)))
     return handles
+
+
+def visible_handles(nvml: Any, visible_devices: str | None = ...) -> list[Any]:  # type: ignore[assignment]
+    """The NVML handles of the GPUs this process sees, in CUDA_VISIBLE_DEVICES' order as
+    :class:`GpuMemorySampler` reads it (every GPU when it is unset or cannot be mapped); NVML
+    must be initialised. The machine sampler's GPUs (launcher.runtime.machine)."""
+    if visible_devices is ...:
+        visible_devices = os.environ.get("CUDA_VISIBLE_DEVICES")
+    selection, _ = _parse_visible_devices(visible_devices)
+    count = int(nvml.nvmlDeviceGetCount())
+    return [h for _, h in _visible_handles(nvml, _nvml_error_types(nvml), count, selection)]
 
 
 def _gpu_rows(gpus: list[dict], baseline: Optional[list], peak: list, samples: int) -> list[dict]:

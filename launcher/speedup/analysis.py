@@ -30,7 +30,7 @@ from launcher.stats.repeats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.runtime import machine
 from launcher.results.summary import change_summary
-from launcher.speedup import across, at_al, best_k, break_even, comparison_plot, paired, predict, why
+from launcher.speedup import across, at_al, best_k, break_even, comparison_plot, fleet, paired, predict, why
 from launcher.speedup.causes import words as cause_words
 from launcher.speedup.decompose import cost_text, decode_cost_text
 from launcher.speedup import slo as slo_mod
@@ -113,12 +113,12 @@ def read_speedup(point: Point) -> Optional[dict]:
 
 # ------------------------------------------------------------------ the analysis (no writes)
 
-def analyse(jobs: list[Job], borrowed: Sequence[Job] = ()) -> Optional[dict]:
+def analyse(jobs: list[Job], borrowed: Sequence[Job] = (), fleet_options: Optional[fleet.Options] = None) -> Optional[dict]:
     """Every speculative point matched with a baseline point, with its figures,
     the predicted-vs-measured speedup and the best k per load; None when the
     jobs hold no baseline. ``borrowed``: baselines another folder ran on the same machine for
     a target and serving settings none of these jobs' baselines covers (launcher.speedup.across);
-    a row paired with one says so (``baseline_from``)."""
+    a row paired with one says so (``baseline_from``). ``fleet_options``: launcher.speedup.fleet's price and speeds."""
     baselines = [j for j in jobs if is_baseline(j)] + list(borrowed)
     if not baselines:
         return None
@@ -171,7 +171,7 @@ def analyse(jobs: list[Job], borrowed: Sequence[Job] = ()) -> Optional[dict]:
                               "ratio": (s_step / b_step) if s_step and b_step else None},
             })
     _add_predictions(rows)
-    explained = why.explain(rows, jobs)  # decomposition, causes, step costs per configuration
+    explained = why.explain(rows, [*borrowed, *jobs])  # decomposition, causes (a borrowed baseline too), step costs
     # Forced acceptance measures the serving system, not a draft: never a best-k candidate.
     choices = best_k.best_k_per_load(
         {"draft": r["draft"], "configuration": r["configuration"], "dataset": r["dataset"], "temperature": r["temperature"],
@@ -192,7 +192,7 @@ def analyse(jobs: list[Job], borrowed: Sequence[Job] = ()) -> Optional[dict]:
             "baseline_jobs": [b.name for b in baselines], "points": rows,
             "best_k": [c.to_dict() for c in choices], "schedules": schedules,
             "forced": forced_table(rows), "break_even": break_even.break_even(rows), "skipped": skipped,
-            **explained}
+            **explained, "fleet": fleet.compare([*jobs, *borrowed], rows, fleet.resolve(fleet_options, jobs))}
 
 
 def forced_table(rows: list[dict]) -> list[dict]:
@@ -269,7 +269,8 @@ def load_analysis(root: Path, jobs: list[Job]) -> Optional[dict]:
     written = read_json(Path(root) / SUMMARY_FILE)
     on_disk = sum(1 for j in jobs if not is_baseline(j) for p in j.points if (p.path / SPEEDUP_FILE).is_file())
     if isinstance(written, dict) and written.get("schema_version") == SCHEMA_VERSION and \
-            len(written.get("points") or []) >= on_disk and written.get("points") and "step_costs" in written:
+            len(written.get("points") or []) >= on_disk and written.get("points") and "step_costs" in written \
+            and "fleet" in written and "held_out" in written:
         return written
     return analyse(jobs)
 
@@ -287,13 +288,13 @@ def compact(row: dict) -> dict:
 # ------------------------------------------------------------------ writing
 
 def write_all(root: Path, only_job: Optional[Path] = None, borrowed: Sequence[Job] = (),
-              jobs: Optional[list[Job]] = None) -> Optional[dict]:
+              jobs: Optional[list[Job]] = None, fleet_options: Optional[fleet.Options] = None) -> Optional[dict]:
     """Analyse the jobs under ``root`` (``jobs``: already loaded) and write speedup.json per point,
     speedup_summary.json in ``root`` and the summary.json blocks (only ``only_job``'s when given).
     ``borrowed``: baselines of another folder (analyse). Returns the analysis (None without a baseline)."""
 
     jobs = load_results(root) if jobs is None else jobs
-    res = analyse(jobs, borrowed)
+    res = analyse(jobs, borrowed, fleet_options)
     if res is None:
         return None
     for row in res["points"]:

@@ -166,6 +166,20 @@ def machine_identity(m: Optional[dict]) -> Optional[dict]:
     return {"boot_id": boot, "gpu_uuids": uuids} if boot or uuids else None
 
 
+def same_machine(spec_machine: Optional[dict], base_machine: Optional[dict]) -> Optional[bool]:
+    """Whether a point and its baseline ran on one machine: False where :func:`other_machine` names
+    another GPU, host or machine; None where either side recorded neither a boot id nor GPU uuids
+    (results before those records): another machine of the same kind cannot be ruled out."""
+    if other_machine(spec_machine, base_machine):
+        return False
+    return True if machine_identity(spec_machine) and machine_identity(base_machine) else None
+
+
+MACHINE_WORDS = (OTHER_GPU, OTHER_HOST, OTHER_MACHINE)  # the causes that say the baseline ran elsewhere
+UNRECORDED = ("the machine of {n} point(s) or of their baseline was not recorded (no boot id or GPU uuids: "
+              "results before those records), so whether they ran on one machine cannot be told")
+
+
 def _differ(a: dict, b: dict) -> bool:
     """Two recorded machines differ where both recorded a field and it differs."""
     return any(a[k] and b[k] and a[k] != b[k] for k in ("boot_id", "gpu_uuids"))

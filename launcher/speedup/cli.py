@@ -1,6 +1,7 @@
 """The command line of the speedup analysis:
 
     python -m launcher.speedup RESULTS_DIR [RESULTS_DIR ...] [--job JOB_DIR] [--at-al AL ...] [--slo ...]
+        [--gpu-hour-price USD] [--per-user-speed TOK_S ...]
 
 One folder is analysed (launcher.speedup.analysis) and printed (launcher.speedup.console);
 several are each analysed, then compared across (launcher.speedup.across).
@@ -14,7 +15,7 @@ from typing import Optional
 
 from launcher.results.job_dir import load_results, ResultsError
 from launcher.results.store import write_json_atomic
-from launcher.speedup import across, comparison_plot
+from launcher.speedup import across, comparison_plot, fleet_cli
 from launcher.speedup import slo as slo_mod
 from launcher.speedup.analysis import SCHEMA_VERSION, SLO_FILE, write_all, write_slo
 from launcher.speedup.console import print_analysis, print_slo
@@ -36,16 +37,22 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="goodputs within this relative difference (or within the repeats' MAD) are a tie, "
                          f"which goes to the simpler configuration (default {slo_mod.TIE_REL:g})")
     ap.add_argument("--at-al", type=float, nargs="+", default=None, metavar="AL",
-                    help="predict each configuration's speedup at these acceptance lengths from the step costs its "
-                         "forced runs measured, with a 95%% interval (docs/speedup.md)")
+                    help="predict each configuration's speedup at these acceptance lengths from its forced runs "
+                         "(each request's prefill and verify steps), with a 95%% interval that says what it "
+                         "rests on (docs/speedup.md)")
+    fleet_cli.add_arguments(ap)
     args = ap.parse_args(argv)
+    opts, bad = fleet_cli.options(args)
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     if len(args.results) > 1:
         if args.job:
             print("error: --job updates one job's summary: give one results folder with it", file=sys.stderr)
             return 2
         return several(args)
     try:
-        res = write_all(Path(args.results[0]), Path(args.job) if args.job else None)
+        res = write_all(Path(args.results[0]), Path(args.job) if args.job else None, fleet_options=opts)
         slo_res = write_slo(Path(args.results[0]), args.slo, args.slo_tie) if args.job is None else None
     except (ResultsError, OSError, ValueError) as e:
         print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
@@ -63,12 +70,14 @@ def several(args) -> int:
     """Each folder analysed (a folder without its baseline borrows one another folder ran on the
     same machine for the same target and serving settings), then one comparison across them."""
     roots = [Path(r) for r in args.results]
+    opts, _ = fleet_cli.options(args)  # checked by main
     analyses = []
     try:
         loaded = {str(r): load_results(r) for r in roots}
         for r in roots:
             others = {k: v for k, v in loaded.items() if k != str(r)}
-            res = write_all(r, borrowed=across.borrowable(loaded[str(r)], others), jobs=loaded[str(r)])
+            res = write_all(r, borrowed=across.borrowable(loaded[str(r)], others), jobs=loaded[str(r)],
+                            fleet_options=opts)
             print_analysis(r, res, args.at_al)
             if res is not None:
                 analyses.append((str(r), across.folder_machine(loaded[str(r)]) or f"folder:{r}", res))

@@ -6,9 +6,9 @@ from typing import Optional
 
 from launcher.engines.forced_acceptance import label
 from launcher.results.identity import tag
-from launcher.speedup import at_al, break_even
+from launcher.speedup import at_al, break_even, fleet_text, held_out
 from launcher.speedup.analysis import SUMMARY_FILE
-from launcher.speedup.causes import words as cause_words
+from launcher.speedup.causes import MACHINE_WORDS, UNRECORDED, words as cause_words
 from launcher.speedup.decompose import cost_text, decode_cost_text
 
 
@@ -21,6 +21,12 @@ def print_analysis(root: Path, res: Optional[dict], at_als: Optional[list[float]
     print(f"  measured on: {res['measured_on']}")
     for src in sorted({r["baseline_from"] for r in res["points"] if r.get("baseline_from")}):
         print(f"  baseline borrowed from {src}: the same machine, target and serving settings")
+    unknown = sum(1 for r in res["points"] if "same_machine" in r and r["same_machine"] is None)
+    if unknown:
+        print(f"  machine: {UNRECORDED.format(n=unknown)}")
+    for said in dict.fromkeys(c["sentence"] for r in res["points"] if r.get("same_machine") is False
+                              for c in r.get("causes") or [] if c["word"] in MACHINE_WORDS):
+        print(f"  machine: {said}")
     drafts = {c.get("draft") for c in res["best_k"]}
     for c in res["best_k"]:
         sp = c["speedup"]
@@ -46,8 +52,15 @@ def print_analysis(root: Path, res: Optional[dict], at_als: Optional[list[float]
                   + f"; {cause_words(r.get('causes') or [])}")
     for m in res.get("measured_vs_predicted") or []:
         print(f"  {at_al.comparison_line(m)}")
-    for line in (at_al.lines(res.get("step_costs") or [], at_als) if at_als else []):
+    checks = res.get("held_out") or []  # each forced level predicted from the others (launcher.speedup.held_out)
+    if checks:
+        print(f"  held out: {held_out.summary(checks)}")
+    for h in checks:
+        print(f"  held out {held_out.line(h)}")
+    for line in (at_al.lines(res.get("step_costs") or [], at_als, res["points"]) if at_als else []):
         print(f"  at AL: {line}")
+    for line in fleet_text.lines(res.get("fleet")):  # at equal per-user speed (launcher.speedup.fleet)
+        print(f"  {line}")
 
 
 def print_slo(res: dict, path: Path) -> None:

@@ -10,9 +10,13 @@ For each point row of launcher.speedup.analysis.analyse it adds
 * ``causes``: host-bound, GPU-bound, clock-capped, steal, unlike, other-GPU, other-host, each a
   word and a sentence (launcher.speedup.causes), from both sides' machine records;
 * ``configuration``: the server in words, shared by its forced levels;
+* ``same_machine``: whether it and its baseline ran on one machine (None: not recorded);
+* ``request_parts``: each repeat's prefill, time per output token, AL and speedup
+  (launcher.speedup.request_parts), what the cost model across ALs is made of;
 
 and returns the analysis' ``cause_thresholds``, ``step_costs`` (per configuration, from its forced
-runs: launcher.speedup.at_al) and ``measured_vs_predicted``.
+runs: launcher.speedup.at_al), ``measured_vs_predicted`` and ``held_out`` (each forced level
+predicted from the configuration's others: launcher.speedup.held_out).
 """
 from __future__ import annotations
 
@@ -23,8 +27,11 @@ from launcher.results.identity import run_identity
 from launcher.results.job_dir import Job, Point
 from launcher.results.repeats import record
 from launcher.runtime import machine
-from launcher.speedup import at_al, like_for_like
-from launcher.speedup.causes import THRESHOLDS, causes
+from launcher.speedup import at_al, held_out, like_for_like
+from launcher.speedup.al_model import STEP_DRIFT
+from launcher.speedup.break_even import point_al
+from launcher.speedup.causes import THRESHOLDS, causes, same_machine
+from launcher.speedup.request_parts import request_parts
 from launcher.speedup.decompose import decomposition
 
 
@@ -68,6 +75,11 @@ def explain(rows: list[dict], jobs: list[Job]) -> dict:
         r["causes"] = [c.to_dict() for c in causes(machine_rows(p), machine_rows(bp), diff or [],
                                                      p.machine if p else None, bp.machine if bp else None)]
         r["drafter"] = label
+        r["same_machine"] = same_machine(p.machine if p else None, bp.machine if bp else None)
+        r["request_parts"] = request_parts(p, record.read(p.path) if p else None,
+                                           record.read(bp.path) if bp else None, r["speedup"].get("throughput"),
+                                           point_al(r))
     costs = at_al.configuration_costs(rows)
     return {"cause_thresholds": THRESHOLDS.to_dict(), "step_costs": costs,
-            "measured_vs_predicted": at_al.measured_vs_predicted(rows, costs)}
+            "measured_vs_predicted": at_al.measured_vs_predicted(rows, costs),
+            "held_out": held_out.check(rows), "model_step_drift": STEP_DRIFT}

@@ -5,6 +5,8 @@ h100_vllm026_async_pair), read through the product's readers; the forced-6 colum
 short, which the readers count as pending) from its repeats.json."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from pathlib import Path
@@ -185,22 +187,43 @@ def test_the_across_machines_table_is_the_comparisons_spread(comparison):
         assert _nums(cells[5]) == [round(100 * spread["within_machine_rel_max"], 1)]
 
 
-def test_the_predictions_at_published_als_are_al_over_the_step_cost(comparison):
-    _, rows = comparison
-    cost = rows[("m1", DFLASH, 1)]["step_cost"]
+@pytest.fixture(scope="module")
+def at_al(comparison):
+    """What `python -m launcher.speedup FOLDER --at-al ...` prints for each folder the section predicts
+    from: {(folder, drafter, C, AL): (speedup, lo, hi)} (the folders the comparison fixture analysed)."""
+    comp, _ = comparison
+    out = {}
+    for folder in sorted({r["folder"] for r in comp["rows"]}):
+        name = Path(folder).name
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert main([folder, "--at-al", "4.24", "3.80", "2.26", "2.60"]) == 0
+        for line in printed.getvalue().splitlines():
+            m = re.search(r"at AL: (.+?): \S+ T=\S+ C=(\d+): ", line)
+            for al, *fig in (re.findall(r"AL ([\d.]+): ([\d.]+)x \[([\d.]+), ([\d.]+)\]", line) if m else []):
+                out[(name, m.group(1), int(m.group(2)), float(al))] = tuple(float(x) for x in fig)
+    return out
+
+
+def _pred(at_al, folder, drafter, c, al):
+    return [_r2(x) for x in at_al[(folder, drafter, c, al)]]
+
+
+def test_the_predictions_at_published_als_are_what_the_command_prints(at_al):
+    """The section's predictions at the published ALs: launcher.speedup --at-al on the recorded folders
+    (the prefill + steps model, docs/speedup.md), to two decimals."""
     m = re.search(r"DFlash at AL 4\.24 gives \*\*(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 1\*\*", SECTION)
-    assert [float(x) for x in m.groups()] == [_r2(4.24 / cost["mean"]), _r2(4.24 / cost["hi"]), _r2(4.24 / cost["lo"])]
-    c64 = rows[("m1", DFLASH, 64)]["step_cost"]
+    assert [float(x) for x in m.groups()] == _pred(at_al, "m1", DFLASH, 1, 4.24)
     m = re.search(r"(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", SECTION)
-    assert [float(x) for x in m.groups()] == [_r2(4.24 / c64["mean"]), _r2(4.24 / c64["hi"]), _r2(4.24 / c64["lo"])]
-    e3 = {c: rows[("m4", EAGLE3, c)]["step_cost"] for c in (1, 64)}
+    assert [float(x) for x in m.groups()] == _pred(at_al, "m1", DFLASH, 64, 4.24)
     m = re.search(r"published 2\.26 \(k = 3\) predicts \*\*(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 1\*\* "
                   r"and (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", SECTION.replace("\n", " "))
-    assert [float(x) for x in m.groups()] == [_r2(2.26 / e3[c][k]) for c in (1, 64) for k in ("mean", "hi", "lo")]
-    draft = rows[("pair", DRAFT, 1)]["step_cost"]
+    assert [float(x) for x in m.groups()] == _pred(at_al, "m4", EAGLE3, 1, 2.26) + _pred(at_al, "m4", EAGLE3, 64, 2.26)
     m = re.search(r"it would give (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\]", SECTION)
-    assert [float(x) for x in m.groups()] == [_r2(2.60 / draft["mean"]), _r2(2.60 / draft["hi"]),
-                                              _r2(2.60 / draft["lo"])]
+    assert [float(x) for x in m.groups()] == _pred(at_al, "pair", DRAFT, 1, 2.6)
+    m = re.search(r"Llama EAGLE-3 chain's published 2\.60 predicts \*\*(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at "
+                  r"C = 1\*\* and (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", " ".join(SECTION.split()))
+    assert [float(x) for x in m.groups()] == _pred(at_al, "m6", EAGLE3, 1, 2.6) + _pred(at_al, "m6", EAGLE3, 64, 2.6)
 
 
 def test_each_figure_names_its_machine_kind():
@@ -280,10 +303,6 @@ def test_the_llama_eagle3_levels_and_heads_as_written(comparison):
                   r"(\d\.\d\d) at C = 1, (\d\.\d\d) against (\d\.\d\d) at C = 64\)", text)
     assert [int(m.group(1)), int(m.group(2))] == [round(min(gaps)), round(max(gaps))]
     assert [float(x) for x in m.groups()[2:]] == [_r2(llama[1]), _r2(qwen[1]), _r2(llama[64]), _r2(qwen[64])]
-    m = re.search(r"Llama EAGLE-3 chain's published 2\.60 predicts \*\*(\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at "
-                  r"C = 1\*\* and (\d\.\d\d)× \[(\d\.\d\d), (\d\.\d\d)\] at C = 64", " ".join(SECTION.split()))
-    cost = {c: rows[("m6", EAGLE3, c)]["step_cost"] for c in (1, 64)}
-    assert [float(x) for x in m.groups()] == [_r2(2.60 / cost[c][k]) for c in (1, 64) for k in ("mean", "hi", "lo")]
 
 
 def test_no_recorded_drafter_run_lost_a_request():

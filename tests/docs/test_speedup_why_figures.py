@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from launcher.results.job_dir import load_results
-from launcher.speedup.at_al import predict
 from launcher.speedup.analysis import analyse
-from tests.speedup.recorded import ASYNC_PAIR, DFLASH, DFLASH_JOB, DRAFT_JOB, results_copy
+from tests.speedup.recorded import (ASYNC_PAIR, DFLASH, DFLASH_BASE, DFLASH_JOB, DRAFT_JOB, model_prediction,
+                                    output_tokens, repeat_parts, results_copy)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "speedup.md"
 SECTION = DOC.read_text().split("## Why a speedup is what it is", 1)[1].split("\n## ", 1)[0]
@@ -42,13 +42,18 @@ def test_the_table_is_the_analysis(analysed):
         assert causes == " ".join(x["word"] for x in r["causes"])
 
 
-def test_the_at_al_example_is_the_analysis(analysed):
+def test_the_at_al_example_is_the_files(analysed):
+    """The --at-al example: DFlash's one forced level at C=1, the request time model computed from
+    its repeats.json (tests/speedup/recorded.py), and the step cost beside it."""
     cost = next(c for c in analysed[DFLASH.name]["step_costs"] if c["concurrency"] == 1)
-    m = re.search(r"AL 2\.7 gives (\S+)x \[(\S+), (\S+)\]\s+and AL 4\.25 gives (\S+)x \[(\S+), (\S+)\]", SECTION)
+    text = " ".join(SECTION.split())
+    step_cost = f"{cost['step_cost']:.2f} [{cost['lo']:.2f}, {cost['hi']:.2f}]"
+    assert f"C=1 (forced 4 only, 3 repeats; step cost {step_cost})" in text
+    m = re.search(r"AL 2\.7 gives (\S+)x \[(\S+), (\S+)\] and AL 4\.25 gives (\S+)x \[(\S+), (\S+)\]", text)
     assert m, "the --at-al example is missing"
-    for al, (v, lo, hi) in ((2.7, m.groups()[:3]), (4.25, m.groups()[3:])):
-        p = predict(cost, al)
-        assert (v, lo, hi) == (f"{p['speedup']:.2f}", f"{p['lo']:.2f}", f"{p['hi']:.2f}".rstrip("."))
+    reps, n = repeat_parts(DFLASH, DFLASH_JOB, DFLASH_BASE, 1), output_tokens(DFLASH, DFLASH_JOB, 1)
+    for al, got in ((2.7, m.groups()[:3]), (4.25, m.groups()[3:])):
+        assert got == tuple(f"{x:.2f}" for x in model_prediction(reps, n, al, len(reps)))
 
 
 def test_the_sentences_ranges_are_the_files(analysed):

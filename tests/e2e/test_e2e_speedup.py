@@ -35,7 +35,8 @@ RUN = ["cluster=slurm", "cluster.array_parallelism=2", "cluster.cpus_per_task=1"
        "sweep.temperatures=[0]", "sweep.concurrencies=[1,2]", "sweep.datasets=[mtbench]", "sweep.num_requests=4",
        "sweep.num_requests_per_concurrency={1:2}",  # C=1 sends 2 of the 4 conversations, C=2 all 4
        "bench.lossless.enabled=true", "bench.lossless.num_prompts=6", "wait=true", "report=false",  # built below
-       "bench.known_answer=false"]  # the probe has its own tests; here: exactly the baseline's restart
+       "bench.known_answer=false",  # the probe has its own tests; here: exactly the baseline's restart
+       "cluster.gpu_hour_price=2.5"]  # issue 62: the recipe's price reaches the fleet comparison
 # issue 53: one more k=1 job whose server adds a flag the baseline's lacks (one server start, one
 # point), run beside the Slurm jobs above on the local executor (its own folder: the assertions on
 # the recipe's jobs see only theirs) and then moved into their folder: launcher.speedup pairs it
@@ -127,6 +128,20 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
         assert json.loads((jobs[k] / "summary.json").read_text())["speedup"]["points"]
     summ = json.loads((root / "speedup_summary.json").read_text())
     assert [c["concurrency"] for c in summ["best_k"]] == [1, 2]
+    # issue 62: each k against the baseline at equal per-user speed, the same tables as on a GPU; energy
+    # absent and said so (no GPU NVML can read), dollars from the recipe's price. Structure only.
+    fleet = summ["fleet"]
+    assert fleet["gpu_hour_price"] == 2.5 and fleet["price_source"] == "the recipe's cluster.gpu_hour_price"
+    assert sorted(c["k"] for c in fleet["comparisons"]) == [1, 3]
+    for c in fleet["comparisons"]:
+        assert c["baseline_job"] == base.name and c["repeat_pairs"] == 1
+        for side in ("speculative", "baseline"):
+            assert [r["concurrency"] for r in c["points"][side]] == [1, 2]
+            assert all(r["joules_per_token"] is None and r["usd_per_million_tokens"]["mean"] > 0
+                       for r in c["points"][side])
+            assert c["energy"][side]["source"] is None and "a CPU machine" in c["energy"][side]["absent"]
+        assert {(a["anchor"]["side"], a["anchor"].get("concurrency")) for a in c["at_speed"]} == \
+            {(s, n) for s in ("speculative", "baseline") for n in (1, 2)}
     assert summ["schedules"][0]["speculative_config"]["num_speculative_tokens_per_batch_size"][0][0] == 1
 
     r = subprocess.run([sys.executable, "-m", "launcher.report", str(root), "--out", str(tmp_path / "report")],
@@ -134,14 +149,15 @@ def test_baseline_speedups_best_k_and_report(slurm_cluster, real_stack, tmp_path
     assert r.returncode == 0, r.stderr
     index = tmp_path / "report" / "index.html"
     html = index.read_text()
-    for text in ("Best k per load", "Predicted vs measured", "num_speculative_tokens_per_batch_size"):
+    for text in ("Best k per load", "Predicted vs measured", "num_speculative_tokens_per_batch_size",
+                 "At equal per-user speed", "no energy figures (no GPU on this machine"):
         assert text in html
     states = screenshot_page(index, tmp_path / "report.png")
     srcs = {s for s, _, _ in states}
     # the prediction's figure where a point has a prediction; on this shared machine the k=1 job's
     # steps can come out dearer than k=3's (a negative draft cost), and then the page says why instead
     predicted = [p for p in summ["points"] if p["prediction"]["predicted_speedup"] is not None]
-    assert "speedup_vs_concurrency.png" in srcs
+    assert "speedup_vs_concurrency.png" in srcs and "fleet_equal_speed.png" in srcs
     assert ("speedup_predicted_vs_measured.png" in srcs) == bool(predicted), srcs
     assert bool(predicted) or "No predicted-vs-measured figure: the step times give a negative draft cost" in html
     assert all(done and width > 0 for _, done, width in states), states

@@ -157,3 +157,49 @@ def test_a_baseline_of_another_machine_of_the_same_kind_is_named(tmp_path):
     assert "other-machine" in words, words
     text = next(c["sentence"] for r in rows for c in r["causes"] if c["word"] == "other-machine")
     assert "boot 30a59545" in text and "boot 9e2093bb" in text
+
+
+def test_a_borrowed_baseline_names_the_machine_of_each_point_it_pairs(tmp_path, capsys):
+    """One folder holds DFlash's job of M1 and Qwen3 EAGLE3's job of M4, without a baseline; another
+    folder holds M4's baseline. The folder borrows it (it shares M4 with the EAGLE3 job): the EAGLE3
+    rows ran on the baseline's machine, the DFlash rows on another one, named by both boot ids."""
+    m1, m4 = DATA / "h100_vllm026_dflash_2starts", DATA / "h100_vllm026_qwen3_eagle3_2starts"
+    mixed, borrowed = tmp_path / "mixed", tmp_path / "m4_baseline"
+    dflash, eagle3 = results_copy(m1, tmp_path / "m1"), results_copy(m4, tmp_path / "m4")
+    mixed.mkdir()
+    borrowed.mkdir()
+    shutil.move(str(dflash / SPEC), str(mixed / SPEC))
+    e3 = "qwen3-8b-shaped-eagle3-k3-fal2-tp1-49dda453"
+    shutil.move(str(eagle3 / e3), str(mixed / e3))
+    shutil.move(str(next(eagle3.glob("qwen3-8b-shaped-none-*"))), str(borrowed))
+    boot = {name: json.loads((folder / job / "mtbench" / "t0_c1" / "configuration.json").read_text())
+            ["specdec_launcher"]["machine"]["host"]["boot_id"]
+            for name, folder, job in (("m1", m1, SPEC), ("m4", m4, e3))}
+    assert boot["m1"] != boot["m4"]
+    assert main([str(mixed), str(borrowed)]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads((mixed / "speedup_summary.json").read_text())["points"]
+    assert {r["baseline_from"] for r in rows} == {str(borrowed)}
+    on_m1 = [r for r in rows if r["job"] == SPEC]
+    on_m4 = [r for r in rows if r["job"] == e3]
+    assert len(on_m1) == len(on_m4) == 4
+    assert all(r["same_machine"] is False and "other-machine" in [c["word"] for c in r["causes"]] for r in on_m1)
+    assert all(r["same_machine"] is True and "other-machine" not in [c["word"] for c in r["causes"]] for r in on_m4)
+    said = next(ln for ln in out.splitlines() if ln.startswith("  machine: other machine:"))
+    assert f"boot {boot['m1'][:8]}" in said and f"boot {boot['m4'][:8]}" in said
+
+
+def test_results_without_a_machine_record_say_so(tmp_path, capsys):
+    """Points recorded before the boot id and GPU uuids (THREE_REPEATS): no other-machine is claimed,
+    and the output says the machine cannot be told."""
+    root = results_copy(THREE_REPEATS, tmp_path / "older")
+    assert main([str(root)]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads((root / "speedup_summary.json").read_text())["points"]
+    configuration = json.loads((THREE_REPEATS / SPEC / "mtbench" / "t0_c1" / "configuration.json").read_text())
+    host = (configuration.get("specdec_launcher", {}).get("machine") or {}).get("host") or {}
+    assert not host.get("boot_id")  # recorded before the boot id
+    assert rows and all(r["same_machine"] is None for r in rows)
+    assert not any(c["word"] in ("other-machine", "other-host", "other-GPU") for r in rows for c in r["causes"])
+    assert (f"  machine: the machine of {len(rows)} point(s) or of their baseline was not recorded (no boot id or "
+            "GPU uuids: results before those records), so whether they ran on one machine cannot be told") in out

@@ -123,9 +123,13 @@ def test_the_reports_rows_and_curves_name_their_server(analysed, tmp_path):
     main([str(analysed)])
     res = json.loads((analysed / "speedup_summary.json").read_text())
     html = speedup_section(res, tmp_path)
-    # the predicted-vs-measured table: one row per point, each with its server's label
-    assert html.count("[+ --async-scheduling]") == 3 and html.count("[- --async-scheduling]") == 3
+    # forced points: the E / (k c + 1) table does not apply, one line says why; one level per server: no check
+    assert 'class="pvm"' not in html and "does not apply" in html
+    assert "No configuration here ran two forced levels at one load" in html
     assert (tmp_path / "speedup_vs_concurrency.png").is_file()
+    # the same points as a drafter's own: the predicted-vs-measured table, one row per point with its server
+    real = speedup_section({**res, "points": [{**r, "forced_acceptance": None} for r in res["points"]]}, tmp_path)
+    assert real.count("[+ --async-scheduling]") == 3 and real.count("[- --async-scheduling]") == 3
 
 
 def test_the_results_tables_on_screen_say_which_server_each_job_is():

@@ -23,7 +23,8 @@ from launcher.speedup.causes import THRESHOLDS
 from launcher.speedup.analysis import SUMMARY_FILE
 from launcher.speedup.cli import main as speedup_main
 from tests.speedup.recorded import (ASYNC_JOB, ASYNC_PAIR, DFLASH, DFLASH_BASE, DFLASH_JOB, DRAFT_JOB,
-                                    repeats, results_copy, server_al)
+                                    model_prediction, output_tokens, repeat_parts, repeats, results_copy,
+                                    server_al)
 
 
 @pytest.fixture(scope="module")
@@ -142,14 +143,20 @@ def test_the_prediction_at_the_forced_al_holds_the_measured_speedup(which, reque
 
 
 def test_at_al_prints_each_configuration_and_concurrency(dflash, capsys):
+    """One forced level: the prediction moves the level's speedup as the request time (prefill plus
+    (n - 1) / AL verify steps), and its interval says it rests on one level."""
     assert speedup_main([str(dflash), "--at-al", "2.7", "4.25"]) == 0
     out = [ln for ln in capsys.readouterr().out.splitlines() if "at AL:" in ln]
     assert len(out) == 3  # one configuration x C=1, 4, 16
     for c in (1, 4, 16):
         cost, lo, hi = expected_cost(dflash, DFLASH_JOB, DFLASH_BASE, c)
+        reps, n = repeat_parts(dflash, DFLASH_JOB, DFLASH_BASE, c), output_tokens(dflash, DFLASH_JOB, c)
         line = next(ln for ln in out if f" C={c}:" in ln)
-        assert f"AL 2.7: {2.7 / cost:.2f}x [{2.7 / hi:.2f}, {2.7 / lo:.2f}]" in line, line
-        assert f"AL 4.25: {4.25 / cost:.2f}x [{4.25 / hi:.2f}, {4.25 / lo:.2f}]" in line, line
+        assert f"step cost {cost:.2f} [{lo:.2f}, {hi:.2f}]" in line, line
+        for al in (2.7, 4.25):
+            s, plo, phi = model_prediction(reps, n, al, len(reps))
+            assert f"AL {al:g}: {s:.2f}x [{plo:.2f}, {phi:.2f}]" in line, line
+        assert "one forced level only" in line and "a second forced level measures" in line
 
 
 # ------------------------------------------------------------------ the results table and the report

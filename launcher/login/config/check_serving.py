@@ -75,6 +75,9 @@ def cluster_problems(cfg: LauncherConfig) -> list[ConfigError]:
                 "set cluster.container_image=<image> or export CONTAINER_IMAGE")
     if cl.time_min < 1:
         out.add("cluster.time_min", f"is {cl.time_min}", "set a time limit in minutes, e.g. cluster.time_min=120")
+    if cl.gpu_hour_price is not None and not cl.gpu_hour_price > 0:
+        out.add("cluster.gpu_hour_price", f"is {cl.gpu_hour_price}",
+                "give what one GPU costs an hour in US dollars, e.g. cluster.gpu_hour_price=2.50, or null for none")
     return out
 
 

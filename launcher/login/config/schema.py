@@ -90,6 +90,9 @@ class ClusterConfig:
     # The python that runs the node side of the job. Default: this interpreter (the
     # login node's environment, on the shared filesystem).
     node_python: Optional[str] = None
+    # What one GPU of this cluster costs an hour, in US dollars: python -m launcher.speedup and the
+    # report add dollars per million output tokens (docs/fleet.md). None: no dollar figures.
+    gpu_hour_price: Optional[float] = None
 
 
 @dataclass
