@@ -66,8 +66,10 @@ def fleet_section(analysis: Optional[dict], out: Path) -> str:
     """The whole section; empty without a fleet comparison."""
     fleet = (analysis or {}).get("fleet") or {}
     comps = fleet.get("comparisons") or []
+    missing = "".join(f"<p class=\"sub\">{_e(m['job'])} against {_e(m['baseline_job'])}, {_e(m['dataset'])} "
+                      f"T={m['temperature']:g}: not compared: {_e(m['why'])}.</p>" for m in fleet.get("not_compared") or [])
     if not comps:
-        return ""
+        return (f'<section id="fleet"><h2>At equal per-user speed</h2>{missing}</section>' if missing else "")
     p = equal_speed_curves(comps, out / "fleet_equal_speed.png")
     figs = [] if p is None else [(p.relative_to(out).as_posix(),
                                   "Output tok/s per GPU against per-user decode speed: each speculative server "
@@ -87,4 +89,4 @@ def fleet_section(analysis: Optional[dict], out: Path) -> str:
             f"curve over concurrency by straight lines between its points, never past them: slower than a "
             f"server's slowest point its figure is a lower bound (\"at least\"). Gains are speculative / baseline "
             f"per repeat pair, with the 95% interval over the pairs (docs/fleet.md). {price_note}</p>"
-            f"{figures(figs)}{body}</section>")
+            f"{figures(figs)}{body}{missing}</section>")

@@ -160,7 +160,7 @@ def compare(jobs: Sequence[Job], rows: list[dict], opts: Options) -> dict:
     paired with (launcher.speedup.analysis; ``jobs``: the folder's and the borrowed baselines), at
     each (dataset, T)."""
     by_name = {j.name: j for j in jobs}
-    out = []
+    out, missing = [], []
     for name, base_name in dict.fromkeys((r["job"], r["baseline_job"]) for r in rows):
         job, base = by_name.get(name), by_name.get(base_name)
         if job is None or base is None:
@@ -171,5 +171,16 @@ def compare(jobs: Sequence[Job], rows: list[dict], opts: Options) -> dict:
                              opts)
             if c is not None:
                 out.append(c)
+            else:
+                missing.append({"job": name, "baseline_job": base_name, "dataset": ds, "temperature": t,
+                                "k": mine[0].get("k"), "why": _why_no_curve(job, base, ds, t)})
     return {"gpu_hour_price": opts.gpu_hour_price, "price_source": opts.price_source,
-            "per_user_speeds_asked": list(opts.per_user_speeds), "comparisons": out}
+            "per_user_speeds_asked": list(opts.per_user_speeds), "comparisons": out, "not_compared": missing}
+
+
+def _why_no_curve(job: Job, base: Job, dataset: str, temperature: float) -> str:
+    """Why a speculative job and its baseline have no comparison at equal per-user speed (one line)."""
+    sides = [name for name, j in (("the speculative server", job), ("the baseline", base))
+             if not _repeats([p for p in j.points if p.ok and p.dataset == dataset and p.temperature == temperature])]
+    return (f"{' and '.join(sides) or 'a side'} has no point with a per-user decode speed (a reply that arrives in "
+            "one chunk has none: its first and last tokens came together) or no throughput")

@@ -109,6 +109,9 @@ def lines(fleet: Optional[dict]) -> list[str]:
                        f"{speed(fast['per_user_tps'])} at C={fast['concurrency']})")
         out += ["  " + x for x in per_point("speculative", c["points"]["speculative"], c["energy"]["speculative"], price)]
         out += ["  " + x for x in per_point("baseline", c["points"]["baseline"], c["energy"]["baseline"], price)]
+    for m in fleet.get("not_compared") or []:
+        out.append(f"fleet: {m['job']} against {m['baseline_job']}, {m['dataset']} T={m['temperature']:g}: not compared: "
+                   f"{m['why']}")
     if fleet["comparisons"] and not price:
         out.append("fleet: no dollar figures: give --gpu-hour-price USD (or the recipe's cluster.gpu_hour_price)")
     return out

@@ -138,3 +138,21 @@ def test_without_a_price_no_dollars_and_a_bad_price_is_one_line(tmp_path):
                            text=True, timeout=300)
         assert q.returncode == 2 and len(q.stderr.strip().splitlines()) == 1, q.stderr
         assert bad[0] in q.stderr and "e.g." in q.stderr and "Traceback" not in q.stderr
+
+
+def test_a_baseline_without_a_per_user_speed_is_named_not_compared(tmp_path):
+    """Replies that each arrived in one chunk have no per-user decode speed: the baseline has no
+    curve, and each speculative job says why it was not compared instead of vanishing."""
+    root = results_copy(hand.DATA / "h100_vllm026_llama_eagle3_1start", tmp_path / "llama")
+    base = next(p for p in root.iterdir() if "-none-" in p.name)
+    for rep in base.glob("mtbench/*/repeats.json"):
+        doc = json.loads(rep.read_text())
+        for r in doc["per_repeat"]:
+            r["Decode tok/s"] = None
+        rep.write_text(json.dumps(doc))
+    res = analyse(load_results(root))
+    fleet = res["fleet"]
+    assert fleet["comparisons"] == []
+    assert len(fleet["not_compared"]) == 2
+    assert all(m["why"].startswith("the baseline has no point with a per-user decode speed")
+               for m in fleet["not_compared"])
