@@ -42,7 +42,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     d_rows, a_rows = _with_step_counts(d_dir), _with_step_counts(a_dir)
     outputs = {pt.dir: (read_outputs(d_dir / pt.dir), read_outputs(a_dir / pt.dir))
                for pt in d_rows if float(1 if pt.temperature is None else pt.temperature) == 0.0}
-    verdict = parity_verdict(d_rows, a_rows, par.al_tolerance, outputs, defective_temperatures(d_dir))
+    verdict = parity_verdict(d_rows, a_rows, par.al_tolerance, outputs, defective_temperatures(d_dir),
+                             run_windows=read_summary(d_dir).get("prometheus_runs") or ())
     verdict.update({"disagg_job": str(d_dir), "aggregated_job": str(a_dir)})
     write_parity(d_dir, verdict)
     update_summary(d_dir, disagg_parity={"verdict": verdict["verdict"], "checks": verdict["checks"],

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from launcher.runtime.files import jsonl_lines, write_json_atomic
 from launcher.results.layout import responses_file
@@ -138,10 +138,14 @@ def _rows(side) -> list[PointRow]:
 
 def parity_verdict(disagg_summary, aggregated_summary, tolerance: float,
                    outputs: Mapping[str, tuple[dict, dict]],
-                   defective_temperatures: Optional[Mapping[float, str]] = None) -> dict:
+                   defective_temperatures: Optional[Mapping[float, str]] = None,
+                   run_windows: Sequence[Mapping] = ()) -> dict:
     """The verdict over every point (``outputs``: point dir -> (disagg, aggregated) outputs);
     each side a summary (dict) or its rows (PointRow). ``defective_temperatures``: temperature
-    -> why the engine's acceptance is not to be judged there (a failed known-answer probe)."""
+    -> why the engine's acceptance is not to be judged there (a failed known-answer probe).
+    ``run_windows``: the disaggregated job's summary.json ``prometheus_runs`` (each AIPerf run's
+    counter window, its points, its ``kv_transfer``): a point whose own window missed a counter
+    update is judged by its run's (``transferred_by``)."""
     defective = {round(float(t), 6): why for t, why in (defective_temperatures or {}).items()}
     agg = {p.dir: p for p in _rows(aggregated_summary)}
     rows, problems = [], []
@@ -152,6 +156,8 @@ def parity_verdict(disagg_summary, aggregated_summary, tolerance: float,
             continue
         t = None if p.temperature is None else round(float(p.temperature), 6)
         r = point_parity(p, a, tolerance, outputs.get(p.dir), defective.get(t))
+        if r.get("transferred") is None and r["compared"]:
+            _transferred_by_run(r, run_windows)
         rows.append(r)
         if not r["compared"]:
             problems.append(f"{r['point']}: not compared ({r['why_not']})")
@@ -187,8 +193,24 @@ def parity_verdict(disagg_summary, aggregated_summary, tolerance: float,
                    f"{(r['kv_transfer'] or {}).get('prompt_tokens')} prompt tokens, its requests sent "
                    f"{(r['kv_transfer'] or {}).get('point_prompt_tokens')}: a counter updated outside the point's time)"
                    for r in compared if r["transferred"] is None]
+    by_run = [f"{r['point']}: transfers judged by {r['transferred_by']}" for r in compared if "transferred_by" in r]
     return {"schema_version": 2, "verdict": verdict, "al_tolerance": tolerance, "al_basis": bases,
-            "checks": checks, "points": rows, "problems": problems, "not_judged": not_judged}
+            "checks": checks, "points": rows, "problems": problems, "not_judged": not_judged,
+            "transfers_by_run_window": by_run}
+
+
+def _transferred_by_run(row: dict, run_windows: Sequence[Mapping]) -> None:
+    """A point whose own window did not cover its requests, judged by the window of the AIPerf run
+    that held it (the run's first scrape before its warm-up, its last after its last point): every
+    prompt of the run came by transfer, so every prompt of the point did; a run that computed or
+    found some prompt on decode leaves the point unknown (which point it was is not known)."""
+    for w in run_windows:
+        kv = w.get("kv_transfer") if isinstance(w, Mapping) else None
+        if kv and row["point"] in (w.get("points") or ()) and kv.get("every_prompt_transferred") is True:
+            row["transferred"] = True
+            row["transferred_by"] = (f"the run's window (dataset {w.get('dataset')}, temperature "
+                                     f"{w.get('temperature')}): its own window missed a counter update")
+            return
 
 
 def _acceptance_problem(r: Mapping, tolerance: float) -> str:

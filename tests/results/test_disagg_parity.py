@@ -169,3 +169,28 @@ def test_a_window_that_missed_a_request_leaves_the_transfers_unknown_not_failed(
     failed = dict(lagged, every_prompt_transferred=False, covers_the_point=True)
     v = parity_verdict({"points": [_row("m/t0_c1", 0.0, 2.0, kv=failed), _row("m/t0_c2", 0.0, 2.0)]}, a, 0.05, {})
     assert v["checks"]["every_request_transferred"] is False and v["verdict"] == "fail"
+
+
+def test_a_lagged_point_is_judged_by_its_runs_window_which_covers_it():
+    """The AIPerf run's window (its first scrape before the warm-up, its last after its last point)
+    holds every point's transfers: where it saw every prompt come by transfer, so did the lagged
+    point; where it saw decode compute some prompt, which point it was stays unknown."""
+    lagged = {"every_prompt_transferred": None, "covers_the_point": False, "prompt_tokens": 713,
+              "point_prompt_tokens": 1014, "transfers": 3, "local_compute_tokens": 0, "local_cache_hit_tokens": 0,
+              "failed_transfers": 0}
+    a = {"points": [_row("m/t0_c1", 0.0, 2.0, kv=None), _row("m/t0_c2", 0.0, 2.0, kv=None)]}
+    d = {"points": [_row("m/t0_c1", 0.0, 2.0, kv=lagged), _row("m/t0_c2", 0.0, 2.0)]}
+    run = {"dataset": "m", "temperature": 0.0, "points": ["m/t0_c1", "m/t0_c2"],
+           "kv_transfer": {"every_prompt_transferred": True, "prompt_tokens": 2100, "local_compute_tokens": 0}}
+    v = parity_verdict(d, a, 0.05, {}, run_windows=[run])
+    assert v["checks"]["every_request_transferred"] is True and v["verdict"] == "pass", v
+    assert v["points"][0]["transferred"] is True and "run's window" in v["points"][0]["transferred_by"]
+    assert v["transfers_by_run_window"] == [f"m/t0_c1: transfers judged by {v['points'][0]['transferred_by']}"]
+    assert not any("transfers not judged" in n for n in v["not_judged"])
+    # a run that saw decode compute a prompt: not known which point, so still unknown (not failed)
+    computed = dict(run, kv_transfer={"every_prompt_transferred": False, "local_compute_tokens": 40})
+    v = parity_verdict(d, a, 0.05, {}, run_windows=[computed])
+    assert v["checks"]["every_request_transferred"] is None and v["points"][0]["transferred"] is None
+    # another run's window (another dataset's points) says nothing of this point
+    other = dict(run, points=["x/t0_c1"])
+    assert parity_verdict(d, a, 0.05, {}, run_windows=[other])["checks"]["every_request_transferred"] is None
