@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from launcher.bench.cli import parse_args, run_of_flags
-from launcher.bench.outcome import PointOutcome
+from launcher.bench.point_outcome import PointOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "launcher" / "bench"
@@ -217,7 +217,7 @@ def _as_specdec_bench(point_dir: Path) -> None:
 def test_the_four_readers_give_one_identity_for_the_same_files(tmp_path, origin):
     from launcher.compare.match import workload_key
     from launcher.history.series import build_history
-    from launcher.history.source import local_runs
+    from launcher.history.run_source import local_runs
     from launcher.report.console import job_title
     from launcher.report.html import provenance
     from launcher.results.identity import describe, identity

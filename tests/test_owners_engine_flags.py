@@ -22,7 +22,7 @@ RESOLVERS = {
     "launcher/engines/__init__.py": "defines get_engine",
     "launcher/login/config/engine_check.py": "the login process: known_engine tests the name, then resolves it; "
                                              "launcher/login/prepare.py hands it to validation and the plan",
-    "launcher/node/context.py": "the node process: the job's context holds it",
+    "launcher/node/job_context.py": "the node process: the job's context holds it",
     "launcher/node/step_record.py": "a multi-node rank's own process, before it execs the server",
     "launcher/node/run_sh.py": "run.sh's own process: it serves vLLM (RUN_SH_ENGINE), resolved once",
     "launcher/speedup/like_for_like.py": "the speedup process: a recorded job's engine, for its serving settings",
@@ -34,7 +34,7 @@ NOT_YET_HANDED: dict = {}
 FLAG_BUILDER = "launcher/engines/speculation.py"
 FLAG_METHODS = ("speculative_flags", "acceptance_flags")
 NOT_YET_BUILT_THERE = {
-    "launcher/node/engine_check.py": "the acceptance flags re-resolved after the version probe (helper B)",
+    "launcher/node/engine_preflight.py": "the acceptance flags re-resolved after the version probe (helper B)",
 }
 VALIDATION = ROOT / "launcher" / "login" / "config"
 

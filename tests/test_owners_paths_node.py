@@ -21,8 +21,8 @@ from launcher.contracts import job_paths
 from launcher.contracts.job import JobSpec
 from launcher.contracts.job_paths import JobPaths
 from launcher.engines import get_engine
-from launcher.node import context as node_context
-from launcher.node.context import JobContext
+from launcher.node import job_context as node_context
+from launcher.node.job_context import JobContext
 from launcher.results.status import read_error, write_error
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def test_the_failure_line_lies_in_the_jobs_logs(tmp_path):
 # -- the engine, resolved once on the node
 
 ENGINE_RESOLVERS = {
-    "launcher/node/context.py",  # the job's context: JobContext.engine
+    "launcher/node/job_context.py",  # the job's context: JobContext.engine
     "launcher/node/step_record.py",  # a multi-node rank's own process (python -m ... --engine NAME)
     "launcher/node/run_sh.py",  # run.sh's own process: it serves vLLM (RUN_SH_ENGINE)
 }
@@ -147,7 +147,7 @@ def test_the_node_looks_the_engine_up_only_in_its_context():
         found += [f"{rel}:{line}" for line in _engine_lookups(ast.parse(path.read_text()))
                   if rel not in ENGINE_RESOLVERS]
     assert not found, "an engine looked up by name on the node (use the job context's engine):\n" + "\n".join(found)
-    context = ast.parse((ROOT / "launcher/node/context.py").read_text())
+    context = ast.parse((ROOT / "launcher/node/job_context.py").read_text())
     assert len(_engine_lookups(context)) == 1, "the context looks its engine up in one place"
 
 
@@ -170,7 +170,7 @@ def test_the_context_resolves_its_engine_once(monkeypatch):
 # -- the node job by composition
 
 NODE_JOB_PARTS = {
-    "launcher/node/context.py": "JobContext",
+    "launcher/node/job_context.py": "JobContext",
     "launcher/node/servers.py": "ServerGroup",
     "launcher/node/client.py": "ClientRun",
     "launcher/node/phases.py": "Phases",

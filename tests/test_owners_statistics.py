@@ -75,3 +75,20 @@ def test_a_job_folder_name_is_built_once():
             if isinstance(n, ast.JoinedStr) and any(isinstance(v, ast.Constant) and "-tp" in str(v.value)
                                                      for v in n.values)]
     assert hits == ["launcher/login/plan.py"], hits
+
+
+# Module names more than one package may use: each package's command line and printing, its
+# errors, and the disagg parity's command (queued jobs name launcher.bench.disagg_parity) beside
+# the verdict it writes (launcher.results.disagg_parity)
+SHARED_MODULE_NAMES = {"cli.py", "console.py", "errors.py", "disagg_parity.py", "__init__.py", "__main__.py"}
+
+
+def test_a_module_name_says_which_module_it_is():
+    """One file name, one module: a newcomer who meets `point.py` or `outcome.py` in a traceback
+    finds one file, not two (bench/point_files.py against results/point.py, node/point_status.py
+    against bench/point_outcome.py, ...)."""
+    seen: dict[str, list[str]] = {}
+    for rel, _ in _sources():
+        seen.setdefault(Path(rel).name, []).append(rel)
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1 and name not in SHARED_MODULE_NAMES}
+    assert not twice, f"module names used in more than one package (rename one so each says what it holds): {twice}"

@@ -20,12 +20,12 @@ from upload import __version__
 from upload.destination import Destination, parse_destination
 from upload.discovery import RUN_MARKERS, discover
 from upload.errors import UploadError, UsageError, describe_aws_error
-from upload.plan import Action, Plan, build_plan, resolve_actions
+from upload.upload_plan import Action, Plan, build_plan, resolve_actions
 from upload.report import Counts, ProgressBar, print_failures, print_outside, print_plan, print_refused
 from upload.s3settings import ENV_ENDPOINT, S3Settings, make_client, resolve_settings
 from upload.transfer import upload_runs
 from upload.validation import Policy
-from upload.validity import DEFAULT_MAX_FAILED_FRACTION
+from upload.validity_gate import DEFAULT_MAX_FAILED_FRACTION
 
 PROG = "upload_to_s3"
 

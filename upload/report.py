@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from upload.destination import Destination
-from upload.plan import Action, Plan, Refusal
+from upload.upload_plan import Action, Plan, Refusal
 from upload.transfer import RunResult
 
 

@@ -25,7 +25,7 @@ from s3transfer.subscribers import BaseSubscriber
 from upload.destination import Destination
 from upload.errors import describe_aws_error
 from upload.manifest import MANIFEST_NAME, FileDigest, build_manifest, manifest_bytes
-from upload.plan import RunPlan
+from upload.upload_plan import RunPlan
 from upload.remote import SHA256_METADATA
 from upload.s3settings import transfer_config
 

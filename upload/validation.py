@@ -11,7 +11,7 @@ from upload.discovery import LocalRun
 from upload.provenance import provenance_problems
 from upload.resultfiles import parse_result_files
 from upload.secretscan import find_secrets
-from upload.validity import DEFAULT_MAX_FAILED_FRACTION, gate_problems
+from upload.validity_gate import DEFAULT_MAX_FAILED_FRACTION, gate_problems
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One group of client points (a dataset at a temperature, all its concurrencies) through
 AIPerf: the one driver for both modes. It starts an AIPerf process over some points, shows
-its progress, and hands each point's AIPerf folder on to its results (launcher.bench.point,
-or launcher.bench.repeats for a point measured several times). Two forms of the process:
+its progress, and hands each point's AIPerf folder on to its results (launcher.bench.point_files,
+or launcher.bench.repeat_runs for a point measured several times). Two forms of the process:
 
 * ``PhasesRun``: one profiling phase per point and repeat (AIPerf 0.13's multi-phase YAML),
   so AIPerf's start-up is paid once per dataset x temperature; the run's /metrics window is
@@ -19,12 +19,12 @@ import yaml
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.bench_run import as_repeats, measured_repeats
-from launcher.bench.context import PointContext, PointGroup
+from launcher.bench.run_context import PointContext, PointGroup
 from launcher.bench.kv_transfer import kv_transfer_window
-from launcher.bench.point import finish_point
+from launcher.bench.point_files import finish_point
 from launcher.bench.prefix_cache import scrape_urls
 from launcher.bench.progress import PhasesWatch, RunWatch
-from launcher.bench.repeats import finish_repeats
+from launcher.bench.repeat_runs import finish_repeats
 from launcher.bench.run_counters import phase_steps, point_counts, sweep_prometheus_check
 from launcher.results.goodput import aiperf_goodput_arg
 from launcher.runtime.apikey import client_key
@@ -142,7 +142,7 @@ class PhasesRun:
 
     AIPerf writes each phase's aggregates and server-metrics window to `phases/<name>/`
     when the run ends and tags every record with its `phase_name`; each point's folder is
-    rebuilt from those, so launcher.bench.point sees what a single-point run writes. A phase
+    rebuilt from those, so launcher.bench.point_files sees what a single-point run writes. A phase
     with no results (AIPerf killed or failed) fails only its own point(s). The run's
     Prometheus cross-check (launcher.bench.run_counters) comes back when every point ran."""
 

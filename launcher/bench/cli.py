@@ -23,17 +23,17 @@ from launcher.bench import aiperf_runner as ar
 from launcher.bench import slo_probe
 from launcher.bench.aiperf_group import run_group
 from launcher.bench.bench_run import BenchRun, from_job
-from launcher.bench.context import PointContext
+from launcher.bench.run_context import PointContext
 from launcher.bench.golden_check import golden_verdict
 from launcher.bench.lossless import run_lossless
-from launcher.bench.outcome import PointOutcome
+from launcher.bench.point_outcome import PointOutcome
 from launcher.bench.progress import Progress
 from launcher.bench.resume import resume
 from launcher.contracts.job import (IDENTITY_KEYS, BenchSpec, DatasetInput, Gates, JobSpec, LosslessSpec, PointSpec,
                                     RuntimeParams, SpecError, read_recorded_job)
 from launcher.golden.text import summary_line
 from launcher.results import read_point
-from launcher.bench.summary import print_table
+from launcher.bench.sweep_table import print_table
 from launcher.results.summary import write_summary
 from launcher.runtime.datasets import DatasetError, get_dataset, speed_dataset
 from launcher.bench.preflight import PreflightError, check_spec_stats, check_stream_usage, engine_version

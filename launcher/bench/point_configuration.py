@@ -1,6 +1,6 @@
 """A point's configuration.json (its metadata): specdec_bench's run arguments, the serving
 config, and our extension (what ran, where, with which tool), built from the run's typed
-settings and what the server and the job folder recorded; written by launcher.bench.point."""
+settings and what the server and the job folder recorded; written by launcher.bench.point_files."""
 from __future__ import annotations
 
 import functools
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from launcher.bench.context import PointContext
+from launcher.bench.run_context import PointContext
 from launcher.bench.recorded_on import this_point
 from launcher.bench.result_files import build_configuration, checkpoint_info, speculative_algorithm
 from launcher.contracts.job_paths import JobPaths
@@ -104,7 +104,7 @@ def run_identity(ctx: PointContext) -> Optional[dict]:
 
 def point_configuration(ctx: PointContext, spec: DatasetSpec, o, point_dir: Path, *, spec_cfg: Optional[dict],
                         duration: Optional[float], gpu: str, ok_records: list, extra: dict) -> dict:
-    """configuration.json of point ``o`` (launcher.bench.outcome.PointOutcome) measured into
+    """configuration.json of point ``o`` (launcher.bench.point_outcome.PointOutcome) measured into
     ``point_dir``; ``extra`` joins our extension (the disagg figures, the point's status)."""
     b = ctx.bench
     model = ctx.recorded("model") or b.tokenizer

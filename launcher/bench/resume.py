@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from launcher.bench.bench_run import measured_repeats, server_starts
-from launcher.bench.point import load_point_values
+from launcher.bench.point_files import load_point_values
 from launcher.contracts.job import BenchSpec
 from launcher.results import is_complete
 from launcher.results.repeats import record

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from launcher.bench.outcome import PointOutcome
+from launcher.bench.point_outcome import PointOutcome
 from launcher.bench.resume import resume
 from launcher.results.slo_search import max_load, next_probe
 
@@ -21,7 +21,7 @@ def verdict(o) -> Optional[str]:
 def search(ctx, datasets: dict, outcomes: list, save_dir: Path, progress, run_group: Callable,
            flush: Callable[[], None]) -> Optional[dict]:
     """Probe each (dataset, temperature) of ``outcomes`` (appending the probe points to it);
-    returns summary.json's ``slo`` block, None without an SLO. ``ctx``: launcher.bench.context.PointContext."""
+    returns summary.json's ``slo`` block, None without an SLO. ``ctx``: launcher.bench.run_context.PointContext."""
     slo, raw = ctx.slo, ctx.bench.slo
     if slo is None:
         return None

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from launcher.compare.diff import compare_runs
-from launcher.compare.table import print_verdict, render
+from launcher.compare.console_table import print_verdict, render
 from launcher.contracts.compare_thresholds import COMPARE_DEFAULTS as DEFAULT, CompareThresholds
 from launcher.results.job_dir import ResultsError, load_results
 

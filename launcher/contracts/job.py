@@ -34,7 +34,7 @@ BENCH_MODULE = "launcher.bench"  # our benchmark (a job may name another module)
 SPEC_VERSION = 1
 SPEC_FILE = "job.json"
 # Slurm warns a job of its time limit: SIGUSR2 this many seconds ahead (submitit's --signal=USR2@N and
-# job.sbatch's); the node judges a SIGUSR2 against the job's deadline with this lead (launcher.node.outcome).
+# job.sbatch's); the node judges a SIGUSR2 against the job's deadline with this lead (launcher.node.point_status).
 TIME_LIMIT_SIGNAL = "SIGUSR2"
 TIME_LIMIT_WARNING_S = 120
 # The signals the node is started with blocked (launcher.node.job_entry): one that arrives while the

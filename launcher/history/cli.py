@@ -14,7 +14,7 @@ from pathlib import Path
 
 from launcher.history.page import render
 from launcher.history.series import build_history
-from launcher.history.source import SourceError, fetch
+from launcher.history.run_source import SourceError, fetch
 
 
 def _jobs(text: str) -> int:

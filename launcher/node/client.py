@@ -14,7 +14,7 @@ from typing import Optional
 
 from launcher.contracts.job import BENCH_MODULE, SERVER_START_ENV
 from launcher.node import server_fault
-from launcher.node.context import JobContext
+from launcher.node.job_context import JobContext
 from launcher.node.lifecycle import ServerProcess, describe_returncode, signal_name, spawn, terminate_trees
 from launcher.node.net import subprocess_line
 from launcher.node.servers import ServerGroup

@@ -18,7 +18,7 @@ from launcher.contracts.server_ready import write_server_ready
 from launcher.engines import num_speculative_tokens
 from launcher.node import disagg, slurm_steps
 from launcher.node.client import ClientRun
-from launcher.node.context import JobContext
+from launcher.node.job_context import JobContext
 from launcher.node.lifecycle import ServerError, ServerProcess, describe_returncode
 from launcher.node.net import subprocess_line
 from launcher.node.servers import ServerGroup

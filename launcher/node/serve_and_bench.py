@@ -9,7 +9,7 @@ The first form is what jobs run: everything comes from the job spec
 is its ``baseline`` section. The job runs as phases (start-up checks, server and
 sweep, the second servers, the conclusion), with the signal handling and the
 cleanup in ``NodeJob.run``; its parts are held, not inherited: the context
-(launcher.node.context), the server group (launcher.node.servers), the client run
+(launcher.node.job_context), the server group (launcher.node.servers), the client run
 (launcher.node.client) and the phases (launcher.node.phases). The second is
 run.sh's (the hand-use wrapper): it builds the same spec from its arguments and
 the environment (launcher.node.run_sh), writes it to the job folder as job.json,
@@ -60,9 +60,9 @@ from launcher.bench import lossless
 from launcher.bench.known_answer import defect_message
 from launcher.contracts.job import JobSpec, SpecError
 from launcher.contracts.job_paths import JobPaths
-from launcher.node import disagg, outcome
+from launcher.node import disagg, point_status
 from launcher.node.client import ClientRun
-from launcher.node.context import JobContext
+from launcher.node.job_context import JobContext
 from launcher.node.lifecycle import describe_returncode, Interrupted, ServerError, signal_name
 from launcher.node.net import client_host, pick_free_port, port_is_free  # noqa: F401 (re-exported)
 from launcher.node.phases import Phases
@@ -102,7 +102,7 @@ class NodeJob:
         reason = read_error(ctx.job_dir)
         cause = ctx.end_cause
         if cause is None and rc != 0 and reason is None:
-            cause = outcome.end_cause(bench_rc=rc, phase=ctx.phase)
+            cause = point_status.end_cause(bench_rc=rc, phase=ctx.phase)
         try:
             s = finalize_job_dir(ctx.job_dir, rc=rc, cause=cause, reason=reason,
                                  points=[(p.dataset, p.temperature, p.concurrency) for p in ctx.spec.points],
@@ -231,7 +231,7 @@ class NodeJob:
             self._conclude(rc)
         except Interrupted as e:
             rc = 128 + e.signum
-            ctx.end_cause = outcome.end_cause(signum=e.signum, slurm_state=ctx.slurm_stop_state(e.signum))
+            ctx.end_cause = point_status.end_cause(signum=e.signum, slurm_state=ctx.slurm_stop_state(e.signum))
             ctx.fail(f"interrupted by {signal_name(e.signum)}: {ctx.end_cause}")
             self._finalize_summary(rc)  # now too: Slurm's SIGKILL may follow within KillWait (default 30 s)
         except ServerError as e:

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from launcher.node.outcome import returncode_words as exit_words
-from launcher.node.outcome import signal_words
+from launcher.node.point_status import returncode_words as exit_words
+from launcher.node.point_status import signal_words
 
 # Python's faulthandler: "Fatal Python error: Segmentation fault" and its peers.
 _FAULT_NAMES = {

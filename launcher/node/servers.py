@@ -3,7 +3,7 @@ server (one Slurm step per node, the head's API here), or topology=disagg's pref
 and decode servers with their router (launcher.node.disagg starts them into the group);
 each server's environment and API key, and a failed server put in words
 (launcher.node.server_fault), with the points it hit. Held by the node job
-(launcher.node.serve_and_bench.NodeJob), on the job's context (launcher.node.context.JobContext)."""
+(launcher.node.serve_and_bench.NodeJob), on the job's context (launcher.node.job_context.JobContext)."""
 from __future__ import annotations
 
 import json
@@ -19,7 +19,7 @@ from typing import Optional
 from launcher.contracts.server_steps import server_step
 from launcher.engines import ServerKey
 from launcher.node import server_fault, slurm_steps
-from launcher.node.context import JobContext
+from launcher.node.job_context import JobContext
 from launcher.node.lifecycle import (ServerDiedError, ServerProcess, ServerStartError, describe_returncode, log_tail,
                                      spawn, terminate_trees)
 from launcher.node.net import client_host, node_address, pick_free_port, port_is_free, subprocess_line

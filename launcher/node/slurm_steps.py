@@ -1,5 +1,5 @@
 """The allocation's nodes, the server's own Slurm steps, and what Slurm says of the job
-(its state, start and time limit: launcher.node.outcome.SlurmJobView) (Slurm's CLI; stdlib only).
+(its state, start and time limit: launcher.node.point_status.SlurmJobView) (Slurm's CLI; stdlib only).
 
 The server runs as `srun --overlap ...` steps of the job (see
 launcher.contracts.job.LaunchSpec.server_step_prefix). Stopping the srun client
@@ -13,7 +13,7 @@ import subprocess
 import time
 from typing import Callable, Mapping, Optional
 
-from launcher.node import outcome
+from launcher.node import point_status
 
 
 SERVER_STEP_NAME = "specdec-server"
@@ -78,7 +78,7 @@ def slurm_job_id(env: Mapping[str, str]) -> Optional[str]:
     return env.get("SLURM_JOB_ID") or None
 
 
-def read_slurm_job(env: Mapping[str, str]) -> Optional[outcome.SlurmJobView]:
+def read_slurm_job(env: Mapping[str, str]) -> Optional[point_status.SlurmJobView]:
     """What `scontrol -o show job` says of this job now; an empty view when it does not
     answer, None outside Slurm."""
     job_id = slurm_job_id(env)
@@ -87,5 +87,5 @@ def read_slurm_job(env: Mapping[str, str]) -> Optional[outcome.SlurmJobView]:
     try:
         r = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
-        return outcome.SlurmJobView()
-    return outcome.parse_scontrol_job(r.stdout.strip())
+        return point_status.SlurmJobView()
+    return point_status.parse_scontrol_job(r.stdout.strip())

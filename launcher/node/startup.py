@@ -1,7 +1,7 @@
 """The node job's start-up checks, before any server starts: the API-key rule (no key on
 the server's command line), the inputs the server and the benchmark need, the job's API
 key, and the engine version the node will run with the acceptance source it supports
-(launcher.node.engine_check). A check that fails records why (logs/error.txt, the job's
+(launcher.node.engine_preflight). A check that fails records why (logs/error.txt, the job's
 end cause) and the job ends with a usage error."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Optional
 
 from launcher.contracts.job import BENCH_MODULE
 from launcher.engines import key_envs
-from launcher.node import engine_check
-from launcher.node.context import JobContext
+from launcher.node import engine_preflight
+from launcher.node.job_context import JobContext
 from launcher.node.servers import ServerGroup
 from launcher.runtime import apikey
 from launcher.runtime.inputs import check_job_inputs
@@ -57,11 +57,11 @@ def _check_inputs(ctx: JobContext) -> list[str]:
 
 
 def _resolve_engine(ctx: JobContext, servers: ServerGroup) -> Optional[str]:
-    """The engine version and acceptance source this node runs (launcher.node.engine_check);
+    """The engine version and acceptance source this node runs (launcher.node.engine_preflight);
     a one-line problem when the version lacks what the job explicitly asks."""
     try:
-        res = engine_check.resolve(ctx.spec, servers.server_env(), ctx.engine)
-    except engine_check.EngineError as e:
+        res = engine_preflight.resolve(ctx.spec, servers.server_env(), ctx.engine)
+    except engine_preflight.EngineError as e:
         return str(e)
     ctx.spec = res.spec
     ctx.log(f"engine {ctx.spec.engine} {ctx.spec.engine_version or 'version unknown'} ({res.version_from}); "

@@ -20,7 +20,7 @@ _ROW_KEYS = (
     ("status", "status"), ("reason", "reason"), ("average_al", "Average_AL"), ("server_al", "Server_AL"),
     ("output_tps", "Output TPS"), ("ttft_median_s", "TTFT median s"), ("decode_tps_median", "Decode tok/s median"),
     ("failed_requests", "failed_requests"), ("benchmark_duration_s", "benchmark_duration_s"),
-    # written once the point was measured (launcher.bench.point.point_values), or a check marked it
+    # written once the point was measured (launcher.bench.point_files.point_values), or a check marked it
     ("prometheus_al", "Prometheus_AL"), ("output_tps_per_gpu", "Output TPS/gpu"), ("ttft_count", "TTFT count"),
     ("decode_tps_count", "Decode tok/s count"), ("num_requests", "num_requests"), ("num_turns", "num_turns"),
     ("per_position_rates", "per_position_rates"), ("forced_acceptance", "forced_acceptance"),
@@ -107,7 +107,7 @@ class PointRow:
                    extra={k: v for k, v in d.items() if k not in _ROW_ATTR})
 
     def with_figures(self, figures: dict) -> "PointRow":
-        """The row with ``figures`` (summary.json keys, as launcher.bench.point.point_values
+        """The row with ``figures`` (summary.json keys, as launcher.bench.point_files.point_values
         gives them) set; keys this version does not know go to ``extra``."""
         known = {_ROW_ATTR[k]: v for k, v in figures.items() if k in _ROW_ATTR}
         return replace(self, **known, held=self.held | {k for k in figures if k in _ROW_ATTR},

@@ -30,7 +30,7 @@ from launcher.stats.repeats import NOISY_REL_MAD, summarize
 from launcher.results.store import write_json_atomic
 from launcher.runtime import machine
 from launcher.results.summary import change_summary
-from launcher.speedup import across, at_al, best_k, break_even, comparison_plot, fleet, paired, predict, why
+from launcher.speedup import across, at_al, best_k, break_even, comparison_plot, fleet, per_request, predict, why
 from launcher.speedup.causes import words as cause_words
 from launcher.speedup.decompose import cost_text, decode_cost_text
 from launcher.speedup import slo as slo_mod
@@ -43,13 +43,13 @@ SCHEMA_VERSION = 1
 
 # ------------------------------------------------------------------ reading
 
-def point_records(point: Point) -> list[paired.RequestTiming]:
+def point_records(point: Point) -> list[per_request.RequestTiming]:
     """The successful profiling turns of a point, as RequestTiming (seconds)."""
     path = point.path / "aiperf" / "profile_export.jsonl"
     if not path.is_file():
         return []
     ok, _failed = profiling_records(read_profile_export(path))
-    return [paired.RequestTiming(
+    return [per_request.RequestTiming(
         key=(r.conversation_id, r.turn_index),
         ttft_s=None if r.ttft_ms is None else r.ttft_ms / 1000.0,
         e2e_s=None if r.latency_ms is None else r.latency_ms / 1000.0,
@@ -146,7 +146,7 @@ def analyse(jobs: list[Job], borrowed: Sequence[Job] = (), fleet_options: Option
             except (RecordError, OSError) as e:  # an unreadable export: that point has no speedup
                 skipped.append(f"{job.name}/{p.dir}: {str(e).splitlines()[0]}")
                 continue
-            sp = paired.point_speedup(srec, brec, p.output_tps, bp.output_tps)
+            sp = per_request.point_speedup(srec, brec, p.output_tps, bp.output_tps)
             rep_s, rep_b = record.read(p.path), record.read(bp.path)
             tps_s, tps_b = (((d or {}).get("stats") or {}).get("Output TPS") for d in (rep_s, rep_b))
             thr_reps = throughput_repeats(rep_s, rep_b)
@@ -160,7 +160,7 @@ def analyse(jobs: list[Job], borrowed: Sequence[Job] = (), fleet_options: Option
                 "draft": draft, "forced_acceptance": forced, "configuration": configuration(ident, labels),
                 "measured_al": p.average_al, "server_al": p.server_al,
                 "suspect": p.row.engine_warning or None,
-                "speedup": sp, "beats_baseline": paired.beats_baseline(sp, tps_s, tps_b),
+                "speedup": sp, "beats_baseline": per_request.beats_baseline(sp, tps_s, tps_b),
                 "throughput_repeats": thr_reps, "throughput_per_repeat": per_repeat_speedups(rep_s, rep_b),
                 "tpot_ratio_per_repeat": per_repeat_ratios(rep_s, rep_b, "TPOT s"),
                 "tps_repeats": tps_s, "base_tps_repeats": tps_b,

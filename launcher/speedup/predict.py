@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterable, Mapping, Optional
 
-from launcher.speedup.paired import RequestTiming
+from launcher.speedup.per_request import RequestTiming
 
 
 def merge_histograms(hists: Iterable[Optional[Mapping]]) -> dict[int, int]:

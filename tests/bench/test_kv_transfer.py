@@ -94,7 +94,7 @@ def test_a_window_is_checked_against_the_prompt_tokens_its_point_sent():
 
 
 def test_a_point_records_the_prompt_tokens_of_its_requests():
-    from launcher.bench.point import _prompt_tokens
+    from launcher.bench.point_files import _prompt_tokens
     from launcher.results.records import parse_record
     rec = lambda n, usage: parse_record({"metadata": {"conversation_id": "81", "turn_index": n},  # noqa: E731
                                          "metrics": ({"usage_prompt_tokens": {"value": usage, "unit": "tokens"}}

@@ -14,8 +14,8 @@ from launcher.report.html import provenance
 from launcher.results.job_dir import load_job
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = ("import json; from launcher.bench import point; from launcher.runtime import source; "
-         "print(json.dumps({'file': point.__file__, 'version': source.tool_version(), 'sha': source.git_sha()}))")
+PROBE = ("import json; from launcher.bench import point_files; from launcher.runtime import source; "
+         "print(json.dumps({'file': point_files.__file__, 'version': source.tool_version(), 'sha': source.git_sha()}))")
 
 
 def _copy(dst: Path, version: str) -> Path:

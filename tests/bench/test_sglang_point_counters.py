@@ -11,7 +11,7 @@ import pytest
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.bench_run import BenchRun, from_job
 from launcher.bench.cli import serving_engine
-from launcher.bench.context import PointContext
+from launcher.bench.run_context import PointContext
 from launcher.bench.metrics import RecordError, acceptance_rate
 from launcher.contracts.job import BenchSpec, JobSpec, PointSpec
 from launcher.contracts.server_ready import ServerReady

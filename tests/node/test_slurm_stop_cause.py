@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.node.outcome import (SlurmJobView, end_cause, parse_scontrol_job, slurm_stop_state,
+from launcher.node.point_status import (SlurmJobView, end_cause, parse_scontrol_job, slurm_stop_state,
                                    slurm_timestamp)
 from launcher.contracts.job import TIME_LIMIT_WARNING_S
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from launcher.compare.cli import main as compare_main
 from launcher.history.series import build_history
-from launcher.history.source import local_runs
+from launcher.history.run_source import local_runs
 from launcher.report.console import job_title
 from launcher.report.html import provenance
 from launcher.results.identity import identity, workload

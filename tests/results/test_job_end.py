@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import signal
 
-from launcher.node.outcome import end_cause
+from launcher.node.point_status import end_cause
 from launcher.node.server_fault import ServerFault, fault_cause
 from launcher.results.job_end import end_reason, finalize_job_dir, finalize_points, planned_rows
 
@@ -82,7 +82,7 @@ def test_finalize_without_summary_uses_the_plan(tmp_path):
 
 
 def test_slurm_durations():
-    from launcher.node.outcome import slurm_seconds
+    from launcher.node.point_status import slurm_seconds
 
     assert slurm_seconds("1-00:00:10") == 86410 and slurm_seconds("05:03") == 303
     assert slurm_seconds("UNLIMITED") is None  # the stop's states: tests/node/test_slurm_stop_cause.py

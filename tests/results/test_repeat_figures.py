@@ -57,7 +57,7 @@ def test_the_summary_row_sums_every_repeats_failures():
 
 def test_the_job_logs_table_gives_every_repeats_failed_requests():
     import io
-    from launcher.bench.summary import print_table
+    from launcher.bench.sweep_table import print_table
     row = {"dir": "mtbench/t0_c1", "temperature": 0.0, "status": "complete", "Output TPS": 100.0,
            "failed_requests": 0, "repeats": compact(build(_rows(0, 1, 2), 1))}
     buf = io.StringIO()

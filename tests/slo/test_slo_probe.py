@@ -3,8 +3,8 @@ for the AIPerf runs: which concurrencies it measures, and what summary.json gets
 from __future__ import annotations
 
 from launcher.bench.bench_run import BenchRun
-from launcher.bench.context import PointContext
-from launcher.bench.outcome import PointOutcome
+from launcher.bench.run_context import PointContext
+from launcher.bench.point_outcome import PointOutcome
 from launcher.bench.slo_probe import search
 from launcher.contracts.job import BenchSpec
 from launcher.contracts.server_ready import ServerReady

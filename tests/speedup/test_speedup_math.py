@@ -5,12 +5,12 @@ import math
 
 import pytest
 
-from launcher.speedup import best_k, paired, predict
-from launcher.speedup.paired import RequestTiming as R
+from launcher.speedup import best_k, per_request, predict
+from launcher.speedup.per_request import RequestTiming as R
 
 
 def test_ratio_stats_geomean_interval_and_quartiles():
-    st = paired.ratio_stats([(2.0, 1.0), (8.0, 1.0)])
+    st = per_request.ratio_stats([(2.0, 1.0), (8.0, 1.0)])
     # log ratios ln2 and 3 ln2: mean 2 ln2 -> geomean 4; sample sd sqrt(2) ln2, n=2, t(1)=12.706
     assert st.geomean == pytest.approx(4.0)
     assert st.lo == pytest.approx(4.0 * 2 ** -12.706)
@@ -20,9 +20,9 @@ def test_ratio_stats_geomean_interval_and_quartiles():
 
 
 def test_ratio_stats_single_pair_has_no_interval_and_drops_nonpositive():
-    st = paired.ratio_stats([(3.0, 2.0), (0.0, 1.0), (1.0, -1.0)])
+    st = per_request.ratio_stats([(3.0, 2.0), (0.0, 1.0), (1.0, -1.0)])
     assert st.n == 1 and st.geomean == pytest.approx(1.5) and st.lo is None and st.hi is None
-    assert paired.ratio_stats([]) is None
+    assert per_request.ratio_stats([]) is None
 
 
 def _rec(q, ttft, e2e, tokens, steps=None, hist=None):
@@ -39,7 +39,7 @@ def test_decode_tps_is_tokens_after_the_first_over_decode_time():
 def test_point_speedup_pairs_by_question():
     base = [_rec("q1", 0.10, 1.10, 11), _rec("q2", 0.20, 2.20, 21), _rec("q9", 0.1, 9.0, 5)]
     spec = [_rec("q2", 0.25, 0.75, 21), _rec("q1", 0.10, 0.60, 11)]
-    sp = paired.point_speedup(spec, base, spec_tps=30.0, base_tps=20.0)
+    sp = per_request.point_speedup(spec, base, spec_tps=30.0, base_tps=20.0)
     assert sp["throughput"] == pytest.approx(1.5)
     assert sp["paired_requests"] == 2 and sp["base_requests"] == 3
     # decode tok/s: q1 10 -> 20 (x2), q2 10 -> 40 (x4): geomean sqrt(8)
@@ -55,7 +55,7 @@ def test_point_speedup_pairs_by_question():
 def test_point_speedup_without_common_questions_uses_medians_unpaired():
     base = [_rec("a", 0.1, 1.0, 11), _rec("b", 0.1, 3.0, 11)]    # median e2e 2.0
     spec = [_rec("x", 0.1, 0.5, 11)]
-    sp = paired.point_speedup(spec, base, None, 20.0)
+    sp = per_request.point_speedup(spec, base, None, 20.0)
     assert sp["throughput"] is None and sp["paired_requests"] == 0
     assert sp["e2e_ratio"] == {"n": 1, "paired": False, "geomean": pytest.approx(0.25), "lo": None, "hi": None,
                                "p25": None, "p50": None, "p75": None}
@@ -63,10 +63,10 @@ def test_point_speedup_without_common_questions_uses_medians_unpaired():
 
 def test_beats_baseline_needs_throughput_and_the_interval_above_one():
     sp = {"throughput": 1.3, "e2e_speedup": {"lo": 1.05}}
-    assert paired.beats_baseline(sp) is True
-    assert paired.beats_baseline({"throughput": 1.3, "e2e_speedup": {"lo": 0.95}}) is False
-    assert paired.beats_baseline({"throughput": 0.9, "e2e_speedup": {"lo": 1.2}}) is False
-    assert paired.beats_baseline({"throughput": 1.3, "e2e_speedup": {"lo": None}}) is None
+    assert per_request.beats_baseline(sp) is True
+    assert per_request.beats_baseline({"throughput": 1.3, "e2e_speedup": {"lo": 0.95}}) is False
+    assert per_request.beats_baseline({"throughput": 0.9, "e2e_speedup": {"lo": 1.2}}) is False
+    assert per_request.beats_baseline({"throughput": 1.3, "e2e_speedup": {"lo": None}}) is None
 
 
 def test_expected_tokens_per_step_from_the_histogram():

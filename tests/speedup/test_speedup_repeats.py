@@ -1,6 +1,6 @@
 """The best k and "beats the baseline" with repeats (docs/repeats.md)."""
 from launcher.stats.repeats import summarize
-from launcher.speedup import best_k, paired
+from launcher.speedup import best_k, per_request
 from launcher.speedup.analysis import throughput_repeats
 
 
@@ -31,11 +31,11 @@ def test_when_every_k_is_noisy_the_choice_says_so():
 
 def test_beats_the_baseline_only_when_the_intervals_separate():
     base = summarize([100.0, 102.0, 98.0]).to_dict()
-    assert paired.beats_baseline({"throughput": 1.3}, summarize([130.0, 131.0, 129.0]).to_dict(), base) is True
+    assert per_request.beats_baseline({"throughput": 1.3}, summarize([130.0, 131.0, 129.0]).to_dict(), base) is True
     # a higher mean whose interval reaches the baseline's: not beyond the noise
-    assert paired.beats_baseline({"throughput": 1.1}, summarize([110.0, 140.0, 80.0]).to_dict(), base) is False
+    assert per_request.beats_baseline({"throughput": 1.1}, summarize([110.0, 140.0, 80.0]).to_dict(), base) is False
     # without repeats the per-request rule stands
-    assert paired.beats_baseline({"throughput": 1.3, "e2e_speedup": {"lo": 1.1}}) is True
+    assert per_request.beats_baseline({"throughput": 1.3, "e2e_speedup": {"lo": 1.1}}) is True
 
 
 def test_throughput_speedup_over_repeats_pairs_repeat_i_with_repeat_i():

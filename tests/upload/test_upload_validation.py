@@ -317,7 +317,7 @@ def test_file_vanishing_before_hashing_refuses_only_its_run(tmp_path):
     write_run(job / "b")
     found = discover(job)
     (job / "b" / "COMPLETE").unlink()  # removed after discovery, before hashing
-    from upload.plan import build_plan
+    from upload.upload_plan import build_plan
 
     with ThreadPoolExecutor(2) as pool:
         plan = build_plan(found, parse_destination("s3://bkt/p"), Policy(environment={}), pool)

@@ -10,9 +10,9 @@ from typing import Optional
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.bench_run import server_start
-from launcher.bench.context import PointGroup
+from launcher.bench.run_context import PointGroup
 from launcher.bench.metrics import RecordError
-from launcher.bench.point import finish_point, measure
+from launcher.bench.point_files import finish_point, measure
 from launcher.bench.point_configuration import job_dir, requests_window
 from launcher.results import EXTENSION_KEY
 from launcher.results.goodput import point_goodput

@@ -18,7 +18,7 @@ from typing import Optional
 from launcher.contracts.job import NODE_HELD_SIGNALS, TIME_LIMIT_SIGNAL, TIME_LIMIT_WARNING_S, JobSpec
 from launcher.contracts.job_paths import JobPaths
 from launcher.engines import Engine, get_engine
-from launcher.node import outcome, slurm_steps
+from launcher.node import point_status, slurm_steps
 from launcher.node.lifecycle import Interrupted, signal_name
 from launcher.results.status import write_error
 
@@ -89,7 +89,7 @@ class JobContext:
         self.phase = "start-up"  # what the job is doing: start-up, benchmark, lossless comparison
         self.end_cause: Optional[str] = None  # the job's end in words, for summary.json
         self.signals = StopSignals()
-        self.slurm_at_start: Optional[outcome.SlurmJobView] = None  # scontrol's view when the job began
+        self.slurm_at_start: Optional[point_status.SlurmJobView] = None  # scontrol's view when the job began
         self.logger = logging.getLogger(f"specdec.node.{id(self)}")
 
     @property
@@ -165,7 +165,7 @@ class JobContext:
             return None
         view = view.filled_from(self.slurm_at_start)
         arrived = self.signals.received_unix
-        state = outcome.slurm_stop_state(view, signum=signum, signal_unix=arrived,
+        state = point_status.slurm_stop_state(view, signum=signum, signal_unix=arrived,
                                          warning_signum=getattr(signal, TIME_LIMIT_SIGNAL, None),
                                          warning_s=TIME_LIMIT_WARNING_S)
         deadline = view.deadline_unix

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 from launcher.bench import aiperf_runner as ar
 from launcher.bench.bench_run import as_repeats
-from launcher.bench.context import PointContext, PointGroup
+from launcher.bench.run_context import PointContext, PointGroup
 from launcher.bench.kv_transfer import kv_transfer_window, topology_note
 from launcher.bench.metrics import (acceptance_rate, attach_stream_stats, profiling_records, read_profile_export,
                                     RecordError, timing)
