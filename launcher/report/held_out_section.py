@@ -14,6 +14,8 @@ WHY_PAGE = "why.html"
 def _verdict(h: dict) -> str:
     if h["predicted"] is None:
         return f'<span class="sub">{_e(h["why"][0])}</span>'
+    if h["inside"] and h.get("beyond_target"):
+        return (f'<span class="st-complete">inside</span>, beyond {held_out.TARGET_REL:.0%}: ' + _e("; ".join(h["why"] + h["causes"])))
     if h["inside"]:
         return '<span class="st-complete">inside</span>'
     return '<span class="st-failed">outside</span>: ' + _e("; ".join(h["why"] + h["causes"]))

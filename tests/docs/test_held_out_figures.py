@@ -37,9 +37,14 @@ def test_the_table_is_each_level_predicted_from_the_other():
         e = expected(DATA / FOLDERS[which][0], which, lv, int(c))
         assert predicted == f"{e['predicted']:.2f}× [{e['lo']:.2f}, {e['hi']:.2f}]"
         assert measured == f"{e['measured']:.2f}×"
-        assert error == pct(e["predicted"] / e["measured"] - 1)
+        err = e["predicted"] / e["measured"] - 1
+        assert error == f"{round(err, 4) + 0.0:+.2%}"
         assert (ttft, step) == (pct(e["prefill_rel"]), pct(e["step_rel"]))
-        assert verdict == ("inside" if e["lo"] <= e["measured"] <= e["hi"] else "outside")
+        beyond = int(c) <= 16 and abs(err) > 0.02  # the 2 % target, marked with the part that moved
+        assert verdict == ("inside" if e["lo"] <= e["measured"] <= e["hi"] else "outside") + (
+            ", beyond 2 % (the prefill moved)" if beyond else "")
+        if beyond:
+            assert abs(e["prefill_rel"]) > 3 * abs(e["step_rel"]), (name, level, c)
 
 
 def test_the_sentences_are_the_table():

@@ -107,10 +107,13 @@ def test_eagle3_levels_land_within_2_percent_at_c_up_to_16_and_inside_at_every_c
     for lv in FOLDERS[which][2]:
         for c in CS:
             e = expected(root, which, lv, c)
+            miss = abs(e["predicted"] / e["measured"] - 1)
             if c <= 16:  # the largest: Llama forced 2 at C = 16, 2.02 % (2.0 % as printed)
-                assert abs(e["predicted"] / e["measured"] - 1) < 0.0205, (lv, c, e)
+                assert miss < 0.0205, (lv, c, e)
             assert e["lo"] <= e["measured"] <= e["hi"], (lv, c, e)
-            assert got[(lv, c)]["inside"] is True and not got[(lv, c)]["why"]
+            beyond = c <= 16 and miss > 0.02  # marked with the part that moved, though inside
+            assert got[(lv, c)]["inside"] is True and got[(lv, c)]["beyond_target"] is beyond
+            assert bool(got[(lv, c)]["why"]) is beyond, (lv, c, got[(lv, c)]["why"])
 
 
 def test_dflash_holds_to_c_16_and_names_the_dearer_step_at_c_64(runs):
@@ -126,6 +129,10 @@ def test_dflash_holds_to_c_16_and_names_the_dearer_step_at_c_64(runs):
             assert e["lo"] <= e["measured"] <= e["hi"] and got[(lv, c)]["inside"] is True, (lv, c, e)
             if abs(e["predicted"] / e["measured"] - 1) > 0.02:
                 assert abs(e["prefill_rel"]) > 0.15 and abs(e["step_rel"]) < 0.01, (lv, c, e)
+                # marked, with the prefill named as what moved
+                assert got[(lv, c)]["beyond_target"] is True and got[(lv, c)]["why"][0].startswith("the prefill took")
+            else:
+                assert got[(lv, c)]["beyond_target"] is False and not got[(lv, c)]["why"]
         one = expected(root, "dflash", lv, 1)
         assert abs(one["predicted"] / one["measured"] - 1) < 0.01
     six = got[(6.0, 64)]
