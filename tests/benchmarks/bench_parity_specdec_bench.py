@@ -15,7 +15,7 @@ Like for like, our server is started the way specdec_bench builds its vLLM
 engine where it matters: compiled (no --enforce-eager unless --eager),
 async scheduling, max_num_seqs = concurrency x k, prefix caching off, and
 --per-request-spec-decode-metrics detailed. T=0, top_p 1, top_k 0.
-With --gpu (tests/gpu/run_gpu_smoke.sh, on the lent H200): both engines run
+With --gpu (tests/gpu/run_gpu_smoke.sh, on an H200): both engines run
 in this interpreter (the carried vLLM CUDA build, 0.26: no per-request stats,
 so our acceptance is counted from stream chunks, as specdec_bench counts it),
 AIPerf as `python3 -m aiperf`, the models under $SPECDEC_HOME/models.

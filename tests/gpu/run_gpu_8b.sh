@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# recipe=gpu_8b on a lent GPU machine (the H200 of the device library), one stage list per call
+# recipe=gpu_8b on a single-GPU machine reached only by a remote command runner (H100 or H200), one stage list per call
 # (issue 32; docs/gpu.md). The machine is offline, keeps only /tmp between calls (while it
 # stays warm) and one call carries at most 64 MiB, so the vLLM bundle of
 # shared/gpu/build_bundle.sh travels in four parts, one per call, and the 8B-shaped models
@@ -33,7 +33,7 @@
 #   le:L[+base]  recipe=llama31_eagle3 with model=llama8b_shaped draft=llama8b_shaped_eagle3, k=3
 #             (the head is built on first use, as e3's)
 #   qd:base qe:base le:base  that recipe's baseline alone (draft=none, in the folder +base uses)
-#             The seed's recipes run with the lent machine's settings (SEED_LOCAL below: the local
+#             The seed's recipes run with the GPU machine's settings (SEED_LOCAL below: the local
 #             executor with one GPU, sweep=gpu_8b's workload, gpu_8b's server settings), each in
 #             /tmp/res/<recipe>; their golden references are skipped (random weights).
 #   facts     the machine: CPU model, cores, load, busiest processes, GPU clocks, power limits
@@ -72,7 +72,7 @@ PARITY_DIR=${PARITY_DIR:-/tmp/parity}
 PY=${PY:-python3}
 BUILD_PYTHON=${BUILD_PYTHON:-$PY}
 QMODELS=$SH/models/shaped-qwen3-8b
-# The seed's recipes (qwen3_dflash, qwen3_eagle3, llama31_eagle3) on the lent machine: what
+# The seed's recipes (qwen3_dflash, qwen3_eagle3, llama31_eagle3) on the GPU machine: what
 # recipe=gpu_8b sets, as overrides (docs/gpu.md, "The seed's recipes with shaped drafts").
 SEED_LOCAL=(cluster=local cluster.gpus_per_node=1 sweep=gpu_8b "server.command=python3 -m vllm.entrypoints.cli.main serve"
   server.enforce_eager=false server.ready_timeout_s=900 server.kv_cache_memory_bytes=16G "server.extra_args=[--max-num-seqs,64]"
@@ -336,7 +336,7 @@ sle() {  # sle L[+base]: Llama-3.1-8B shape with its EAGLE3 head on SGLang, k=3,
   local shape=full dry=()
   [ "$DRY" = 1 ] && { shape=small; dry=(dry_run=true); }
   $BUILD_PYTHON "$REPO"/common/setup/make_shaped_models.py "$MODELS" --shape $shape --only eagle3 || return $?
-  # the seed's lent-machine settings (SEED_LOCAL) in SGLang's words: its command and attention backend,
+  # the seed's GPU-machine settings (SEED_LOCAL) in SGLang's words: its command and attention backend,
   # --max-running-requests for vLLM's --max-num-seqs, the same 16G KV budget (--max-total-tokens)
   $PY -m launcher recipe=llama31_eagle3 engine=sglang model=llama8b_shaped draft=llama8b_shaped_eagle3 \
     "sweep.num_speculative_tokens=[3]" "sweep.forced_acceptance_lengths=[$spec]" sweep.baseline=$base \

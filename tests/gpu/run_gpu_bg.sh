@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stages of tests/gpu/run_gpu_8b.sh that outlast one device call (10 minutes at most): the first
+# Stages of tests/gpu/run_gpu_8b.sh that outlast one remote call (10 minutes at most): the first
 # call starts them in the background (setsid: they run on while the machine stays warm, i.e.
 # while the next call follows within ~30 s), every call waits up to WAIT_S and brings back what
 # is there so far. A profiler (py-spy, carried as .whl) samples the engine core during each

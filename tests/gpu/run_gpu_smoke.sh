@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job on a lent GPU machine (the H200 of the device library), one stage per call.
+# The main job on a single-GPU machine reached only by a remote command runner (H100 or H200), one stage per call.
 #
 # The machine is offline and keeps only /tmp between calls (while it stays warm), and one
 # call carries at most 64 MiB: the vLLM bundle of shared/gpu/build_bundle.sh travels in

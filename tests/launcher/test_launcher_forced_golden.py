@@ -101,7 +101,7 @@ def test_recipes_point_at_their_references_and_the_ci_sweep_reproduces_it(compos
     assert bench.golden == gid and bench.max_turns == 1
 
 
-# The lent machine's settings for the seed's recipes (tests/gpu/run_gpu_8b.sh SEED_LOCAL, in part).
+# The GPU machine's settings for the seed's recipes (tests/gpu/run_gpu_8b.sh SEED_LOCAL, in part).
 ONE_GPU = ("cluster=local", "cluster.gpus_per_node=1", "sweep=gpu_8b")
 
 

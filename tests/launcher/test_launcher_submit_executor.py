@@ -1,6 +1,6 @@
 """The local executor gives a job the GPUs its cluster preset names: submitit's local
 jobs otherwise run with CUDA_VISIBLE_DEVICES="" and a GPU recipe (recipe=gpu_smoke)
-would start vLLM on no device (seen on the lent H200)."""
+would start vLLM on no device (seen on an H200)."""
 from __future__ import annotations
 
 import pytest
