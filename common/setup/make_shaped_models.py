@@ -393,18 +393,21 @@ def role_specs(shape_name: str, model: str, role: str) -> tuple[Shape, Optional[
 
 def build(out_dir: Path, shape_name: str = "full", roles: tuple = ("target", "draft"), seed: int = 0,
           device: Optional[str] = None, model: str = "llama8b") -> dict:
-    """Build (or keep) each role's checkpoint under ``out_dir/<role>``; returns what was done, with timings."""
-    import torch  # lazy: the builder's --help needs no torch
-
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    """Build (or keep) each role's checkpoint under ``out_dir/<role>``; returns what was done, with timings.
+    Torch is imported only when a role is to be built (every role kept: seconds, no torch)."""
+    wanted = {role: (role_specs(shape_name, model, role), out_dir / role) for role in roles}
+    wants = {role: marker(shape_name, model, role, head or s, seed + SEED_OFFSET[role])
+             for role, ((s, head), _) in wanted.items()}
+    if any(not is_built(dst, wants[role]) for role, (_, dst) in wanted.items()):
+        import torch  # lazy: the builder's --help, and a call that keeps every model, need no torch
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     out_dir.mkdir(parents=True, exist_ok=True)
     report: dict = {"device": device, "shape": shape_name, "model": model, "models": {}}
     tok_dir = out_dir / ".tokenizer"
     shutil.rmtree(tok_dir, ignore_errors=True)
     for role in roles:
-        s, head = role_specs(shape_name, model, role)
-        want = marker(shape_name, model, role, head or s, seed + SEED_OFFSET[role])
-        dst = out_dir / role
+        (s, head), dst = wanted[role]
+        want = wants[role]
         if is_built(dst, want):
             report["models"][role] = {"path": str(dst), "kept": True}
             print(f"{role}: {dst} already built ({model}, {shape_name} shape), kept")

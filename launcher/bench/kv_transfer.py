@@ -27,7 +27,8 @@ def stat_sum(series: list[dict], stat: str) -> float:
 
 
 def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = None, *,
-                       names: Optional[KvTransferMetrics], point_prompt_tokens: Optional[int] = None) -> Optional[dict]:
+                       names: Optional[KvTransferMetrics], point_prompt_tokens: Optional[int] = None,
+                       point_requests: Optional[int] = None) -> Optional[dict]:
     """The decode servers' KV-transfer counts over a window (None when the export holds no
     `prompt_tokens_by_source`: not a disaggregated server, or not scraped). ``endpoints``:
     only series scraped from these /metrics URLs (the decode servers); ``names``: the engine's
@@ -36,7 +37,11 @@ def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = Non
     window's: a decode server counts a request's prompt once, so a window that counted another
     number of prompt tokens holds a neighbour's request or misses one of the point's (a counter
     updated after the next point began): ``covers_the_point`` is then false and
-    ``every_prompt_transferred`` unknown (None)."""
+    ``every_prompt_transferred`` unknown (None). ``point_requests``: the point's requests; where
+    every prompt came by transfer each request is one transfer, so a window whose transfer count
+    differs (the engine reports its transfers apart from its prompt tokens, and later: seen on a
+    loaded 2-core machine, 3 transfers counted of 4 with every prompt token counted) has
+    ``transfers_cover_the_point`` false: its transfers, bytes and times are not the point's own."""
     n = names
     if n is None:
         return None
@@ -67,6 +72,12 @@ def kv_transfer_window(metrics: dict, endpoints: Optional[Collection[str]] = Non
         out["covers_the_point"] = out["prompt_tokens"] == int(point_prompt_tokens)
         if not out["covers_the_point"]:
             out["every_prompt_transferred"] = None
+    if point_requests is not None:
+        out["point_requests"] = int(point_requests)
+        if out["every_prompt_transferred"]:  # one transfer per request: the count is checkable
+            out["transfers_cover_the_point"] = out["transfers"] == int(point_requests)
+        else:  # unknown, or some prompt not transferred: no count to expect
+            out["transfers_cover_the_point"] = None
     return out
 
 

@@ -149,7 +149,8 @@ def _disagg(ctx: PointContext, aip: Path, ok_records: list) -> dict:
     names = ctx.engine.kv_transfer_metrics
     return {"topology": topology_note(topology),
             "kv_transfer": kv_transfer_window(scraped, endpoints=ctx.server_ready.metrics_urls or None, names=names,
-                                              point_prompt_tokens=_prompt_tokens(ok_records)),
+                                              point_prompt_tokens=_prompt_tokens(ok_records),
+                                              point_requests=len(ok_records) if ok_records else None),
             "prefix_cache": prefix_cache_window(scraped, topology, router_policy=topology.get("router_policy"),
                                                 names=names),
             "ttft_split": ttft_split(scraped, topology, client_ttft_ms=client_mean_ttft_ms(ok_records), names=names)}

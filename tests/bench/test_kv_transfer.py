@@ -101,3 +101,23 @@ def test_a_point_records_the_prompt_tokens_of_its_requests():
                                                      if usage is not None else {})}, f"x:{n}")
     assert _prompt_tokens([rec(0, 215), rec(1, 304)]) == 519
     assert _prompt_tokens([rec(0, 215), rec(1, None)]) is None
+
+
+def test_a_window_whose_transfer_count_lagged_its_prompt_tokens_says_so():
+    """The fresh-clone failure of 2026-12-07 (a loaded 2-core machine): every prompt token of the
+    point's 4 requests counted (1,014), but 3 transfers. Every prompt came by transfer (the tokens
+    say so), but the transfer count, bytes and times are not the point's own."""
+    late = kv_transfer_window(_export(external=1014.0, transfers=3), names=KV_NAMES, point_prompt_tokens=1014,
+                              point_requests=4)
+    assert late["covers_the_point"] is True and late["every_prompt_transferred"] is True
+    assert late["transfers_cover_the_point"] is False and late["point_requests"] == 4
+    whole = kv_transfer_window(_export(external=1014.0, transfers=4), names=KV_NAMES, point_prompt_tokens=1014,
+                               point_requests=4)
+    assert whole["transfers_cover_the_point"] is True
+    # no count to expect where some prompt was not transferred, or where that is unknown
+    computed = kv_transfer_window(_export(external=997.0, compute=17.0, transfers=3), names=KV_NAMES,
+                                  point_prompt_tokens=1014, point_requests=4)
+    assert computed["transfers_cover_the_point"] is None
+    lagged = kv_transfer_window(_export(external=713.0, transfers=3), names=KV_NAMES, point_prompt_tokens=1014,
+                                point_requests=4)
+    assert lagged["transfers_cover_the_point"] is None

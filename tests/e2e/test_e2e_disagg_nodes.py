@@ -170,7 +170,11 @@ def test_prefill_and_decode_on_two_nodes_pass_parity(slurm_multinode, real_stack
     for p in summary["points"]:
         res = read_point(disagg / p["dir"])
         kv = res.conf_ext["kv_transfer"]
-        assert kv["every_prompt_transferred"] and kv["transfers"] > 0 and kv["bytes"] > 0, kv
+        # a window whose counters lagged a request says so (covers_the_point false) and leaves it
+        # unknown; the parity then judges the point's transfers by its run's window (below)
+        assert kv["every_prompt_transferred"] or (kv["covers_the_point"] is False
+                                                  and kv["every_prompt_transferred"] is None), kv
+        assert kv["transfers"] > 0 and kv["bytes"] > 0, kv
         assert res.conf_ext["topology"]["server_nodes"] == {r: s["node"] for r, s in servers.items()}
         assert res.conf_ext["topology"]["prefix_cache_control"].startswith("prefix caching off")
         assert res.server_al is not None and res.server_al > 1.0  # decode kept speculating after the transfer
