@@ -49,16 +49,31 @@ def run_group(ctx: PointContext, spec: DatasetSpec, questions: list[Question], d
 
 
 def _drive(g: PointGroup, outcomes: list, form) -> Optional[dict]:
-    """One AIPerf process over ``outcomes`` in ``form``'s way; its points' results; the run's check."""
+    """One AIPerf process over ``outcomes`` in ``form``'s way; its points' results; the run's check.
+    A run whose phases sent questions laid out for other phases (ar.misaligned_phases: a starved
+    client, rare) runs once more with an idle phase of at least ar.RETRY_GAP_S, its log kept beside
+    as ``<log>.misaligned.log``; a second such run fails those points, each saying what it sent."""
     group_dir = g.ds_dir / f".aiperf_{form.tag}"
-    shutil.rmtree(group_dir, ignore_errors=True)
-    argv = form.prepare(group_dir)
+    log = g.ds_dir / f"aiperf_{form.tag}.log"
     g.progress.running = [o.dir for o in outcomes]  # the job's record of what it is doing
-    g.progress.update(form.watch.start_line)
     b = g.ctx.bench
-    res = ar.run_aiperf(argv, ar.aiperf_env(b.tokenizer, keep_alive_s=g.ctx.keep_alive["client_s"]),
-                        g.ds_dir / f"aiperf_{form.tag}.log", timeout_s=b.point_timeout_s * len(outcomes),
-                        on_progress=form.watch.on_progress, on_phase=form.watch.on_phase)
+    for attempt in (1, 2):
+        shutil.rmtree(group_dir, ignore_errors=True)
+        argv = form.prepare(group_dir, retry=attempt > 1)
+        g.progress.update(form.watch.start_line)
+        res = ar.run_aiperf(argv, ar.aiperf_env(b.tokenizer, keep_alive_s=g.ctx.keep_alive["client_s"]),
+                            log, timeout_s=b.point_timeout_s * len(outcomes),
+                            on_progress=form.watch.on_progress, on_phase=form.watch.on_phase)
+        off = form.misaligned(group_dir) if attempt == 1 else {}
+        if not off:
+            break
+        kept = log.with_name(f"{log.stem}.misaligned.log")
+        log.replace(kept)
+        first, sent = next(iter(off.items()))
+        g.progress.update(f"{g.dataset} T={g.temperature:g}: AIPerf's phase {first} sent {', '.join(sent[:3])}, "
+                          f"laid out for another phase ({len(off)} phase(s) off: the idle phase before it ended "
+                          f"before it took its line, a starved client); running the group again "
+                          f"with {ar.RETRY_GAP_S:g} s between points (first run's log: {kept.name})")
     check = form.collect(group_dir, res)
     shutil.rmtree(group_dir, ignore_errors=True)
     return check
@@ -86,7 +101,7 @@ class SingleRun:
         self.watch = RunWatch(g.progress, [o.concurrency for o in outcomes], g.questions,
                               f"{g.dataset} T={g.temperature:g}")
 
-    def prepare(self, group_dir: Path) -> list[str]:
+    def prepare(self, group_dir: Path, retry: bool = False) -> list[str]:
         g, b = self.g, self.g.ctx.bench
         n = len(g.sent(self.outcomes[0].concurrency)) if len(self.outcomes) == 1 else len(g.questions)
         run = ar.GroupRun(g.dataset, g.temperature, [o.concurrency for o in self.outcomes], self.input_file,
@@ -95,6 +110,9 @@ class SingleRun:
         return ar.aiperf_argv(b.aiperf, model=b.model, url=g.ctx.base_url, tokenizer=b.tokenizer, run=run,
                               request_timeout_s=b.request_timeout_s, api_key=client_key(),
                               server_metrics=_server_metrics(g.ctx), goodput=aiperf_goodput_arg(slo) if slo else None)
+
+    def misaligned(self, group_dir: Path) -> dict:
+        return {}  # one point, no phases: AIPerf sends the file's first N in order
 
     def collect(self, group_dir: Path, res: ar.AiperfResult) -> None:
         single = len(self.outcomes) == 1
@@ -152,8 +170,9 @@ class PhasesRun:
         self.plan = plan_group(g.ctx, outcomes, g.questions)
         self.watch = PhasesWatch(g.progress, outcomes, g.questions, self.plan, f"{g.dataset} T={g.temperature:g}")
 
-    def prepare(self, group_dir: Path) -> list[str]:
-        """The group's conversations and AIPerf's multi-phase YAML; returns AIPerf's argv."""
+    def prepare(self, group_dir: Path, retry: bool = False) -> list[str]:
+        """The group's conversations and AIPerf's multi-phase YAML; returns AIPerf's argv
+        (``retry``: the run again after a misaligned one, its idle phases ar.RETRY_GAP_S at least)."""
         g, b = self.g, self.g.ctx.bench
         group_dir.mkdir(parents=True)
         input_file = group_dir / "input.jsonl"
@@ -161,13 +180,20 @@ class PhasesRun:
         write_aiperf_multi_turn(g.questions, input_file, b.output_length, extra=_request_extra(g.ctx, g.temperature),
                                 phases=[(ph.sessions, ph.concurrency) for ph in phases])  # each: the first N
         slo = g.ctx.slo
+        gap = float(g.ctx.run.phase_gap_s or ar.GAP_S)
+        gap = max(gap, ar.RETRY_GAP_S) if retry else gap
         cfg = ar.multiphase_config(model=b.model, url=g.ctx.base_url, tokenizer=b.tokenizer, input_file=input_file,
                                    artifact_dir=group_dir, phases=phases,
                                    request_timeout_s=b.request_timeout_s, server_metrics=_server_metrics(g.ctx),
-                                   slos=slo.aiperf_slos() if slo else None, gap_s=float(g.ctx.run.phase_gap_s or ar.GAP_S))
+                                   slos=slo.aiperf_slos() if slo else None, gap_s=gap)
         cfg_path = g.ds_dir / f"aiperf_{self.tag}.yaml"
         cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
         return ar.multiphase_argv(b.aiperf, cfg_path, api_key=client_key())
+
+    def misaligned(self, group_dir: Path) -> dict:
+        """The phases that sent questions laid out for others (ar.misaligned_phases)."""
+        names = [ph.name for ph in ([self.plan.warm] if self.plan.warm else []) + self.plan.phases]
+        return ar.misaligned_phases(group_dir / "profile_export.jsonl", names)
 
     def collect(self, group_dir: Path, res: ar.AiperfResult) -> Optional[dict]:
         ctx = self.g.ctx

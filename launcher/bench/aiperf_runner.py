@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from launcher.bench import server_metrics_window as smw
+from launcher.runtime.datasets import phase_of_session
 from launcher.runtime.processes import terminate_trees, with_parent_death_signal
 from launcher.engines import MetricNames
 from launcher.results.per_position import counts_from_series
@@ -303,6 +304,10 @@ def phase_name(index: int, concurrency: int) -> str:
 SCRAPE_PERIOD_S = 0.333  # AIPerf's AIPERF_SERVER_METRICS_COLLECTION_INTERVAL default
 GAP_S = 0.4
 GAP_RATE_PERIOD_S = 1000.0
+# The idle phase of a run made again because its phases sent each other's questions (misaligned_phases):
+# the idle phase that took no line had waited 0.44 s from its start for a turn of its starved process
+# (tests/data/aiperf_misaligned_gap), 0.4 s being its whole time.
+RETRY_GAP_S = 2.0
 GAP_PREFIX = "gap_"
 SCRAPES_FILE = "server_metrics_export.jsonl"  # AIPerf's jsonl format: every scrape with its time
 
@@ -399,6 +404,31 @@ def split_phase_records(src: Path, dst_by_phase: dict[str, Path]) -> dict[str, i
         for h in handles.values():
             h.close()
     return counts
+
+
+def misaligned_phases(export: Path, phases: list[str]) -> dict[str, list[str]]:
+    """The phases of a multi-phase run (``phases``: their names in the input file's order, gaps
+    left out) that sent a session laid out for another phase or a filler line, each with those
+    sessions in the order sent. AIPerf's one sequential sampler hands the file out in order; the
+    idle phase after a point takes one line only when it gets to run before its own timeout,
+    which a starved client can miss (its log then says ``Timeout of 0.0s elapsed``), and every
+    later phase is then one line off (launcher.runtime.datasets.aiperf_phase_lines)."""
+    index = {name: i for i, name in enumerate(phases, 1)}
+    wrong: dict[str, list[str]] = {}
+    if not export.exists():
+        return wrong
+    with export.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                meta = json.loads(line).get("metadata") or {}
+            except (ValueError, AttributeError):
+                continue
+            name, sid = meta.get("phase_name"), meta.get("conversation_id")
+            if name in index and sid is not None and phase_of_session(sid) != index[name]:
+                sent = wrong.setdefault(name, [])
+                if str(sid) not in sent:
+                    sent.append(str(sid))
+    return {name: wrong[name] for name in phases if name in wrong}
 
 
 def phase_server_metrics_export(path: Path) -> Optional[dict]:

@@ -78,6 +78,13 @@ def question_of_session(session_id: object) -> str:
     return head if sep and tail.isdigit() else sid
 
 
+def phase_of_session(session_id: object) -> Optional[int]:
+    """The phase (1-based, in run order) whose copy a session id is (``"81@phase3"`` -> 3);
+    None for an id laid out for no phase (a filler line between two phases, or a plain key)."""
+    head, sep, tail = str(session_id).rpartition(PHASE_COPY_SEP)
+    return int(tail) if sep and head and tail.isdigit() else None
+
+
 # ---------------------------------------------------------------- helpers
 
 def _check_num_requests(num_requests: int | None) -> None:

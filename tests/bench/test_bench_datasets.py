@@ -214,16 +214,18 @@ def _qs(n, turns=2):
     return [Question(str(81 + i), "writing", [f"q{i}.{j}" for j in range(t[i])]) for i in range(n)]
 
 
-def _sampled(lines, phases):
+def _sampled(lines, phases, starved=()):
     """What AIPerf 0.13's one sequential sampler hands each phase of a run (``phases``:
     (sessions, concurrency)), following timing/strategies/request_rate.py: a phase samples
     a first turn before its first request and after each session start that is not its
-    final request; the idle phase between two takes one line; the file wraps. Returns each
-    phase's sessions in start order."""
+    final request; the idle phase between two takes one line, unless its process got to
+    run only after its time was spent (``starved``: the indexes of the phases it precedes,
+    timing/phase/runner.py cancels it unstarted); the file wraps. Returns each phase's
+    sessions in start order."""
     n_turns = {obj["session_id"]: len(obj["turns"]) for obj in lines}
     cursor, out = 0, []
     for i, (n, _) in enumerate(phases):
-        if i:
+        if i and i not in starved:
             cursor += 1  # the idle phase's pre-sampled line
         got = [lines[(cursor + j) % len(lines)]["session_id"] for j in range(n)]
         cursor += n + (n_turns[got[-1]] > 1)  # its last start is final only with nothing left to send
@@ -279,6 +281,26 @@ def test_session_ids_map_back_to_their_question():
     assert question_of_session("speed-0003@phase12") == "speed-0003"
     assert question_of_session("81") == "81" and question_of_session(81) == "81"
     assert question_of_session("a@phaseX") == "a@phaseX"  # not a phase copy: the id itself
+
+
+def test_session_ids_name_the_phase_they_were_laid_out_for():
+    from launcher.runtime.datasets import phase_of_session
+    assert phase_of_session("81@phase3") == 3 and phase_of_session("speed-0003@phase12") == 12
+    assert phase_of_session("not-sent-4-1") is None and phase_of_session("81") is None
+    assert phase_of_session("@phase2") is None and phase_of_session("a@phaseX") is None
+
+
+def test_an_idle_phase_that_takes_no_line_puts_every_later_phase_off_by_one():
+    """The misalignment launcher.bench.aiperf_runner.misaligned_phases finds: after an idle
+    phase that drew no line, every later phase sends a session laid out for no phase or another."""
+    from launcher.runtime.datasets import aiperf_phase_lines, phase_of_session
+    phases = [(4, 4), (4, 1), (4, 2), (4, 4)]
+    lines = aiperf_phase_lines(_qs(4, 2), phases, 32)
+    for starved in (1, 3):
+        sent = _sampled(lines, phases, starved={starved})
+        for i, ids in enumerate(sent):
+            assert all(phase_of_session(s) == i + 1 for s in ids) == (i < starved), (starved, i, ids)
+        assert sent[starved][0].startswith("not-sent-")  # the filler, then its own first N-1
 
 
 def test_a_phase_larger_than_the_dataset_is_refused():

@@ -334,7 +334,8 @@ def test_prometheus_al():
 
 
 def test_aiperf_past_its_timeout_is_stopped(tmp_path):
-    """run_aiperf stops a process that outlives its point timeout, and says so."""
+    """run_aiperf stops a process that outlives its point timeout, and says so, keeping what it
+    printed before (the timeout leaves a loaded machine's interpreter start-up time to print)."""
     import sys
     import time
 
@@ -342,7 +343,7 @@ def test_aiperf_past_its_timeout_is_stopped(tmp_path):
 
     t = time.time()
     res = run_aiperf([sys.executable, "-c", "import time; print('completed=1', flush=True); time.sleep(60)"],
-                     env=None, log_path=tmp_path / "aiperf.log", timeout_s=1.0, on_progress=lambda n: None)
+                     env=None, log_path=tmp_path / "aiperf.log", timeout_s=5.0, on_progress=lambda n: None)
     assert res.timed_out and res.returncode != 0
-    assert time.time() - t < 15
+    assert time.time() - t < 30  # not the child's 60 s
     assert "completed=1" in (tmp_path / "aiperf.log").read_text()

@@ -124,3 +124,86 @@ def test_the_bench_takes_the_gap_from_its_command_line():
     base = ["--save_dir", "/tmp/x", "--model", "tiny", "--tokenizer", "/tok"]
     assert parse_args([*base, "--phase_gap_s", "1.0"], require_url=False).phase_gap_s == 1.0
     assert parse_args(base, require_url=False).phase_gap_s is None  # the default: aiperf_runner.GAP_S
+
+
+# ------------------------------------------- a run whose phases sent each other's questions
+
+MISALIGNED = stack.REPO_ROOT / "tests" / "data" / "aiperf_misaligned_gap"
+RUN_PHASES = ["warmup_c8", "p1_c1", "p2_c2", "p3_c4", "p4_c8"]  # the input file's order (gaps aside)
+
+
+def test_misaligned_phases_finds_the_point_after_an_idle_phase_that_took_no_line():
+    """A real run (tests/data/aiperf_misaligned_gap): gap_4 got to run after its 0.4 s, so
+    p4_c8 sent a filler line first; the three points before it sent their own copies only."""
+    assert ar.misaligned_phases(MISALIGNED / "profile_export.jsonl", RUN_PHASES) == {"p4_c8": ["not-sent-4-1"]}
+    log = (MISALIGNED / "aiperf_phase_lines.log").read_text()
+    assert log.count("Timeout of 0.0s elapsed") == 1  # the one idle phase that ended unstarted: gap_4's
+    # the phases' order is the file's: without the warm-up every point's copies are some other phase's
+    off = ar.misaligned_phases(MISALIGNED / "profile_export.jsonl", RUN_PHASES[1:])
+    assert list(off) == RUN_PHASES[1:] and off["p1_c1"][0] == "81@phase2"
+    assert ar.misaligned_phases(MISALIGNED / "absent.jsonl", RUN_PHASES) == {}
+
+
+class _Form:
+    """A stand-in for aiperf_group's PhasesRun: what _drive asks of it, and what it was given."""
+    tag = "t0_phases"
+
+    def __init__(self, misaligned_runs: int):
+        self.left, self.prepared, self.collected = misaligned_runs, [], []
+        self.watch = type("W", (), {"start_line": "start", "on_progress": None, "on_phase": None})()
+
+    def prepare(self, group_dir, retry=False):
+        group_dir.mkdir(parents=True)
+        self.prepared.append(retry)
+        return ["aiperf"]
+
+    def misaligned(self, group_dir):
+        self.left -= 1
+        return {"p2_c2": ["not-sent-1-1"]} if self.left >= 0 else {}
+
+    def collect(self, group_dir, res):
+        self.collected.append(res.log_path.read_text())
+
+
+def _drive_with(tmp_path, monkeypatch, misaligned_runs: int):
+    from types import SimpleNamespace
+    from launcher.bench import aiperf_group
+
+    runs = []
+
+    def fake_run(argv, env, log_path, timeout_s, on_progress=None, stop=None, on_phase=None):
+        runs.append(argv)
+        log_path.write_text(f"run {len(runs)}\n")
+        return ar.AiperfResult(0, False, log_path, 1.0)
+
+    monkeypatch.setattr(ar, "run_aiperf", fake_run)
+    lines = []
+    progress = SimpleNamespace(running=[], update=lines.append)
+    ctx = SimpleNamespace(bench=SimpleNamespace(tokenizer="/tok", point_timeout_s=60), keep_alive={"client_s": 5})
+    g = SimpleNamespace(ds_dir=tmp_path, progress=progress, ctx=ctx, dataset="mtbench", temperature=0.0)
+    form = _Form(misaligned_runs)
+    aiperf_group._drive(g, [SimpleNamespace(dir="mtbench/t0_c1"), SimpleNamespace(dir="mtbench/t0_c2")], form)
+    return form, lines
+
+
+def test_a_misaligned_run_runs_once_more_with_the_longer_gap_and_keeps_the_first_log(tmp_path, monkeypatch):
+    form, lines = _drive_with(tmp_path, monkeypatch, misaligned_runs=1)
+    assert form.prepared == [False, True]  # the second with idle phases of RETRY_GAP_S at least
+    assert form.collected == ["run 2\n"]  # the points come from the second run
+    assert (tmp_path / "aiperf_t0_phases.misaligned.log").read_text() == "run 1\n"
+    said = [ln for ln in lines if "not-sent-1-1" in ln]
+    assert len(said) == 1 and "p2_c2" in said[0] and "running the group again" in said[0], lines
+
+
+def test_a_run_misaligned_twice_is_not_run_a_third_time(tmp_path, monkeypatch):
+    """The second run's points are collected as they are: a phase that sent a filler fails
+    its point, saying so (launcher.bench.metrics)."""
+    form, _ = _drive_with(tmp_path, monkeypatch, misaligned_runs=2)
+    assert form.prepared == [False, True] and form.collected == ["run 2\n"]
+
+
+def test_an_aligned_run_runs_once(tmp_path, monkeypatch):
+    form, lines = _drive_with(tmp_path, monkeypatch, misaligned_runs=0)
+    assert form.prepared == [False] and form.collected == ["run 1\n"]
+    assert not (tmp_path / "aiperf_t0_phases.misaligned.log").exists()
+    assert not any("again" in ln for ln in lines)

@@ -96,10 +96,17 @@ def test_compare_two_real_runs_and_an_injected_regression(spec_server, tmp_path)
     # 6 requests per point: enough pairs for a useful 95% interval. Run A takes one AIPerf
     # process per dataset x temperature, one profiling phase per point (the default phases
     # mode), run B one AIPerf process per point (--aiperf_mode point): the same points both ways.
-    for d, mode in ((a, []), (b, ["--aiperf_mode", "point"])):
+    # Run A's idle phase between its points is too short for AIPerf to start it (1 us), as a
+    # starved client's can be: it draws no line, so C=2 sends a filler and C=1's copies, and the
+    # group runs again with RETRY_GAP_S between points; the comparison below is then of that run.
+    for d, mode in ((a, ["--phase_gap_s", "1e-6"]), (b, ["--aiperf_mode", "point"])):
         p = bench(spec_server.url, d, "--concurrency", "1", "2", *mode, num_requests=6)
         assert p.returncode == 0, p.stderr[-2000:]
+        assert p.stderr.count("running the group again") == (2 if d == a else 0), p.stderr[-3000:]
     assert (a / "mtbench" / "aiperf_t0_phases.log").exists() and not (a / "mtbench" / "aiperf_t0_c2.log").exists()
+    for ds in ("mtbench", "specbench"):  # the first run's log kept beside, its idle phase ended unstarted
+        assert "Timeout of 0.0s elapsed" in (a / ds / "aiperf_t0_phases.misaligned.log").read_text()
+        assert "Timeout of 0.0s elapsed" not in (a / ds / "aiperf_t0_phases.log").read_text()
     assert (b / "mtbench" / "aiperf_t0_c2.log").exists()
     for pt in ("mtbench/t0_c1", "mtbench/t0_c2", "specbench/t0_c2"):
         acc_a, acc_b = (read_point(d / pt).acceptance for d in (a, b))
