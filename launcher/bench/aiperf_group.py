@@ -130,6 +130,11 @@ class GroupPlan:
     repeats: int
     per_c: Optional[dict]  # sweep.num_requests_per_concurrency
 
+    @property
+    def in_run_order(self) -> list:
+        """Every profiling phase in the order AIPerf runs them and the input file lays them out."""
+        return ([self.warm] if self.warm else []) + self.phases
+
 
 def plan_group(ctx: PointContext, outcomes: list, questions: list[Question]) -> GroupPlan:
     """Repeats run in rounds (every point once, then every point again), so a slow drift of
@@ -176,7 +181,7 @@ class PhasesRun:
         g, b = self.g, self.g.ctx.bench
         group_dir.mkdir(parents=True)
         input_file = group_dir / "input.jsonl"
-        phases = ([self.plan.warm] if self.plan.warm else []) + self.plan.phases
+        phases = self.plan.in_run_order
         write_aiperf_multi_turn(g.questions, input_file, b.output_length, extra=_request_extra(g.ctx, g.temperature),
                                 phases=[(ph.sessions, ph.concurrency) for ph in phases])  # each: the first N
         slo = g.ctx.slo
@@ -192,8 +197,7 @@ class PhasesRun:
 
     def misaligned(self, group_dir: Path) -> dict:
         """The phases that sent questions laid out for others (ar.misaligned_phases)."""
-        names = [ph.name for ph in ([self.plan.warm] if self.plan.warm else []) + self.plan.phases]
-        return ar.misaligned_phases(group_dir / "profile_export.jsonl", names)
+        return ar.misaligned_phases(group_dir / "profile_export.jsonl", [ph.name for ph in self.plan.in_run_order])
 
     def collect(self, group_dir: Path, res: ar.AiperfResult) -> Optional[dict]:
         ctx = self.g.ctx

@@ -70,19 +70,24 @@ def question_key(question: Question) -> str:
 PHASE_COPY_SEP = "@phase"
 
 
+def _phase_copy(session_id: object) -> tuple[str, Optional[int]]:
+    """An AIPerf session id split into (question key, phase), phase None without a suffix."""
+    sid = str(session_id)
+    head, sep, tail = sid.rpartition(PHASE_COPY_SEP)
+    return (head, int(tail)) if sep and tail.isdigit() else (sid, None)
+
+
 def question_of_session(session_id: object) -> str:
     """The question key an AIPerf session id (``metadata.conversation_id``) stands for:
     ``"81@phase3"`` -> ``"81"``; an id without a phase suffix is the key itself."""
-    sid = str(session_id)
-    head, sep, tail = sid.rpartition(PHASE_COPY_SEP)
-    return head if sep and tail.isdigit() else sid
+    return _phase_copy(session_id)[0]
 
 
 def phase_of_session(session_id: object) -> Optional[int]:
     """The phase (1-based, in run order) whose copy a session id is (``"81@phase3"`` -> 3);
     None for an id laid out for no phase (a filler line between two phases, or a plain key)."""
-    head, sep, tail = str(session_id).rpartition(PHASE_COPY_SEP)
-    return int(tail) if sep and head and tail.isdigit() else None
+    key, phase = _phase_copy(session_id)
+    return phase if key else None
 
 
 # ---------------------------------------------------------------- helpers
